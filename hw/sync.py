@@ -1,0 +1,574 @@
+"""Token FIFOs and token-synchronised pipeline units.
+
+Units of the pipeline are joined by streams of :func:`stream_word` words. A word is a
+data item or a *token*; tokens travel in order with the data and tell the unit downstream
+where a batch, a triangle or an event begins and ends, so a pipeline switches batch or
+context without being flushed. Side-band *event wires* (:data:`EventWireSignature`)
+carry start/end strobes that need not travel in order.
+
+Blocks
+------
+:class:`TokenFIFO`
+    A synchronous FIFO of stream words.
+:class:`TokenUnit`
+    The one engine behind the four unit kinds :class:`RegularUnit` (1 in, 1 out),
+    :class:`ForkUnit` (1 in, N out), :class:`JoinUnit` (N in, 1 out) and
+    :class:`JoinForkUnit` (N in, M out).
+:func:`csp`, :func:`tsu_asu`, :func:`zpreset`
+    The three reference instances of the spec as configurations of the units.
+
+Behaviour of a unit (the golden model ``golden/sync.py`` is the executable reference)
+-------------------------------------------------------------------------------------
+Every cycle the unit takes at most one word, from its current input or from its
+event-injection sequencer, and writes it to zero, one or all of its outputs:
+
+* A **data item** goes to the output selected by its routing field, bits
+  ``route_lo .. route_lo + ceil(log2(n_outputs)) - 1`` of ``data``. While a DISCARD or
+  CONTEXT event is open, data items are dropped.
+* **Event tokens** (EVENT_START / EVENT_END with id 1..4) go to every output, strobe
+  ``ev_out`` and open / close the event's mode. An EVENT_END of an event that is not open
+  is a boundary marker: forwarded and strobed, no mode change.
+* **Separator tokens** go to every output when their code is in ``broadcast``, otherwise
+  to the output the last data item went to (output 0 before any data item): the output
+  of "the group they end".
+* **Joins** (more than one input) read input 0 first. END_BATCH is forwarded and moves
+  the unit to the next input; SWITCH(arg) is consumed (it is addressed to this join, so
+  it is not forwarded) and moves the unit to input ``arg``. An event token at the head
+  of the current input is a barrier: the unit moves on to the next input until every
+  input has an event token at its head; then it emits the token of input 0 once, pops
+  every input whose head is the same word and resumes at input 0. A head that differs
+  from input 0's stays (to become part of a later barrier) and raises ``error``.
+  A unit with one input forwards END_BATCH and SWITCH like separators.
+* **ev_in**: a start strobe with id ``k`` injects the tokens ``inject[k]`` (default:
+  ``EVENT_START(k)``), an end strobe injects ``EVENT_END(k)``. Injected tokens are
+  handled like tokens read from an input. They are placed after every word taken from
+  the inputs before the strobe's cycle and before every word taken after it; strobes
+  that are pending together are injected starts first, then ends, each by ascending id.
+* **Malformed input** (an unknown token code, an event id outside 1..4, a SWITCH to a
+  missing input, a routing field naming a missing output, an ev_in id outside 1..4) is
+  dropped and sets the sticky ``error`` output until reset.
+
+Each output has a two-entry FIFO, so there is no combinational path from an output's
+``ready`` to any input's ``ready`` and a unit moves one word per clock per port.
+"""
+
+import enum
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = [
+    "Token", "EventId", "stream_word", "EventWireSignature",
+    "TokenFIFO", "TokenUnit", "RegularUnit", "ForkUnit", "JoinUnit", "JoinForkUnit",
+    "csp", "tsu_asu", "zpreset", "DESIGNS",
+]
+
+
+class Token(enum.IntEnum):
+    """Token codes (bits 0-7 of a token's ``data``)."""
+    END_STATE_BLOCK = 0x01
+    END_PRIMITIVE_BLOCK = 0x02
+    END_3D_BLOCK = 0x03
+    END_2D_BLOCK = 0x04
+    END_TRIANGLE = 0x05
+    END_BATCH = 0x06
+    SWITCH = 0x10
+    EVENT_START = 0x20
+    EVENT_END = 0x21
+
+
+class EventId(enum.IntEnum):
+    """Event ids (a token's ``arg``, an event wire's ``id``)."""
+    CONTEXT = 1
+    DMA = 2
+    INTERRUPT = 3
+    DISCARD = 4
+
+
+#: Events during which a unit drops the data items it reads.
+DISCARDING_EVENTS = (EventId.CONTEXT, EventId.DISCARD)
+
+#: Separators that a join/fork always duplicates to every output (the Z-preset rule).
+JOIN_FORK_BROADCAST = (Token.END_TRIANGLE, Token.END_BATCH)
+
+EventWireSignature = wiring.Signature({
+    "start": Out(1),
+    "end": Out(1),
+    "id": Out(4),
+})
+"""Event wire: ``start`` and ``end`` strobes (one cycle each) with the event ``id``."""
+
+
+def _check_int(name, value, minimum, maximum=None):
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if value < minimum or (maximum is not None and value > maximum):
+        allowed = f"at least {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+        raise ValueError(f"{name} must be an integer {allowed}, not {value}")
+
+
+def stream_word(width=32):
+    """Layout of a pipeline stream word: ``is_token`` (bit 0), then ``data`` (``width`` bits).
+
+    A token's ``data`` holds its ``code`` in bits 0-7 and its ``arg`` in bits 8-15.
+    """
+    _check_int("width", width, 16)
+    return data.StructLayout({"is_token": 1, "data": width})
+
+
+def _check_code(name, code):
+    if code not in set(Token):
+        raise ValueError(f"{name} must hold token codes from {sorted(int(t) for t in Token)}, "
+                         f"not {code!r}")
+    return Token(code)
+
+
+def _check_inject(inject):
+    if not isinstance(inject, dict):
+        raise TypeError(f"inject must be a dict of event id to token sequence, not {inject!r}")
+    checked = {}
+    for event, sequence in inject.items():
+        if event not in set(EventId):
+            raise ValueError(f"inject keys must be event ids 1 to 4, not {event!r}")
+        sequence = tuple((_check_code("inject", code), int(arg)) for code, arg in sequence)
+        if not 1 <= len(sequence) <= 8:
+            raise ValueError(f"inject[{event}] must hold 1 to 8 tokens, not {len(sequence)}")
+        for _, arg in sequence:
+            _check_int("inject token arg", arg, 0, 255)
+        checked[EventId(event)] = sequence
+    return checked
+
+
+def injection_sequences(inject):
+    """Token sequences injected for ``ev_in`` strobes, in the order pending strobes are served.
+
+    Returns 8 tuples of ``(code, arg)``: a start of ids 1..4 (``inject[id]``, by default
+    ``EVENT_START(id)``), then an end of ids 1..4 (``EVENT_END(id)``).
+    """
+    starts = [inject.get(k, ((Token.EVENT_START, k),)) for k in EventId]
+    ends = [((Token.EVENT_END, k),) for k in EventId]
+    return starts + ends
+
+
+def _is_valid_event(word):
+    """Whether a word is an EVENT_START / EVENT_END token with an id of 1 to 4."""
+    code = word.data[0:8]
+    arg = word.data[8:16]
+    return (word.is_token & ((code == Token.EVENT_START) | (code == Token.EVENT_END))
+            & (arg >= 1) & (arg <= 4))
+
+
+def _next(index, count):
+    """``index + 1`` modulo ``count``, without a divider."""
+    return Mux(index == count - 1, 0, index + 1)
+
+
+class TokenFIFO(wiring.Component):
+    """Synchronous FIFO of stream words.
+
+    Parameters
+    ----------
+    width : int
+        Width of the ``data`` field of a word (16 to 64); a word is ``width + 1`` bits.
+    depth : int
+        Number of words held (at least 2).
+
+    Attributes
+    ----------
+    i : stream, in
+        Words in. ``i.ready`` comes from registers only: there is no combinational path
+        from ``o.ready`` to ``i.ready``. So a FIFO holding ``depth`` words accepts the next
+        write in the cycle after a read, not in the same cycle; below that level a read
+        and a write happen in the same cycle, and the FIFO moves one word per clock.
+    o : stream, out
+        Words out, in order.
+    level : unsigned, out
+        Number of words held.
+    """
+
+    def __init__(self, *, width=32, depth=16):
+        _check_int("width", width, 16, 64)
+        _check_int("depth", depth, 2)
+        self.width = width
+        self.depth = depth
+        word = stream_word(width)
+        super().__init__({
+            "i": In(stream.Signature(word)),
+            "o": Out(stream.Signature(word)),
+            "level": Out(range(depth + 1)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        # The buffered FIFO reads its memory synchronously, so it maps to block RAM.
+        m.submodules.storage = storage = fifo.SyncFIFOBuffered(
+            width=stream_word(self.width).size, depth=self.depth)
+        wiring.connect(m, wiring.flipped(self.i), storage.w_stream)
+        wiring.connect(m, storage.r_stream, wiring.flipped(self.o))
+        m.d.comb += self.level.eq(storage.level)
+        return m
+
+
+class TokenUnit(wiring.Component):
+    """A token-synchronised pipeline unit with ``n_inputs`` inputs and ``n_outputs`` outputs.
+
+    The module docstring gives the rules. :class:`RegularUnit`, :class:`ForkUnit`,
+    :class:`JoinUnit` and :class:`JoinForkUnit` fix the port counts of the four kinds.
+
+    Parameters
+    ----------
+    n_inputs, n_outputs : int
+        Number of input and output streams (1 to 16 each).
+    width : int
+        Width of the ``data`` field of a stream word (16 to 64).
+    route_lo : int or None
+        Lowest bit of the routing field in a data item's ``data``; the field is
+        ``ceil(log2(n_outputs))`` bits wide and must fit in ``width``. ``None``: the top
+        bits of ``data``.
+    broadcast : iterable of int
+        Separator token codes copied to every output.
+    inject : dict of int to sequence of (code, arg)
+        Tokens injected for an ``ev_in.start`` of an event id, in place of the default
+        ``EVENT_START(id)`` (1 to 8 tokens per id).
+    fifo_depth : int
+        Depth of a :class:`TokenFIFO` in front of each input (0: none). With FIFOs, the
+        words "taken" by the unit (which place ``ev_in`` strobes) are the words it reads
+        out of its FIFOs, so an event acts on everything still queued in them.
+
+    Attributes
+    ----------
+    i : array of stream, in
+        Input streams of :func:`stream_word` words.
+    o : array of stream, out
+        Output streams.
+    ev_in, ev_out : :data:`EventWireSignature`
+        Event wires in and out; ``ev_out`` strobes once per event token emitted, in the
+        cycle after the token enters the output buffers.
+    error : unsigned(1), out
+        Sticky: set when malformed input was dropped; cleared by reset only.
+    open_events : unsigned(4), out
+        Bit ``k - 1`` is set while event ``k`` is open.
+    """
+
+    def __init__(self, *, n_inputs, n_outputs, width=32, route_lo=None,
+                 broadcast=(), inject=None, fifo_depth=0):
+        _check_int("n_inputs", n_inputs, 1, 16)
+        if fifo_depth != 0:
+            _check_int("fifo_depth", fifo_depth, 2, 4096)
+        self.fifo_depth = fifo_depth
+        _check_int("n_outputs", n_outputs, 1, 16)
+        _check_int("width", width, 16, 64)
+        self.route_bits = (n_outputs - 1).bit_length()
+        if route_lo is None:
+            route_lo = width - self.route_bits
+        _check_int("route_lo", route_lo, 0, width - self.route_bits)
+        self.broadcast = tuple(sorted({_check_code("broadcast", code) for code in broadcast}))
+        self.inject = _check_inject(inject if inject is not None else {})
+        self.n_inputs = n_inputs
+        self.n_outputs = n_outputs
+        self.width = width
+        self.route_lo = route_lo
+        self.word = stream_word(width)
+        super().__init__({
+            "i": In(stream.Signature(self.word)).array(n_inputs),
+            "o": Out(stream.Signature(self.word)).array(n_outputs),
+            "ev_in": In(EventWireSignature),
+            "ev_out": Out(EventWireSignature),
+            "error": Out(1),
+            "open_events": Out(4),
+        })
+
+    def config(self):
+        """The configuration as keyword arguments (``golden.sync`` takes the same ones)."""
+        return {
+            "n_inputs": self.n_inputs, "n_outputs": self.n_outputs, "width": self.width,
+            "route_lo": self.route_lo, "broadcast": tuple(int(c) for c in self.broadcast),
+            "inject": {int(k): tuple((int(c), a) for c, a in seq)
+                       for k, seq in self.inject.items()},
+        }
+
+    def elaborate(self, platform):
+        m = Module()
+        n_in, n_out = self.n_inputs, self.n_outputs
+        is_join = n_in > 1
+
+        # Two-entry output FIFOs: their w_rdy is registered, so no output's ready reaches
+        # an input's ready combinationally, and streaming through them loses no cycle.
+        out_fifos = []
+        for k, port in enumerate(self.o):
+            out_fifo = m.submodules[f"out_fifo_{k}"] = fifo.SyncFIFO(
+                width=self.word.size, depth=2)
+            wiring.connect(m, out_fifo.r_stream, wiring.flipped(port))
+            out_fifos.append(out_fifo)
+        out_room = Cat(out_fifo.w_rdy for out_fifo in out_fifos)
+
+        error = Signal()
+        open_events = Signal(4)
+        cur = Signal(range(n_in))            # the input being read
+        last_route = Signal(range(n_out))    # the output of the last data item
+        m.d.comb += [self.error.eq(error), self.open_events.eq(open_events)]
+
+        inputs = self._input_fifos(m)
+
+        # --- The head word: injected tokens first, then the current input. ---
+        inj_word, inj_valid, hold_inputs, inj_taken, ev_in_error = self._injector(m)
+        heads = [port.payload for port in inputs]
+        head = Signal(self.word)
+        head_valid = Signal()
+        from_input = Signal()
+        with m.If(inj_valid):
+            m.d.comb += [head.eq(inj_word), head_valid.eq(1)]
+        with m.Elif(~hold_inputs):
+            m.d.comb += [
+                head.eq(Array(port.payload for port in inputs)[cur]),
+                head_valid.eq(Array(port.valid for port in inputs)[cur]),
+                from_input.eq(1),
+            ]
+
+        code = head.data[0:8]
+        arg = head.data[8:16]
+        route = head.data[self.route_lo:self.route_lo + self.route_bits]
+        event_bits = [open_events[k - 1] for k in DISCARDING_EVENTS]
+        discarding = Cat(event_bits).any()
+        all_outputs = Const((1 << n_out) - 1, n_out)
+        known = Cat(code == c for c in Token).any()
+        is_event_code = (code == Token.EVENT_START) | (code == Token.EVENT_END)
+        switch_bad = (code == Token.SWITCH) & (arg >= n_in) if is_join else Const(0)
+        broadcast = Cat(code == c for c in self.broadcast).any()
+
+        # --- What to do with the head word. ---
+        emit = Signal(self.word)     # the word written to the outputs
+        targets = Signal(n_out)      # the outputs it goes to
+        consume = Signal()           # take the head word with no output
+        bad = Signal()               # flag malformed input when the word goes
+        move_input = Signal()        # read input `to_input` next, once the word goes
+        to_input = Signal(range(n_in))
+        barrier = Signal()           # `emit` completes a join's event barrier
+        step = Signal()              # a barrier is waiting: look at the next input
+        m.d.comb += emit.eq(head)
+
+        with m.If(head.is_token & (~known | (is_event_code & ~_is_valid_event(head))
+                                   | switch_bad)):
+            m.d.comb += [consume.eq(1), bad.eq(1)]
+        with m.Elif(~head.is_token):
+            with m.If(discarding):
+                m.d.comb += consume.eq(1)
+            with m.Elif(route >= n_out):
+                m.d.comb += [consume.eq(1), bad.eq(1)]
+            with m.Else():
+                m.d.comb += targets.eq(1 << route)
+        with m.Elif(is_event_code):
+            m.d.comb += targets.eq(all_outputs)
+            if is_join:
+                with m.If(from_input):
+                    self._barrier(m, inputs, emit, targets, bad, barrier, step,
+                                  move_input, to_input)
+        with m.Elif((code == Token.SWITCH) & from_input if is_join else Const(0)):
+            m.d.comb += [consume.eq(1), move_input.eq(1), to_input.eq(arg)]
+        with m.Else():   # separators; END_BATCH and SWITCH of a unit with one input
+            m.d.comb += targets.eq(Mux(broadcast, all_outputs, 1 << last_route))
+            if is_join:
+                with m.If(from_input & (code == Token.END_BATCH)):
+                    m.d.comb += [move_input.eq(1), to_input.eq(_next(cur, n_in))]
+
+        # --- The word goes when every output it targets has room. ---
+        emitting = Signal()
+        fire = Signal()
+        m.d.comb += [
+            emitting.eq(head_valid & (targets != 0) & ((targets & ~out_room) == 0)),
+            fire.eq(emitting | (head_valid & consume)),
+            inj_taken.eq(fire & inj_valid),
+        ]
+        for k, out_fifo in enumerate(out_fifos):
+            m.d.comb += [out_fifo.w_data.eq(emit), out_fifo.w_en.eq(emitting & targets[k])]
+        for k, port in enumerate(inputs):
+            popped = (cur == k) & ~barrier
+            if is_join:
+                popped |= barrier & (heads[k].as_value() == emit.as_value())
+            m.d.comb += port.ready.eq(from_input & fire & popped)
+
+        with m.If((fire & bad) | ev_in_error):
+            m.d.sync += error.eq(1)
+        with m.If(fire & move_input):
+            m.d.sync += cur.eq(to_input)
+        with m.Elif(head_valid & step):
+            m.d.sync += cur.eq(_next(cur, n_in))
+        with m.If(emitting & ~emit.is_token):
+            m.d.sync += last_route.eq(route)
+        self._events_out(m, emitting & _is_valid_event(emit), emit, open_events)
+        return m
+
+    def _input_fifos(self, m):
+        """The streams the unit reads: its inputs, or FIFOs in front of them."""
+        if not self.fifo_depth:
+            return list(self.i)
+        streams = []
+        for k, port in enumerate(self.i):
+            in_fifo = m.submodules[f"in_fifo_{k}"] = TokenFIFO(width=self.width,
+                                                               depth=self.fifo_depth)
+            wiring.connect(m, wiring.flipped(port), in_fifo.i)
+            streams.append(in_fifo.o)
+        return streams
+
+    def _barrier(self, m, inputs, emit, targets, bad, barrier, step, move_input, to_input):
+        """A join's event barrier: go on only once every input has an event at its head."""
+        heads = [port.payload for port in inputs]
+        all_at_event = Cat(port.valid & _is_valid_event(head)
+                           for port, head in zip(inputs, heads)).all()
+        with m.If(all_at_event):
+            m.d.comb += [
+                emit.eq(heads[0]), barrier.eq(1), move_input.eq(1), to_input.eq(0),
+                bad.eq(Cat(h.as_value() != heads[0].as_value() for h in heads).any()),
+            ]
+        with m.Else():
+            m.d.comb += [targets.eq(0), step.eq(1)]
+
+    def _events_out(self, m, emitted, word, open_events):
+        """Strobe ``ev_out`` for an emitted event token and open or close its mode."""
+        is_start = word.data[0:8] == Token.EVENT_START
+        event = word.data[8:12]
+        m.d.sync += [
+            self.ev_out.start.eq(emitted & is_start),
+            self.ev_out.end.eq(emitted & ~is_start),
+            self.ev_out.id.eq(Mux(emitted, event, 0)),
+        ]
+        with m.If(emitted):
+            bit = (Const(1, 5) << event)[1:]
+            m.d.sync += open_events.eq(Mux(is_start, open_events | bit, open_events & ~bit))
+
+    def _injector(self, m):
+        """Latch ``ev_in`` strobes and serve them as injected token sequences.
+
+        Returns ``(word, valid, hold_inputs, taken, error)``: the injected word; whether
+        one is being injected; whether inputs are held (a strobe now, pending or being
+        served); a signal to drive high when the unit takes the word; and a strobe with
+        a bad event id.
+        """
+        sequences = injection_sequences(self.inject)
+        pending = Signal(8)           # starts of ids 1..4, then ends of ids 1..4
+        busy = Signal()
+        which = Signal(range(8))
+        index = Signal(range(8))
+        taken = Signal()
+
+        ev_id = self.ev_in.id
+        id_ok = (ev_id >= 1) & (ev_id <= 4)
+        one_hot = Signal(4)
+        m.d.comb += one_hot.eq(Mux(id_ok, (Const(1, 5) << ev_id)[1:], 0))
+        strobes = Cat(Mux(self.ev_in.start, one_hot, 0), Mux(self.ev_in.end, one_hot, 0))
+        bad_id = (self.ev_in.start | self.ev_in.end) & ~id_ok
+
+        serve = Signal(8)             # the pending strobe served next: the lowest set bit
+        m.d.comb += serve.eq(pending & -pending)
+        with m.If(busy):
+            with m.If(taken):
+                last = Array(Const(len(seq) - 1, 3) for seq in sequences)[which]
+                with m.If(index == last):
+                    m.d.sync += busy.eq(0)
+                m.d.sync += index.eq(index + 1)
+        with m.Elif(pending != 0):
+            m.d.sync += [busy.eq(1), which.eq(_one_hot_index(serve)), index.eq(0)]
+        m.d.sync += pending.eq((pending & ~Mux(busy, 0, serve)) | strobes)
+
+        rom = Array(Const(self._token(*(seq[j] if j < len(seq) else seq[-1])), self.word.size)
+                    for seq in sequences for j in range(8))
+        word = Signal(self.word)
+        m.d.comb += word.eq(rom[Cat(index, which)])
+        hold_inputs = busy | (pending != 0) | (strobes != 0)
+        return word, busy, hold_inputs, taken, bad_id
+
+    def _token(self, code, arg):
+        return self.word.const({"is_token": 1, "data": int(code) | (arg << 8)}).as_value().value
+
+
+def _one_hot_index(one_hot):
+    """Index of the set bit of a one-hot value."""
+    return Cat(Cat(one_hot[k] for k in range(len(one_hot)) if k >> b & 1).any()
+               for b in range((len(one_hot) - 1).bit_length()))
+
+
+class RegularUnit(TokenUnit):
+    """A unit with one input and one output (the seed's Fig. 4); see :class:`TokenUnit`."""
+
+    def __init__(self, *, width=32, inject=None, fifo_depth=0):
+        super().__init__(n_inputs=1, n_outputs=1, width=width, inject=inject,
+                         fifo_depth=fifo_depth)
+
+
+class ForkUnit(TokenUnit):
+    """A unit with one input and ``n_outputs`` ≥ 2 outputs (Fig. 5); see :class:`TokenUnit`."""
+
+    def __init__(self, *, n_outputs=2, width=32, route_lo=None, broadcast=(), inject=None,
+                 fifo_depth=0):
+        _check_int("n_outputs", n_outputs, 2, 16)
+        super().__init__(n_inputs=1, n_outputs=n_outputs, width=width, route_lo=route_lo,
+                         broadcast=broadcast, inject=inject, fifo_depth=fifo_depth)
+
+
+class JoinUnit(TokenUnit):
+    """A unit with ``n_inputs`` ≥ 2 inputs and one output (Fig. 7); see :class:`TokenUnit`."""
+
+    def __init__(self, *, n_inputs=2, width=32, broadcast=(), inject=None, fifo_depth=0):
+        _check_int("n_inputs", n_inputs, 2, 16)
+        super().__init__(n_inputs=n_inputs, n_outputs=1, width=width, broadcast=broadcast,
+                         inject=inject, fifo_depth=fifo_depth)
+
+
+class JoinForkUnit(TokenUnit):
+    """A unit with ≥ 2 inputs and ≥ 2 outputs (Fig. 8); see :class:`TokenUnit`.
+
+    END_TRIANGLE and END_BATCH are always copied to every output, as are event tokens.
+    """
+
+    def __init__(self, *, n_inputs=2, n_outputs=2, width=32, route_lo=None, broadcast=(),
+                 inject=None, fifo_depth=0):
+        _check_int("n_inputs", n_inputs, 2, 16)
+        _check_int("n_outputs", n_outputs, 2, 16)
+        super().__init__(n_inputs=n_inputs, n_outputs=n_outputs, width=width,
+                         route_lo=route_lo, broadcast=(*broadcast, *JOIN_FORK_BROADCAST),
+                         inject=inject, fifo_depth=fifo_depth)
+
+
+def csp(*, width=32, fifo_depth=0):
+    """Command stream parser: a fork to state, primitive, 3D and 2D outputs (Fig. 10).
+
+    A command's group is the top two bits of ``data``. An interrupt (``ev_in.start``
+    with id INTERRUPT) inserts END_DMA, END_CONTEXT and END_INTERRUPT (EVENT_END with
+    ids DMA, CONTEXT, INTERRUPT) into all four outputs at the same point of the stream.
+    """
+    return ForkUnit(n_outputs=4, width=width, fifo_depth=fifo_depth, inject={EventId.INTERRUPT: (
+        (Token.EVENT_END, EventId.DMA), (Token.EVENT_END, EventId.CONTEXT),
+        (Token.EVENT_END, EventId.INTERRUPT))})
+
+
+def tsu_asu(*, width=32, fifo_depth=0):
+    """Triangle / attribute setup: a fork to Z + command/state, attributes and edges (Fig. 11).
+
+    An item's output is the top two bits of ``data`` (3 is malformed). END_TRIANGLE and
+    END_BATCH go to all three outputs: each downstream unit needs the triangle boundaries.
+    """
+    return ForkUnit(n_outputs=3, width=width, fifo_depth=fifo_depth,
+                    broadcast=(Token.END_TRIANGLE, Token.END_BATCH))
+
+
+def zpreset(*, width=32, fifo_depth=0):
+    """Z-preset (ZL1): a join/fork of the ASU-ZL1 and supertile inputs to Z and T (Fig. 12).
+
+    An item's output is the top bit of ``data``; END_TRIANGLE, END_BATCH and events go to
+    both outputs.
+    """
+    return JoinForkUnit(n_inputs=2, n_outputs=2, width=width, fifo_depth=fifo_depth)
+
+
+#: Designs of this block that ``python -m hw.gen`` builds, by name.
+DESIGNS = {
+    "token_fifo": TokenFIFO,
+    "regular": RegularUnit,
+    "fork": ForkUnit,
+    "join": JoinUnit,
+    "join_fork": JoinForkUnit,
+    "csp": csp,
+    "tsu_asu": tsu_asu,
+    "zpreset": zpreset,
+}

@@ -1,0 +1,285 @@
+"""The shared verification harness: every block's testbench uses these parts as they are.
+
+Pytest side
+-----------
+:func:`run_cocotb` generates the Verilog of a design (``hw.gen``) for one parameter set
+into the calling test's own folder under ``sim_build/``, builds it with the simulator
+and runs a cocotb test module on it through ``cocotb_tools.runner``. Per-test folders
+make ``pytest -n 2`` safe. :func:`simulators` gives the simulators to test on
+(``SIM=icarus|verilator`` picks one, default both). ``WAVES=1`` dumps an FST per test
+into that folder. ``SEED=N`` fixes the random seed (default: a fresh one, printed).
+
+Cocotb side
+-----------
+:func:`start` starts the clock, resets the design and returns a numpy generator seeded
+from cocotb's seed (printed). :class:`StreamDriver` sends payloads into an
+``amaranth.lib.stream`` port with random gaps; :class:`StreamMonitor` takes them from one
+with random back-pressure and checks the handshake rules; :func:`check_equal` is the
+in-order scoreboard. :func:`params` reads the parameter set the design was built with.
+
+All drivers write on the falling clock edge and sample in the ``ReadOnly`` phase
+before the rising edge, so they never race the design.
+"""
+
+import hashlib
+import json
+import os
+import random
+import re
+from pathlib import Path
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
+
+ROOT = Path(__file__).resolve().parent.parent
+SIM_BUILD = ROOT / "sim_build"
+SIMULATORS = ("icarus", "verilator")
+# Amaranth's Verilog trips Verilator's width lints; everything else stays an error.
+VERILATOR_ARGS = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC"]
+PARAMS_ENV = "FRESCO_PARAMS"
+
+__all__ = [
+    "simulators", "run_cocotb", "params", "start", "reset", "StreamDriver", "StreamMonitor",
+    "check_equal", "wait_until",
+]
+
+
+# ---------------------------------------------------------------- pytest side
+
+def simulators():
+    """Simulators to run on: ``$SIM`` if set, else Icarus and Verilator."""
+    chosen = os.environ.get("SIM")
+    if chosen:
+        if chosen not in SIMULATORS:
+            raise ValueError(f"SIM must be one of {', '.join(SIMULATORS)}, not {chosen!r}")
+        return [chosen]
+    return list(SIMULATORS)
+
+
+def _seed():
+    seed = os.environ.get("SEED") or os.environ.get("COCOTB_RANDOM_SEED")
+    return int(seed) if seed else random.SystemRandom().randrange(1 << 31)
+
+
+def _test_folder():
+    """``sim_build/<the running pytest test>``: one folder per test."""
+    name = os.environ.get("PYTEST_CURRENT_TEST", "manual").split(" ")[0]
+    return SIM_BUILD / re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+def run_cocotb(design, test_module, simulator, params=None, *, testcase=None, extra_env=None):
+    """Build ``design`` (a ``hw.gen`` name) with ``params`` and run cocotb ``test_module``.
+
+    Fails the calling pytest test when any cocotb test fails or none ran.
+    """
+    from cocotb_tools.runner import get_results, get_runner
+    from hw.gen import generate
+
+    params = dict(params or {})
+    folder = _test_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha1(json.dumps([design, params], sort_keys=True, default=str)
+                          .encode()).hexdigest()[:8]
+    top = f"{design.replace('.', '_')}_{digest}"
+    source = folder / f"{top}.v"
+    text = generate(design, params, name=top)
+    source.write_text(_kick_time0(text) if simulator == "icarus" else text)
+
+    waves = os.environ.get("WAVES", "0") not in ("", "0")
+    build_args = list(VERILATOR_ARGS) if simulator == "verilator" else []
+    if waves and simulator == "verilator":
+        build_args += ["--trace-fst", "--trace-structs"]
+    seed = _seed()
+    print(f"{design} {params} on {simulator}: seed {seed} (rerun with SEED={seed})")
+
+    runner = get_runner(simulator)
+    runner.build(sources=[source], hdl_toplevel=top, build_dir=folder / "build",
+                 build_args=build_args, timescale=("1ns", "1ps"), waves=waves)
+    env = {PARAMS_ENV: json.dumps(params, default=_jsonable), "FRESCO_DESIGN": design}
+    env.update(extra_env or {})
+    results = runner.test(test_module=test_module, hdl_toplevel=top,
+                          build_dir=folder / "build", test_dir=folder, seed=seed,
+                          extra_env=env, waves=waves, testcase=testcase,
+                          timescale=("1ns", "1ps"))
+    total, failed = get_results(results)
+    assert total > 0, f"no cocotb test ran in {test_module}"
+    assert failed == 0, f"{failed} of {total} cocotb tests failed (seed {seed})"
+
+
+_TIME0_REG = re.compile(r"^(\s*)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) = 0;$",
+                        re.M)
+
+
+def _kick_time0(verilog_text):
+    """Make Icarus run every ``always @*`` block once at the start.
+
+    Yosys reads a dummy register, initialised to 0, in every ``always @*`` block so that
+    simulators evaluate the block at time 0; Icarus 11 sees no event on it, so a block
+    whose inputs never change stays X (amaranth issues 594, 1629). Toggling the dummy
+    register 1 ns in gives the event.
+    """
+    return _TIME0_REG.sub(r"\1reg \2 = 0;\n\1initial #1 \2 = 1;", verilog_text)
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {str(k): v for k, v in value.items()}
+    return int(value)
+
+
+# ---------------------------------------------------------------- cocotb side
+
+def params():
+    """The parameters the running design was generated with (dict keys come back as str)."""
+    return json.loads(os.environ.get(PARAMS_ENV, "{}"))
+
+
+async def start(dut, *, period_ns=10, reset_cycles=4, idle=()):
+    """Start ``dut.clk``, reset the design and return a seeded numpy ``Generator``.
+
+    cocotb derives each test's seed (``cocotb.RANDOM_SEED``) from the run's seed and the
+    test's name, so one ``SEED`` reproduces every test of the run. ``idle`` names input
+    signals (other than streams, whose drivers do it) to hold at 0 from the start.
+    """
+    for name in idle:
+        getattr(dut, name).value = 0
+    run_seed = os.environ.get("COCOTB_RANDOM_SEED", "?")
+    dut._log.info("seed %s (rerun with SEED=%s)", run_seed, run_seed)
+    seed = cocotb.RANDOM_SEED
+    Clock(dut.clk, period_ns, unit="ns").start()
+    await reset(dut, reset_cycles)
+    return np.random.default_rng(seed)
+
+
+async def reset(dut, cycles=4):
+    """Hold ``dut.rst`` high for ``cycles`` clocks (longer than Icarus's time-0 races)."""
+    await FallingEdge(dut.clk)
+    dut.rst.value = 1
+    await ClockCycles(dut.clk, cycles)
+    await FallingEdge(dut.clk)
+    dut.rst.value = 0
+
+
+async def wait_until(dut, condition, *, timeout, what="condition"):
+    """Wait up to ``timeout`` clocks for ``condition()``; fail naming ``what``."""
+    for _ in range(timeout):
+        if condition():
+            return
+        await RisingEdge(dut.clk)
+    assert condition(), f"timed out after {timeout} clocks waiting for {what}"
+
+
+class StreamDriver:
+    """Sends payloads into the stream port ``name`` of ``dut`` (``name__valid`` etc.).
+
+    Parameters
+    ----------
+    gap : float
+        Probability of a cycle without ``valid`` before each word (random input gaps).
+    """
+
+    def __init__(self, dut, name, rng, *, gap=0.3):
+        self.clk = dut.clk
+        self.valid = getattr(dut, f"{name}__valid")
+        self.ready = getattr(dut, f"{name}__ready")
+        self.payload = getattr(dut, f"{name}__payload")
+        self.name = name
+        self.rng = rng
+        self.gap = gap
+        self.queue = []
+        self.accepted = 0
+        self.valid.value = 0
+        self.payload.value = 0
+        self._task = cocotb.start_soon(self._run())
+
+    def send(self, payloads):
+        """Queue payloads (ints); they go out in order."""
+        self.queue.extend(int(p) for p in payloads)
+
+    @property
+    def idle(self):
+        """Whether every queued payload was accepted."""
+        return not self.queue
+
+    def stop(self):
+        """Stop driving (e.g. before a reset); queued payloads are forgotten."""
+        self._task.cancel()
+        self.queue.clear()
+        self.valid.value = 0
+
+    async def _run(self):
+        presenting = False
+        while True:
+            await FallingEdge(self.clk)
+            if presenting and self._ready_at_edge:
+                self.queue.pop(0)
+                self.accepted += 1
+                presenting = False
+            if not presenting and self.queue and self.rng.random() >= self.gap:
+                presenting = True
+                self.payload.value = self.queue[0]
+            self.valid.value = int(presenting)
+            await ReadOnly()
+            self._ready_at_edge = bool(int(self.ready.value))
+
+
+class StreamMonitor:
+    """Takes payloads from the stream port ``name`` with random back-pressure.
+
+    Checks the handshake rule on the way: a word offered and not taken stays offered,
+    unchanged, in the next cycle.
+
+    Parameters
+    ----------
+    stall : float
+        Probability of holding ``ready`` low in a cycle (0: always ready, 1: never).
+    """
+
+    def __init__(self, dut, name, rng, *, stall=0.3):
+        self.clk = dut.clk
+        self.valid = getattr(dut, f"{name}__valid")
+        self.ready = getattr(dut, f"{name}__ready")
+        self.payload = getattr(dut, f"{name}__payload")
+        self.name = name
+        self.rng = rng
+        self.stall = stall
+        self.items = []
+        self.ready.value = 0
+        self._task = cocotb.start_soon(self._run())
+
+    def stop(self):
+        self._task.cancel()
+        self.ready.value = 0
+
+    async def _run(self):
+        offered = None
+        while True:
+            await FallingEdge(self.clk)
+            ready = self.stall <= 0 or self.rng.random() >= self.stall
+            self.ready.value = int(ready)
+            await ReadOnly()
+            if not int(self.valid.value):
+                assert offered is None, f"{self.name}: valid dropped before the word was taken"
+                continue
+            payload = int(self.payload.value)
+            assert offered is None or offered == payload, (
+                f"{self.name}: payload changed from {offered:#x} to {payload:#x} while stalled")
+            if ready:
+                self.items.append(payload)
+                offered = None
+            else:
+                offered = payload
+
+
+def check_equal(name, expected, got, describe=hex):
+    """In-order scoreboard: ``got`` must equal ``expected`` word for word."""
+    for index, (want, have) in enumerate(zip(expected, got)):
+        assert want == have, (
+            f"{name}: word {index} is {describe(have)}, expected {describe(want)}; "
+            f"expected {[describe(w) for w in expected[max(0, index - 3):index + 3]]} "
+            f"around it, got {[describe(w) for w in got[max(0, index - 3):index + 3]]}")
+    assert len(got) == len(expected), (
+        f"{name}: {len(got)} words, expected {len(expected)}; "
+        f"extra or missing: {[describe(w) for w in (got[len(expected):] or expected[len(got):])][:8]}")
