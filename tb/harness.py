@@ -69,16 +69,18 @@ def _test_folder():
     return SIM_BUILD / re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
-def run_cocotb(design, test_module, simulator, params=None, *, testcase=None, extra_env=None):
+def run_cocotb(design, test_module, simulator, params=None, *, testcase=None, extra_env=None,
+               folder=None):
     """Build ``design`` (a ``hw.gen`` name) with ``params`` and run cocotb ``test_module``.
 
-    Fails the calling pytest test when any cocotb test fails or none ran.
+    ``folder`` defaults to the running pytest test's own folder under ``sim_build/``.
+    Fails (``AssertionError``) when any cocotb test fails or none ran.
     """
     from cocotb_tools.runner import get_results, get_runner
     from hw.gen import generate
 
     params = dict(params or {})
-    folder = _test_folder()
+    folder = Path(folder) if folder else _test_folder()
     folder.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha1(json.dumps([design, params], sort_keys=True, default=str)
                           .encode()).hexdigest()[:8]

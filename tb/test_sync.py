@@ -107,14 +107,26 @@ async def fifo_full(dut):
 
 # ---------------------------------------------------------------- unit helpers
 
+def unit_config():
+    """The running unit's configuration, as ``golden.sync.UnitModel`` takes it."""
+    from hw.gen import build
+    return build(os.environ["FRESCO_DESIGN"], params()).config()
+
+
+def data_item(config, value, route=0):
+    """A data item for output ``route`` of a unit with ``config``."""
+    lo = config["route_lo"]
+    field = ((1 << (config["n_outputs"] - 1).bit_length()) - 1) << lo
+    return data_word((value & ~field & ((1 << config["width"]) - 1)) | route << lo)
+
+
 class UnitBench:
     """Drivers, monitors and event-wire watchers around one unit, plus its golden model."""
 
     def __init__(self, dut, rng, *, gap=0.3, stall=0.3):
-        from hw.gen import build
         self.dut = dut
         self.rng = rng
-        self.config = build(os.environ["FRESCO_DESIGN"], params()).config()
+        self.config = unit_config()
         self.model = UnitModel(**self.config)
         self.n_in, self.n_out = self.config["n_inputs"], self.config["n_outputs"]
         self.drivers = [StreamDriver(dut, f"i__{k}", rng, gap=gap) for k in range(self.n_in)]
@@ -138,10 +150,7 @@ class UnitBench:
 
     def data(self, value, route=0):
         """A data item for output ``route``."""
-        lo = self.config["route_lo"]
-        bits = (self.n_out - 1).bit_length()
-        value &= ~(((1 << bits) - 1) << lo) & ((1 << 32) - 1)
-        return data_word(value | route << lo)
+        return data_item(self.config, value, route)
 
     async def strobe(self, kind, event):
         await FallingEdge(self.dut.clk)

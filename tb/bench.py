@@ -1,0 +1,68 @@
+"""``make bench``: run every benchmark, print a table, write ``build/bench/results.json``.
+
+Hardware benchmarks are cocotb modules (``tb/bench_<block>.py``) run on Verilator; each
+of their tests appends figures (:func:`emit_figure`) to a scratch file that this script
+collects. Usage: ``python -m tb.bench [BLOCK ...]``.
+"""
+
+import json
+import os
+import sys
+import time
+
+from tb.results import RESULTS, print_table, record, save
+
+#: (block, design, parameters, cocotb module, tests)
+HARDWARE = [
+    ("sync", "sync.token_fifo", {"depth": 16, "width": 32}, "tb.bench_sync", "bench_fifo"),
+    ("sync", "sync.regular", {}, "tb.bench_sync", "bench_unit"),
+    ("sync", "sync.fork", {"n_outputs": 4}, "tb.bench_sync", "bench_unit"),
+    ("sync", "sync.join", {"n_inputs": 4}, "tb.bench_sync", "bench_unit"),
+    ("sync", "sync.join_fork", {"n_inputs": 2, "n_outputs": 2}, "tb.bench_sync", "bench_unit"),
+    ("sync", "sync.csp", {}, "tb.bench_sync", "bench_unit"),
+    ("sync", "sync.zpreset", {}, "tb.bench_sync", "bench_unit"),
+]
+
+BENCH_OUT = "FRESCO_BENCH_OUT"
+
+
+def emit_figure(metric, value, unit, params):
+    """Called inside a cocotb benchmark: record one figure of the running design."""
+    rec = record(os.environ["FRESCO_DESIGN"].split(".")[0], metric, value, unit,
+                 {"design": os.environ["FRESCO_DESIGN"], **params})
+    print(f"FIGURE {rec['metric']}: {value:.4g} {unit}" if isinstance(value, float)
+          else f"FIGURE {rec['metric']}: {value} {unit}")
+    with open(os.environ[BENCH_OUT], "a") as file:
+        file.write(json.dumps(rec) + "\n")
+
+
+def run_hardware(blocks):
+    from tb.harness import SIM_BUILD, run_cocotb
+    records = []
+    for block, design, params, module, tests in HARDWARE:
+        if blocks and block not in blocks:
+            continue
+        folder = SIM_BUILD / "bench" / f"{design}-{abs(hash(json.dumps(params))) % 10**8}"
+        folder.mkdir(parents=True, exist_ok=True)
+        out = folder / "figures.jsonl"
+        out.unlink(missing_ok=True)
+        print(f"bench {design} {params} ...", flush=True)
+        run_cocotb(design, module, os.environ.get("SIM", "verilator"), params,
+                   testcase=tests, folder=folder, extra_env={BENCH_OUT: str(out)})
+        records += [json.loads(line) for line in out.read_text().splitlines()]
+    return records
+
+
+def main(argv):
+    blocks = set(argv)
+    started = time.time()
+    records = run_hardware(blocks)
+    save(records)
+    print()
+    print_table(records)
+    print(f"\n{len(records)} figures in {time.time() - started:.0f} s, saved to {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

