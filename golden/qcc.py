@@ -1,0 +1,955 @@
+"""Golden model of an execution unit's queue/cache controller (QCC).
+
+Transaction level, cycle-exact in the command/response sense: one call of
+:meth:`QCCModel.cycle` is one clock of the RTL and takes the transfers the RTL accepted
+on that clock; it returns the responses to them and the issues the stage parser selects
+on that clock. Convenience methods (:meth:`QCCModel.allocate`, :meth:`QCCModel.step`,
+...) are single cycles with one port active, and :meth:`QCCModel.run` plays a whole
+command script against processors modelled as fixed-, scripted- or random-latency,
+out-of-order responders. The model never imports ``hw/``.
+
+Spec: ``qcc.md`` (source ``seeds/000_e8967f273ac2673e.txt``, Fig. 3-9). Every decision
+the spec leaves open is made below; the RTL (``hw/qcc.py``) implements exactly this.
+
+Structure
+---------
+* **Entity descriptor table (EDT)**, ``records`` records (default 256), a CAM keyed by
+  ``(entity, frame)``. Record fields as in the spec: ``valid, entity (8), frame (4),
+  etype (3), stage (4), busy, hold, buf (8)``.
+* **Entity numbers** ``0 .. entities-1`` (default 256); a number is in use from its
+  ALLOC until the entity is deleted.
+* **Address rename table (ART)** over ``lines`` cache lines (default 256): a buffer is
+  1..8 contiguous lines, first-fit (lowest start address) in the free-line bitmap.
+* **Stage parser**: a stage program per entity type, a logical FIFO of record indices
+  per (type, stage), two issue ports (NUMERIC, MOVE), two completion ports.
+
+Decisions
+---------
+1. **Lowest free** everything: ALLOC and MAP take the lowest free record index; ALLOC
+   takes the lowest free entity number (simple priority encoders; numbers are reused
+   as soon as they are free).
+2. **Physical buffer number = the record index** of the frame's record (one buffer per
+   record; the ART is indexed by record). Records and buffers are allocated and freed
+   together, so a separate lowest-free buffer pool would give the same numbers.
+3. **Types** are 0 vertex, 1 triangle, 2 pixel, 3 patch, 4 state; ``etype`` 5..7 is
+   malformed. **Kinds** are NUMERIC = 0, MOVE = 1.
+4. **Stages** are numbered 0..n-1 in the program (n = 1..8). ALLOC puts the entity in
+   stage 0 (tail of FIFO (type, 0)). An entity that finished its last stage with
+   ``hold`` stays allocated with ``stage = 15`` (:data:`DONE_STAGE`) until RELEASE or
+   DELETE; without ``hold`` it is deleted on the clock of its last completion. ``hold``
+   is given at ALLOC. Records of frames > 0 copy ``etype`` and ``hold`` of the entity and
+   always read ``stage = 0, busy = 0``; only frame-0 records are issued.
+5. **Default stage programs** (reset values; descriptor pointer = ``etype << 4 | stage``
+   so a pointer names its program and stage in a waveform):
+
+   =========  ===========================================================================
+   vertex     MOVE 00 load geometry, NUMERIC 01 transform, MOVE 02 load attributes,
+              NUMERIC 03 lighting, NUMERIC 04 post-shading, MOVE 05 write out
+   triangle   MOVE 10 receive geometry, NUMERIC 11 back-face cull, MOVE 12 fetch vertex
+              data, NUMERIC 13 clip test/split, NUMERIC 14 small-triangle setup,
+              MOVE 15 send on
+   pixel      NUMERIC 20 interpolation setup, NUMERIC 21 Z interpolation, MOVE 22 receive
+              XYZ and mask, NUMERIC 23 texture coordinates, MOVE 24 texture fetch,
+              NUMERIC 25 filter/shade, MOVE 26 write out
+   patch      MOVE 30 load control points, NUMERIC 31 evaluate/tessellate,
+              MOVE 32 write out
+   state      MOVE 40 load state
+   =========  ===========================================================================
+
+   (patch and state are not sequenced in the seed; these are the shortest useful ones.)
+6. **CONFIG** writes a whole program atomically (``nstages`` and 8 ``(kind, desc)``
+   entries; entries at index >= ``nstages`` are ignored). It is refused (BUSY) while an
+   entity of that type is queued or busy; held (done) entities do not block it.
+7. **Issue selection**, per kind k independently, in a cycle where port k can take an
+   issue: candidate types are those with a non-empty FIFO at a stage of kind k. Each
+   candidate type offers its *latest* such stage (drain before fill); the type is
+   chosen round-robin: with ``rr[k]`` the type port k issued last (reset: 4, so type 0
+   comes first), the first candidate among ``rr[k]+1, rr[k]+2, ... (mod 5)`` wins and
+   ``rr[k]`` becomes that type. The head of that FIFO is issued (``busy`` set, removed
+   from the FIFO). No issue leaves ``rr[k]`` unchanged. Stage numbers of different types
+   are never compared (each pipeline is served in turn; within a pipeline, drain first).
+8. **Completions** arrive on two ports, ``n_done`` (NUMERIC) and ``m_done`` (MOVE),
+   each one record index per clock (so two issues per clock can be sustained). A
+   completion clears ``busy`` and puts the entity at the tail of the FIFO of its next
+   stage, or finishes it (decision 4). Two completions of one clock always target
+   different FIFOs (different kinds => different stages of a type), and never the
+   stage-0 FIFO an ALLOC enqueues into, so FIFO arrival order is total.
+9. **DELETE** of an entity that is queued removes it from its FIFO (the others keep
+   their order); of a busy entity is refused (BUSY), as a completion would come back
+   for a freed record. MAP is allowed at any stage (also busy or held).
+10. **Resource refusals are not errors**: ALLOC/MAP refused for lack of records, entity
+    numbers or lines, and a search miss, do not set the error flag. Precedence of the
+    refusal reasons: NO_RECORD, then NO_ENTITY, then NO_LINES (a free run of ``lines``
+    contiguous lines; enough scattered lines is not enough).
+11. **Bad input** (codes >= 8, the code's bit 3 is the error bit): ignored, state
+    unchanged, sticky ``error`` set (cleared only by reset). Field values that cannot be
+    encoded in a port field are Python errors (ValueError/TypeError), not bad input.
+
+Response codes (:class:`Code`), with the checks of each request in precedence order:
+
+* CONFIG: BAD_ARG (etype > 4, nstages not in 1..8), BUSY (type in flight), OK.
+* ALLOC: BAD_ARG (etype > 4, lines not in 1..8), NO_RECORD, NO_ENTITY, NO_LINES, OK.
+* MAP: BAD_ARG (lines not in 1..8, frame >= ``frames``), UNKNOWN (entity not in use),
+  MAPPED (frame 0, or a frame already mapped), NO_RECORD, NO_LINES, OK.
+* SEARCH: OK (hit) or MISS (``hit`` = 0).
+* DELETE: UNKNOWN, BUSY (busy, or selected for issue in this very cycle), OK.
+* RELEASE: UNKNOWN, NOT_HELD (not finished with ``hold``), OK.
+* TRANSLATE: UNKNOWN (buffer >= ``records`` or not in use), RANGE (offset >= the
+  buffer's length), OK.
+* op 7 on ``cmd``, and every op but SEARCH and TRANSLATE on ``query``: BAD_OP.
+* ``n_done``/``m_done``: UNKNOWN (record >= ``records`` or not in use), NOT_BUSY (not
+  busy, or busy in a stage of the other kind), OK. Completions have no response
+  stream; a rejected one only sets ``error``.
+
+RTL contract (``hw/qcc.py``)
+----------------------------
+Ports, all ``amaranth.lib.stream`` with ``amaranth.lib.data`` struct payloads (field
+order as listed, first field in the low bits); ``A = max(1, ceil(log2(lines)))``:
+
+* ``cmd`` (in), :class:`Command`, 111 bits: ``op 3, etype 3, hold 1, lines 4,
+  entity 8, frame 4, buf 8, offset 4, nstages 4, kinds 8`` (bit i = kind of stage i)
+  ``, descs 64`` (descriptor i in bits 8i..8i+7). Any op.
+* ``resp`` (out), :class:`Response`, 48 + A bits: ``op 3, code 4, entity 8, record 8,
+  frame 4, etype 3, stage 4, busy 1, hold 1, buf 8, addr A, lines 4``. One per
+  ``cmd`` transfer, in order.
+* ``query`` (in, ``cmd`` layout) and ``qresp`` (out, ``resp`` layout): SEARCH and
+  TRANSLATE only. Read-only, so that a search and an allocation can both happen every
+  clock (spec: one search and one allocation per clock); tie ``query.valid`` low to
+  use ``cmd`` alone.
+* ``n_issue`` (out, to the thread controller) and ``m_issue`` (out, to the data move
+  machine), :class:`Issue` without ``kind``: ``record 8, entity 8, etype 3, stage 4,
+  desc 8, buf 8`` (39 bits).
+* ``n_done``, ``m_done`` (in): ``record 8``; ``ready`` is constant 1.
+* ``status`` (plain outputs): ``free_records``, ``free_entities``, ``free_lines``
+  (each wide enough for its full count, 9 bits at 256) and the sticky ``error``.
+
+Response fields not listed for an op are 0, and *every* field but ``op`` and ``code``
+is 0 when ``code`` is not OK. ALLOC/MAP: ``entity, record, frame, etype, stage (0),
+hold, buf, addr`` (first line of the buffer) and ``lines``; SEARCH hit: the record's
+fields plus its buffer's ``addr`` and ``lines``; DELETE/RELEASE: ``entity``;
+TRANSLATE: ``buf, addr`` (the line), ``lines`` (the buffer's length); CONFIG:
+``etype``.
+
+Timing. Cycle t of the model is clock t of the RTL; ``S_t`` is the state after the
+rising edge that ends cycle t-1.
+
+* ``cycle(cmd, query, ncompl, mcompl, n_ready, m_ready)`` takes the payloads the RTL
+  consumed (``valid & ready``) at the edge ending cycle t, and ``n_ready``/``m_ready``
+  = the issue port can load a new issue in cycle t, i.e. ``~valid | ready`` of the
+  registered issue output. The RTL selects an issue in cycle t from ``S_t`` and shows
+  it from cycle t+1 until it is taken. Responses to requests consumed in cycle t are
+  shown from cycle t+1 (search latency one clock); ``status`` in cycle t shows ``S_t``.
+* Every check and every response of cycle t reads ``S_t``: a SEARCH or TRANSLATE does
+  not see this cycle's ALLOC, MAP, DELETE, completion or issue; an ALLOC does not see
+  the records, entity numbers or lines freed by a completion of the same cycle (they
+  are visible from t+1); completions, deletions and allocations of cycle t are visible
+  to issue selection in cycle t+1; a completion of a record selected in cycle t is
+  NOT_BUSY (it is not busy in ``S_t``).
+* The writes of cycle t combine as if applied in the order *issue selection, command,
+  completions*. Two observable consequences: a DELETE of an entity selected for issue
+  in the same cycle is refused (BUSY); a MAP of an entity whose last stage completes
+  (without hold) in the same cycle answers OK but its record and lines are deleted with
+  the entity on the same edge.
+
+Checking the RTL: per clock, collect the payloads transferred on ``cmd``, ``query``,
+``n_done`` and ``m_done`` and the ``~valid | ready`` of each issue port, call
+:meth:`QCCModel.cycle` with them, and compare ``resp``/``qresp`` (in order per port),
+the issues (in order per port, each taken later by the processor) and ``status`` (every
+clock) with the model's.
+
+RTL consequences: there are 5 x 8 logical FIFOs over record indices (e.g. linked lists
+with head/tail per FIFO). Per clock: up to two pops (the issues, from FIFOs of different
+kinds), up to three pushes into three different FIFOs (ALLOC into (type, 0), one per
+completion port into stages >= 1), and one removal of an arbitrary queued entry (DELETE),
+which needs a doubly linked list or equivalent.
+"""
+
+import enum
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "Kind", "EType", "Op", "Code", "Stage", "Command", "Response", "Issue", "Status",
+    "CycleResult", "RunResult", "QCCModel", "DEFAULT_PROGRAMS", "DONE_STAGE", "DRAIN",
+    "N_TYPES", "MAX_STAGES", "MAX_BUF_LINES", "addr_width",
+]
+
+N_TYPES = 5
+MAX_STAGES = 8
+MAX_BUF_LINES = 8
+DONE_STAGE = 15
+
+# Port field widths (bits).
+OP_W, ETYPE_W, ENTITY_W, FRAME_W, LINES_W = 3, 3, 8, 4, 4
+BUF_W, OFFSET_W, NSTAGES_W, DESC_W, RECORD_W, STAGE_W, CODE_W = 8, 4, 4, 8, 8, 4, 4
+
+
+class Kind(enum.IntEnum):
+    """Kind of a stage: which processor an issue goes to."""
+    NUMERIC = 0
+    MOVE = 1
+
+
+class EType(enum.IntEnum):
+    """Entity types (``etype`` 5..7 is malformed)."""
+    VERTEX = 0
+    TRIANGLE = 1
+    PIXEL = 2
+    PATCH = 3
+    STATE = 4
+
+
+class Op(enum.IntEnum):
+    """Command opcodes (7 is reserved: BAD_OP)."""
+    CONFIG = 0
+    ALLOC = 1
+    MAP = 2
+    SEARCH = 3
+    DELETE = 4
+    RELEASE = 5
+    TRANSLATE = 6
+
+
+class Code(enum.IntEnum):
+    """Response codes; codes >= 8 are bad input and set the sticky error flag."""
+    OK = 0
+    NO_RECORD = 1
+    NO_ENTITY = 2
+    NO_LINES = 3
+    MISS = 4
+    BAD_OP = 8
+    BAD_ARG = 9
+    UNKNOWN = 10
+    MAPPED = 11
+    BUSY = 12
+    NOT_BUSY = 13
+    NOT_HELD = 14
+    RANGE = 15
+
+    @property
+    def is_error(self):
+        """True for bad-input codes (bit 3 set)."""
+        return self >= 8
+
+
+class Stage(NamedTuple):
+    """One stage of a stage program."""
+    kind: int
+    desc: int
+
+
+def _prog(etype, *kinds):
+    return tuple(Stage(Kind(k), etype << 4 | i) for i, k in enumerate(kinds))
+
+
+_N, _M = Kind.NUMERIC, Kind.MOVE
+#: Reset stage programs, indexed by entity type (see decision 5).
+DEFAULT_PROGRAMS = (
+    _prog(EType.VERTEX, _M, _N, _M, _N, _N, _M),
+    _prog(EType.TRIANGLE, _M, _N, _M, _N, _N, _M),
+    _prog(EType.PIXEL, _N, _N, _M, _N, _M, _N, _M),
+    _prog(EType.PATCH, _M, _N, _M),
+    _prog(EType.STATE, _M),
+)
+
+
+def addr_width(lines):
+    """Width of a cache line address for ``lines`` lines."""
+    return max(1, math.ceil(math.log2(lines)))
+
+
+def _check_int(name, value, lo, hi):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__!r}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} must be an integer in {lo}..{hi}, not {value}")
+    return int(value)
+
+
+def _check_field(name, value, width):
+    return _check_int(name, value, 0, (1 << width) - 1)
+
+
+@dataclass(frozen=True)
+class Command:
+    """A request on the ``cmd`` or ``query`` port.
+
+    Build one with the class methods (:meth:`config`, :meth:`alloc`, ...). Every field
+    is checked against its port width (``ValueError``/``TypeError``); values that fit
+    the field but are meaningless (``lines = 0``, ``etype = 7``) are bad input the
+    model answers with an error code.
+
+    Attributes
+    ----------
+    op : int
+        Opcode (:class:`Op`), 3 bits; 7 is reserved.
+    etype, hold, lines, entity, frame, buf, offset, nstages : int
+        Fields as in the RTL layout (3, 1, 4, 8, 4, 8, 4, 4 bits).
+    program : tuple of Stage
+        Exactly 8 ``(kind, desc)`` entries (CONFIG); padded with ``(NUMERIC, 0)``.
+    """
+    op: int
+    etype: int = 0
+    hold: int = 0
+    lines: int = 0
+    entity: int = 0
+    frame: int = 0
+    buf: int = 0
+    offset: int = 0
+    nstages: int = 0
+    program: tuple = field(default=())
+
+    def __post_init__(self):
+        for name, width in (("op", OP_W), ("etype", ETYPE_W), ("lines", LINES_W),
+                            ("entity", ENTITY_W), ("frame", FRAME_W), ("buf", BUF_W),
+                            ("offset", OFFSET_W), ("nstages", NSTAGES_W)):
+            object.__setattr__(self, name, _check_field(name, getattr(self, name), width))
+        hold = int(self.hold) if isinstance(self.hold, bool) else self.hold
+        object.__setattr__(self, "hold", _check_field("hold", hold, 1))
+        prog = tuple(self.program)
+        if len(prog) > MAX_STAGES:
+            raise ValueError(f"program must have at most {MAX_STAGES} stages, not {len(prog)}")
+        checked = []
+        for i, st in enumerate(prog):
+            try:
+                kind, desc = st
+            except (TypeError, ValueError):
+                raise TypeError(f"program[{i}] must be a (kind, desc) pair, not {st!r}") from None
+            kind = Kind(_check_field(f"program[{i}].kind", kind, 1))
+            checked.append(Stage(kind, _check_field(f"program[{i}].desc", desc, DESC_W)))
+        checked += [Stage(Kind.NUMERIC, 0)] * (MAX_STAGES - len(checked))
+        object.__setattr__(self, "program", tuple(checked))
+
+    # -- constructors -------------------------------------------------------------
+    @classmethod
+    def config(cls, etype, program, nstages=None):
+        """CONFIG: write the stage program of ``etype`` (``nstages`` defaults to its length)."""
+        program = tuple(program)
+        return cls(Op.CONFIG, etype=etype, program=program,
+                   nstages=len(program) if nstages is None else nstages)
+
+    @classmethod
+    def alloc(cls, etype, lines, hold=False):
+        """ALLOC: a new entity of ``etype`` with ``lines`` cache lines for frame 0."""
+        return cls(Op.ALLOC, etype=etype, lines=lines, hold=hold)
+
+    @classmethod
+    def map(cls, entity, frame, lines):
+        """MAP: give ``frame`` of ``entity`` a buffer of ``lines`` lines."""
+        return cls(Op.MAP, entity=entity, frame=frame, lines=lines)
+
+    @classmethod
+    def search(cls, entity, frame=0):
+        """SEARCH the CAM for ``(entity, frame)``."""
+        return cls(Op.SEARCH, entity=entity, frame=frame)
+
+    @classmethod
+    def delete(cls, entity):
+        """DELETE every record and buffer of ``entity``."""
+        return cls(Op.DELETE, entity=entity)
+
+    @classmethod
+    def release(cls, entity):
+        """RELEASE a finished entity kept by ``hold``."""
+        return cls(Op.RELEASE, entity=entity)
+
+    @classmethod
+    def translate(cls, buf, offset):
+        """TRANSLATE line ``offset`` of buffer ``buf`` to a cache line address."""
+        return cls(Op.TRANSLATE, buf=buf, offset=offset)
+
+    # -- RTL encoding -------------------------------------------------------------
+    @property
+    def kinds(self):
+        """The ``kinds`` field: bit i is the kind of program stage i."""
+        return sum(int(st.kind) << i for i, st in enumerate(self.program))
+
+    @property
+    def descs(self):
+        """The ``descs`` field: descriptor i in bits 8i..8i+7."""
+        return sum(st.desc << (DESC_W * i) for i, st in enumerate(self.program))
+
+
+@dataclass(frozen=True)
+class Response:
+    """A response on ``resp`` or ``qresp`` (fields as in the RTL layout).
+
+    Every field but ``op`` and ``code`` is 0 unless ``code`` is OK.
+    """
+    op: int
+    code: Code
+    entity: int = 0
+    record: int = 0
+    frame: int = 0
+    etype: int = 0
+    stage: int = 0
+    busy: int = 0
+    hold: int = 0
+    buf: int = 0
+    addr: int = 0
+    lines: int = 0
+
+    @property
+    def ok(self):
+        """Accepted / hit / translated."""
+        return self.code == Code.OK
+
+    @property
+    def hit(self):
+        """SEARCH hit (same as :attr:`ok`)."""
+        return self.code == Code.OK
+
+    @property
+    def error(self):
+        """Bad input: the command was ignored and the error flag set."""
+        return self.code >= 8
+
+
+class Issue(NamedTuple):
+    """An issue to the thread controller (NUMERIC) or data move machine (MOVE)."""
+    kind: Kind
+    record: int
+    entity: int
+    etype: int
+    stage: int
+    desc: int
+    buf: int
+
+
+class Status(NamedTuple):
+    """The ``status`` outputs."""
+    free_records: int
+    free_entities: int
+    free_lines: int
+    error: bool
+
+
+class CycleResult(NamedTuple):
+    """What one clock produces.
+
+    ``resp``/``qresp`` answer the ``cmd``/``query`` request of the cycle (None if
+    none); ``n_issue``/``m_issue`` are the issues selected in the cycle (None if none);
+    ``ncode``/``mcode`` tell whether the completion on ``n_done``/``m_done`` was taken
+    (OK) or rejected (UNKNOWN, NOT_BUSY), None if there was none.
+    """
+    resp: Response | None
+    qresp: Response | None
+    n_issue: Issue | None
+    m_issue: Issue | None
+    ncode: Code | None
+    mcode: Code | None
+
+    @property
+    def issues(self):
+        """The issues of the cycle, NUMERIC first."""
+        return [i for i in (self.n_issue, self.m_issue) if i is not None]
+
+
+class RunResult(NamedTuple):
+    """Result of :meth:`QCCModel.run`.
+
+    ``responses``: ``(cycle, command, response)`` per command; ``issues``:
+    ``(cycle, issue)`` in selection order (NUMERIC before MOVE within a cycle);
+    ``completions``: ``(cycle, kind, record)``; ``cycles``: clocks run.
+    """
+    responses: list
+    issues: list
+    completions: list
+    cycles: int
+
+
+class _Drain:
+    def __repr__(self):
+        return "DRAIN"
+
+
+#: Script marker for :meth:`QCCModel.run`: idle until no entity is queued or busy.
+DRAIN = _Drain()
+
+
+class QCCModel:
+    """Transaction-level model of the queue/cache controller.
+
+    Parameters
+    ----------
+    records : int
+        EDT records (and physical buffers), 1..256. Default 256.
+    entities : int
+        Entity numbers, 1..256. Default 256.
+    lines : int
+        Cache lines, 1..65536. Default 256.
+    frames : int
+        Logical frames per entity, 1..16 (MAP of a frame >= ``frames`` is BAD_ARG).
+        Default 16.
+    programs : sequence of sequences of (kind, desc), optional
+        Reset stage programs per type (5 entries, each 1..8 stages); default
+        :data:`DEFAULT_PROGRAMS`.
+
+    Notes
+    -----
+    All state is public for reading through :meth:`snapshot`, :meth:`status`,
+    :meth:`entity_info` and :meth:`queue`; change it only through the ports.
+    """
+
+    def __init__(self, records=256, entities=256, lines=256, frames=16, programs=None):
+        self.records = _check_int("records", records, 1, 256)
+        self.entities = _check_int("entities", entities, 1, 256)
+        self.lines = _check_int("lines", lines, 1, 65536)
+        self.frames = _check_int("frames", frames, 1, 16)
+        if programs is None:
+            programs = DEFAULT_PROGRAMS
+        programs = list(programs)
+        if len(programs) != N_TYPES:
+            raise ValueError(f"programs must have {N_TYPES} entries, not {len(programs)}")
+        self._prog = []
+        for t, p in enumerate(programs):
+            p = tuple(p)
+            if not 1 <= len(p) <= MAX_STAGES:
+                raise ValueError(f"programs[{t}] must have 1..{MAX_STAGES} stages, "
+                                 f"not {len(p)}")
+            self._prog.append(Command.config(0, p).program[:len(p)])
+        self.addr_width = addr_width(self.lines)
+        r = self.records
+        self._valid = np.zeros(r, bool)
+        self._entity = np.zeros(r, np.int32)
+        self._frame = np.zeros(r, np.int32)
+        self._etype = np.zeros(r, np.int32)
+        self._stage = np.zeros(r, np.int32)
+        self._busy = np.zeros(r, bool)
+        self._hold = np.zeros(r, bool)
+        self._base = np.zeros(r, np.int32)      # ART: first line of buffer = record
+        self._len = np.zeros(r, np.int32)       # ART: lines of buffer (0 = unused)
+        self._line_free = np.ones(self.lines, bool)
+        self._ent_free = np.ones(self.entities, bool)
+        self._queues = [[deque() for _ in range(MAX_STAGES)] for _ in range(N_TYPES)]
+        self._rr = [N_TYPES - 1, N_TYPES - 1]
+        self.error = False
+        self.t = 0
+
+    # ================================================================ the clock
+    def cycle(self, cmd=None, query=None, ncompl=None, mcompl=None, n_ready=True,
+              m_ready=True):
+        """One clock.
+
+        Parameters
+        ----------
+        cmd, query : Command or None
+            The request consumed on the ``cmd`` / ``query`` port this clock.
+        ncompl, mcompl : int or None
+            The record index consumed on ``n_done`` / ``m_done`` this clock.
+        n_ready, m_ready : bool
+            Whether the NUMERIC / MOVE issue port can take a new issue this clock.
+
+        Returns
+        -------
+        CycleResult
+        """
+        for name, c in (("cmd", cmd), ("query", query)):
+            if c is not None and not isinstance(c, Command):
+                raise TypeError(f"{name} must be a Command or None, not {type(c).__name__!r}")
+        for name, rec in (("ncompl", ncompl), ("mcompl", mcompl)):
+            if rec is not None:
+                _check_field(name, rec, RECORD_W)
+        # 1. Everything that only reads S_t.
+        qresp = self._query(query) if query is not None else None
+        ncode = self._check_done(ncompl, Kind.NUMERIC) if ncompl is not None else None
+        mcode = self._check_done(mcompl, Kind.MOVE) if mcompl is not None else None
+        early = None
+        if cmd is not None and cmd.op in (Op.SEARCH, Op.TRANSLATE):
+            early = self._query(cmd, port="cmd")
+        # 2. Issue selection (reads S_t, writes busy and pops FIFO heads).
+        n_issue = self._select(Kind.NUMERIC) if n_ready else None
+        m_issue = self._select(Kind.MOVE) if m_ready else None
+        # 3. The command (sees the selected records as busy).
+        resp = early if early is not None else (self._command(cmd) if cmd is not None
+                                                else None)
+        # 4. Completions (validated on S_t above).
+        for code, rec in ((ncode, ncompl), (mcode, mcompl)):
+            if code == Code.OK:
+                self._complete(rec)
+        for c in (ncode, mcode, getattr(resp, "code", None), getattr(qresp, "code", None)):
+            if c is not None and c >= 8:
+                self.error = True
+        self.t += 1
+        return CycleResult(resp, qresp, n_issue, m_issue, ncode, mcode)
+
+    # ================================================================ one-port cycles
+    def command(self, cmd):
+        """One clock with only ``cmd`` active (issue ports not ready); its response."""
+        return self.cycle(cmd=cmd, n_ready=False, m_ready=False).resp
+
+    def configure(self, etype, program, nstages=None):
+        """CONFIG (one clock, no issue). See :meth:`Command.config`."""
+        return self.command(Command.config(etype, program, nstages))
+
+    def allocate(self, etype, lines, hold=False):
+        """ALLOC (one clock, no issue). See :meth:`Command.alloc`."""
+        return self.command(Command.alloc(etype, lines, hold))
+
+    def map_frame(self, entity, frame, lines):
+        """MAP (one clock, no issue). See :meth:`Command.map`."""
+        return self.command(Command.map(entity, frame, lines))
+
+    def search(self, entity, frame=0):
+        """SEARCH (one clock, no issue). See :meth:`Command.search`."""
+        return self.command(Command.search(entity, frame))
+
+    def delete(self, entity):
+        """DELETE (one clock, no issue). See :meth:`Command.delete`."""
+        return self.command(Command.delete(entity))
+
+    def release(self, entity):
+        """RELEASE (one clock, no issue). See :meth:`Command.release`."""
+        return self.command(Command.release(entity))
+
+    def translate(self, buf, offset):
+        """TRANSLATE (one clock, no issue). See :meth:`Command.translate`."""
+        return self.command(Command.translate(buf, offset))
+
+    def complete(self, record, kind=None):
+        """One clock with only a completion of ``record``; its code.
+
+        ``kind`` picks the port; by default the kind of the stage the record is busy
+        in (NUMERIC if it is not busy).
+        """
+        if kind is None:
+            kind = Kind.NUMERIC
+            if 0 <= record < self.records and self._busy[record]:
+                kind = self._kind_of(record)
+        if Kind(kind) == Kind.NUMERIC:
+            return self.cycle(ncompl=record, n_ready=False, m_ready=False).ncode
+        return self.cycle(mcompl=record, n_ready=False, m_ready=False).mcode
+
+    def step(self, n_ready=True, m_ready=True):
+        """One clock with no request: the issues selected (NUMERIC first)."""
+        return self.cycle(n_ready=n_ready, m_ready=m_ready).issues
+
+    issue = step
+
+    # ================================================================ script runner
+    def run(self, script, latency=1, ready=None, drain=True, max_cycles=100_000):
+        """Play a command script with modelled processors.
+
+        Parameters
+        ----------
+        script : iterable of Command, None or DRAIN
+            One ``cmd`` request per clock, in order; ``None`` is an idle clock,
+            :data:`DRAIN` idles until no entity is queued or busy.
+        latency : int, sequence of int or callable
+            Clocks from an issue's selection to its completion (>= 1): one value for
+            all, one per issue in selection order, or ``latency(issue) -> int``.
+            Completions due on the same port are delivered one per clock, earliest
+            due first (ties: earlier issue first), so different latencies give
+            out-of-order completions.
+        ready : callable, optional
+            ``ready(cycle) -> (n_ready, m_ready)``; default always ready.
+        drain : bool
+            After the script, keep clocking until nothing is queued or busy.
+        max_cycles : int
+            Give up (``RuntimeError``) after this many clocks.
+
+        Returns
+        -------
+        RunResult
+        """
+        if callable(latency):
+            lat_of = latency
+        elif isinstance(latency, (int, np.integer)) and not isinstance(latency, bool):
+            _check_int("latency", latency, 1, 1 << 30)
+            lat_of = lambda issue: latency  # noqa: E731
+        else:
+            lats = iter(list(latency))
+
+            def lat_of(issue):
+                try:
+                    return next(lats)
+                except StopIteration:
+                    raise ValueError("latency sequence is shorter than the issues") from None
+        pending = {Kind.NUMERIC: [], Kind.MOVE: []}
+        responses, issues, completions = [], [], []
+        seq = 0
+        items = list(script)
+        i = 0
+        start = self.t
+        while True:
+            while i < len(items) and items[i] is DRAIN and self.idle():
+                i += 1
+            if i < len(items):
+                cmd = None if items[i] is DRAIN else items[i]
+                if items[i] is not DRAIN:
+                    i += 1
+            elif drain and not self.idle():
+                cmd = None
+            else:
+                break
+            if self.t - start >= max_cycles:
+                raise RuntimeError(f"run did not finish within {max_cycles} cycles")
+            done = {}
+            for k, heap in pending.items():
+                if heap and heap[0][0] <= self.t:
+                    done[k] = heapq.heappop(heap)[2]
+            n_rdy, m_rdy = ready(self.t) if ready is not None else (True, True)
+            now = self.t
+            res = self.cycle(cmd=cmd, ncompl=done.get(Kind.NUMERIC),
+                             mcompl=done.get(Kind.MOVE), n_ready=n_rdy, m_ready=m_rdy)
+            for k, rec in done.items():
+                completions.append((now, k, rec))
+            if cmd is not None:
+                responses.append((now, cmd, res.resp))
+            for iss in res.issues:
+                lat = _check_int("latency", lat_of(iss), 1, 1 << 30)
+                heapq.heappush(pending[iss.kind], (now + lat, seq, iss.record))
+                seq += 1
+                issues.append((now, iss))
+        return RunResult(responses, issues, completions, self.t - start)
+
+    # ================================================================ observation
+    def status(self):
+        """The ``status`` outputs in the current cycle."""
+        return Status(int((~self._valid).sum()), int(self._ent_free.sum()),
+                      int(self._line_free.sum()), self.error)
+
+    def idle(self):
+        """True when no entity is queued or busy (held entities may remain)."""
+        return not self._busy.any() and not any(q for qs in self._queues for q in qs)
+
+    def program(self, etype):
+        """The current stage program of ``etype`` as a tuple of :class:`Stage`."""
+        return self._prog[_check_int("etype", etype, 0, N_TYPES - 1)]
+
+    def queue(self, etype, stage):
+        """The record indices in the logical FIFO (etype, stage), head first."""
+        return tuple(self._queues[etype][stage])
+
+    def live_entities(self):
+        """Entity numbers in use, ascending."""
+        return [int(e) for e in np.flatnonzero(~self._ent_free)]
+
+    def entity_info(self, entity):
+        """``{frame: Response-like dict}`` of a live entity's records, or None."""
+        recs = self._match(entity)
+        if recs.size == 0:
+            return None
+        return {int(self._frame[r]): self._fields(int(r)) for r in recs}
+
+    def snapshot(self):
+        """Everything but the error flag and the cycle count, as a comparable tuple."""
+        arrays = tuple(tuple(a.tolist()) for a in (
+            self._valid, self._entity, self._frame, self._etype, self._stage, self._busy,
+            self._hold, self._base, self._len, self._line_free, self._ent_free))
+        queues = tuple(tuple(tuple(q) for q in qs) for qs in self._queues)
+        return arrays, queues, tuple(self._prog), tuple(self._rr)
+
+    def check(self):
+        """Assert the model's internal invariants (for tests)."""
+        v = self._valid
+        used = np.zeros(self.lines, bool)
+        for r in np.flatnonzero(v):
+            b, n = int(self._base[r]), int(self._len[r])
+            assert 1 <= n <= MAX_BUF_LINES and b + n <= self.lines, f"record {r}: bad buffer"
+            assert not used[b:b + n].any(), f"record {r}: lines overlap"
+            used[b:b + n] = True
+            assert not self._ent_free[self._entity[r]], f"record {r}: entity not in use"
+        assert (used == ~self._line_free).all(), "free-line bitmap out of step"
+        assert (self._len[~v] == 0).all(), "buffer left on a free record"
+        live = np.flatnonzero(~self._ent_free)
+        for e in live:
+            assert (v & (self._entity == e) & (self._frame == 0)).sum() == 1, \
+                f"entity {e}: not exactly one frame-0 record"
+        keys = set()
+        for r in np.flatnonzero(v):
+            key = (int(self._entity[r]), int(self._frame[r]))
+            assert key not in keys, f"duplicate CAM key {key}"
+            keys.add(key)
+        queued = {}
+        for t in range(N_TYPES):
+            for s in range(MAX_STAGES):
+                for r in self._queues[t][s]:
+                    assert r not in queued, f"record {r} queued twice"
+                    queued[r] = (t, s)
+                assert not self._queues[t][s] or s < len(self._prog[t]), "queue past program"
+        for r in np.flatnonzero(v):
+            r = int(r)
+            if self._frame[r] != 0:
+                assert not self._busy[r] and self._stage[r] == 0 and r not in queued
+                continue
+            t, s = int(self._etype[r]), int(self._stage[r])
+            if self._busy[r]:
+                assert s < len(self._prog[t]) and r not in queued, f"record {r}: busy"
+            elif s == DONE_STAGE:
+                assert self._hold[r] and r not in queued, f"record {r}: done"
+            else:
+                assert queued.get(r) == (t, s), f"record {r}: not in its FIFO"
+        assert all(r < self.records and v[r] for r in queued), "free record queued"
+        assert not self._busy[~v].any(), "free record busy"
+
+    # ================================================================ internals
+    def _match(self, entity, frame=None):
+        m = self._valid & (self._entity == entity)
+        if frame is not None:
+            m &= self._frame == frame
+        return np.flatnonzero(m)
+
+    def _rec0(self, entity):
+        hit = self._match(entity, 0)
+        return int(hit[0]) if hit.size else None
+
+    def _kind_of(self, record):
+        return self._prog[self._etype[record]][self._stage[record]].kind
+
+    def _fields(self, r):
+        return dict(entity=int(self._entity[r]), record=r, frame=int(self._frame[r]),
+                    etype=int(self._etype[r]), stage=int(self._stage[r]),
+                    busy=int(self._busy[r]), hold=int(self._hold[r]), buf=r,
+                    addr=int(self._base[r]), lines=int(self._len[r]))
+
+    def _first_fit(self, n):
+        if n > self.lines:
+            return None
+        c = np.concatenate(([0], np.cumsum(self._line_free, dtype=np.int64)))
+        fits = (c[n:] - c[:-n]) == n
+        return int(np.argmax(fits)) if fits.any() else None
+
+    def _free_record(self):
+        free = np.flatnonzero(~self._valid)
+        return int(free[0]) if free.size else None
+
+    def _new_record(self, r, entity, frame, etype, hold, base, n):
+        self._valid[r] = True
+        self._entity[r], self._frame[r], self._etype[r] = entity, frame, etype
+        self._stage[r], self._busy[r], self._hold[r] = 0, False, hold
+        self._base[r], self._len[r] = base, n
+        self._line_free[base:base + n] = False
+
+    def _free_entity(self, entity):
+        for r in self._match(entity):
+            self._line_free[self._base[r]:self._base[r] + self._len[r]] = True
+            for a in (self._valid, self._entity, self._frame, self._etype, self._stage,
+                      self._busy, self._hold, self._base, self._len):
+                a[r] = 0
+        self._ent_free[entity] = True
+
+    def _query(self, cmd, port="query"):
+        if cmd.op == Op.SEARCH:
+            hit = self._match(cmd.entity, cmd.frame)
+            if hit.size == 0:
+                return Response(cmd.op, Code.MISS)
+            return Response(cmd.op, Code.OK, **self._fields(int(hit[0])))
+        if cmd.op == Op.TRANSLATE:
+            b = cmd.buf
+            if b >= self.records or not self._valid[b]:
+                return Response(cmd.op, Code.UNKNOWN)
+            if cmd.offset >= self._len[b]:
+                return Response(cmd.op, Code.RANGE)
+            return Response(cmd.op, Code.OK, buf=b, addr=int(self._base[b]) + cmd.offset,
+                            lines=int(self._len[b]))
+        return Response(cmd.op, Code.BAD_OP)
+
+    def _check_done(self, rec, kind):
+        if rec >= self.records or not self._valid[rec]:
+            return Code.UNKNOWN
+        if not self._busy[rec] or self._kind_of(rec) != kind:
+            return Code.NOT_BUSY
+        return Code.OK
+
+    def _select(self, kind):
+        for i in range(1, N_TYPES + 1):
+            t = (self._rr[kind] + i) % N_TYPES
+            prog = self._prog[t]
+            for s in range(len(prog) - 1, -1, -1):
+                if prog[s].kind == kind and self._queues[t][s]:
+                    r = self._queues[t][s].popleft()
+                    self._busy[r] = True
+                    self._rr[kind] = t
+                    return Issue(Kind(kind), r, int(self._entity[r]), t, s, prog[s].desc, r)
+        return None
+
+    def _complete(self, r):
+        t, s = int(self._etype[r]), int(self._stage[r])
+        self._busy[r] = False
+        if s + 1 < len(self._prog[t]):
+            self._stage[r] = s + 1
+            self._queues[t][s + 1].append(r)
+        elif self._hold[r]:
+            self._stage[r] = DONE_STAGE
+        else:
+            self._free_entity(int(self._entity[r]))
+
+    def _command(self, cmd):
+        op = cmd.op
+        if op == Op.CONFIG:
+            return self._do_config(cmd)
+        if op == Op.ALLOC:
+            return self._do_alloc(cmd)
+        if op == Op.MAP:
+            return self._do_map(cmd)
+        if op in (Op.DELETE, Op.RELEASE):
+            return self._do_delete(cmd)
+        return Response(op, Code.BAD_OP)
+
+    def _do_config(self, cmd):
+        t, n = cmd.etype, cmd.nstages
+        if t >= N_TYPES or not 1 <= n <= MAX_STAGES:
+            return Response(cmd.op, Code.BAD_ARG)
+        if any(self._queues[t]) or (self._busy & self._valid & (self._etype == t)).any():
+            return Response(cmd.op, Code.BUSY)
+        self._prog[t] = cmd.program[:n]
+        return Response(cmd.op, Code.OK, etype=t)
+
+    def _do_alloc(self, cmd):
+        t, n = cmd.etype, cmd.lines
+        if t >= N_TYPES or not 1 <= n <= MAX_BUF_LINES:
+            return Response(cmd.op, Code.BAD_ARG)
+        r = self._free_record()
+        if r is None:
+            return Response(cmd.op, Code.NO_RECORD)
+        free_e = np.flatnonzero(self._ent_free)
+        if free_e.size == 0:
+            return Response(cmd.op, Code.NO_ENTITY)
+        base = self._first_fit(n)
+        if base is None:
+            return Response(cmd.op, Code.NO_LINES)
+        e = int(free_e[0])
+        self._ent_free[e] = False
+        self._new_record(r, e, 0, t, bool(cmd.hold), base, n)
+        self._queues[t][0].append(r)
+        return Response(cmd.op, Code.OK, **self._fields(r))
+
+    def _do_map(self, cmd):
+        e, f, n = cmd.entity, cmd.frame, cmd.lines
+        if not 1 <= n <= MAX_BUF_LINES or f >= self.frames:
+            return Response(cmd.op, Code.BAD_ARG)
+        r0 = self._rec0(e)
+        if r0 is None:
+            return Response(cmd.op, Code.UNKNOWN)
+        if f == 0 or self._match(e, f).size:
+            return Response(cmd.op, Code.MAPPED)
+        r = self._free_record()
+        if r is None:
+            return Response(cmd.op, Code.NO_RECORD)
+        base = self._first_fit(n)
+        if base is None:
+            return Response(cmd.op, Code.NO_LINES)
+        self._new_record(r, e, f, int(self._etype[r0]), bool(self._hold[r0]), base, n)
+        return Response(cmd.op, Code.OK, **self._fields(r))
+
+    def _do_delete(self, cmd):
+        e = cmd.entity
+        r0 = self._rec0(e)
+        if r0 is None:
+            return Response(cmd.op, Code.UNKNOWN)
+        if cmd.op == Op.RELEASE:
+            if self._stage[r0] != DONE_STAGE:
+                return Response(cmd.op, Code.NOT_HELD)
+        elif self._busy[r0]:   # busy in S_t, or selected for issue in this cycle
+            return Response(cmd.op, Code.BUSY)
+        t, s = int(self._etype[r0]), int(self._stage[r0])
+        if s != DONE_STAGE:
+            self._queues[t][s].remove(r0)
+        self._free_entity(e)
+        return Response(cmd.op, Code.OK, entity=e)

@@ -1,0 +1,948 @@
+"""Unit tests of the queue/cache controller golden model (``golden/qcc.py``)."""
+
+import random
+from collections import Counter, deque
+from dataclasses import dataclass, field
+
+import pytest
+
+from golden.qcc import (
+    DEFAULT_PROGRAMS, DONE_STAGE, DRAIN, N_TYPES, Code, Command, EType, Issue, Kind, Op,
+    QCCModel, Response, Stage,
+)
+
+N, M = Kind.NUMERIC, Kind.MOVE
+V, T, P, PA, S = EType.VERTEX, EType.TRIANGLE, EType.PIXEL, EType.PATCH, EType.STATE
+
+
+def small(**kw):
+    args = dict(records=8, entities=8, lines=32, frames=4)
+    args.update(kw)
+    return QCCModel(**args)
+
+
+def kd(issues):
+    """(kind, desc) of a list of issues."""
+    return [(i.kind, i.desc) for i in issues]
+
+
+def run_one(m, record, max_cycles=100):
+    """Issue and complete one entity's stages one by one; its issues."""
+    out = []
+    for _ in range(max_cycles):
+        iss = [i for i in m.step() if i.record == record]
+        if not iss:
+            break
+        out += iss
+        assert m.complete(record) == Code.OK
+    return out
+
+
+# ---------------------------------------------------------------- parameters
+
+@pytest.mark.parametrize("kw, exc, msg", [
+    (dict(records=0), ValueError, "records must be an integer in 1..256, not 0"),
+    (dict(records=257), ValueError, "records must be an integer in 1..256, not 257"),
+    (dict(records="8"), TypeError, "records must be an integer, not 'str'"),
+    (dict(records=True), TypeError, "records must be an integer, not 'bool'"),
+    (dict(entities=0), ValueError, "entities must be an integer in 1..256, not 0"),
+    (dict(lines=0), ValueError, "lines must be an integer in 1..65536, not 0"),
+    (dict(lines=1.5), TypeError, "lines must be an integer, not 'float'"),
+    (dict(frames=17), ValueError, "frames must be an integer in 1..16, not 17"),
+    (dict(programs=DEFAULT_PROGRAMS[:4]), ValueError, "programs must have 5 entries, not 4"),
+    (dict(programs=DEFAULT_PROGRAMS[:4] + ((),)), ValueError,
+     r"programs\[4\] must have 1..8 stages, not 0"),
+])
+def test_bad_parameters(kw, exc, msg):
+    with pytest.raises(exc, match=msg):
+        QCCModel(**kw)
+
+
+@pytest.mark.parametrize("make, exc, msg", [
+    (lambda: Command.alloc(0, 16), ValueError, "lines must be an integer in 0..15, not 16"),
+    (lambda: Command.alloc(8, 1), ValueError, "etype must be an integer in 0..7, not 8"),
+    (lambda: Command.search(256), ValueError, "entity must be an integer in 0..255, not 256"),
+    (lambda: Command.search(0, -1), ValueError, "frame must be an integer in 0..15, not -1"),
+    (lambda: Command(8), ValueError, "op must be an integer in 0..7, not 8"),
+    (lambda: Command.config(0, [(2, 0)]), ValueError, r"program\[0\].kind"),
+    (lambda: Command.config(0, [(0, 256)]), ValueError, r"program\[0\].desc"),
+    (lambda: Command.config(0, [(0, 0)] * 9), ValueError, "at most 8 stages, not 9"),
+    (lambda: Command.config(0, [0]), TypeError, r"program\[0\] must be a \(kind, desc\)"),
+    (lambda: Command.translate(0, 16), ValueError, "offset must be an integer in 0..15"),
+])
+def test_bad_command_fields(make, exc, msg):
+    with pytest.raises(exc, match=msg):
+        make()
+
+
+def test_bad_cycle_arguments():
+    m = small()
+    with pytest.raises(TypeError, match="cmd must be a Command or None, not 'str'"):
+        m.cycle(cmd="alloc")
+    with pytest.raises(ValueError, match="ncompl must be an integer in 0..255, not 256"):
+        m.cycle(ncompl=256)
+    with pytest.raises(ValueError, match="latency must be an integer in 1"):
+        m.run([Command.alloc(S, 1)], latency=0)
+    with pytest.raises(ValueError, match="latency sequence is shorter"):
+        m.run([Command.alloc(S, 1)], latency=[])
+
+
+def test_command_encoding():
+    c = Command.config(V, [(M, 0x12), (N, 0x34)])
+    assert c.nstages == 2 and len(c.program) == 8
+    assert c.kinds == 0b01
+    assert c.descs == 0x3412
+    assert c.program[2] == Stage(N, 0)
+
+
+# ---------------------------------------------------------------- EDT
+
+def test_allocate_until_no_record():
+    m = small(records=4, entities=8, lines=64)
+    for i in range(4):
+        r = m.allocate(P, 2)
+        assert r == Response(Op.ALLOC, Code.OK, entity=i, record=i, frame=0, etype=P,
+                             stage=0, busy=0, hold=0, buf=i, addr=2 * i, lines=2)
+    assert m.status() == (0, 4, 56, False)
+    before = m.snapshot()
+    r = m.allocate(P, 2)
+    assert r == Response(Op.ALLOC, Code.NO_RECORD) and not r.ok and not r.error
+    assert m.snapshot() == before and m.status() == (0, 4, 56, False)
+
+
+def test_allocate_until_no_entity_and_no_lines():
+    m = small(records=8, entities=3, lines=64)
+    assert [m.allocate(V, 1).entity for _ in range(3)] == [0, 1, 2]
+    before = m.snapshot()
+    assert m.allocate(V, 1).code == Code.NO_ENTITY
+    assert m.snapshot() == before and not m.error
+    m = small(records=8, entities=8, lines=10)
+    assert m.allocate(V, 8).addr == 0
+    assert m.allocate(V, 2).addr == 8
+    before = m.snapshot()
+    assert m.allocate(V, 1).code == Code.NO_LINES
+    assert m.snapshot() == before and m.status() == (6, 6, 0, False)
+
+
+def test_refusal_precedence():
+    m = small(records=2, entities=2, lines=2)
+    m.allocate(V, 1)
+    m.allocate(V, 1)
+    assert m.allocate(V, 1).code == Code.NO_RECORD   # all three exhausted
+    m = small(records=3, entities=2, lines=2)
+    m.allocate(V, 1)
+    m.allocate(V, 1)
+    assert m.allocate(V, 1).code == Code.NO_ENTITY   # entities and lines exhausted
+    assert m.allocate(V, 9).code == Code.BAD_ARG     # bad input before resources
+
+
+def test_lowest_free_record_and_entity_reused():
+    m = small()
+    for _ in range(4):
+        m.allocate(PA, 2)
+    assert m.delete(1).ok and m.delete(2).ok
+    r = m.allocate(V, 1)
+    assert (r.entity, r.record, r.addr) == (1, 1, 2)
+    r = m.allocate(V, 4)     # free: lines 3..5 and 8.. -> first fit of 4 is at 8
+    assert (r.entity, r.record, r.addr) == (2, 2, 8)
+    r = m.allocate(V, 3)
+    assert (r.entity, r.record, r.addr) == (4, 4, 3)
+
+
+def test_map_frames_and_search():
+    m = small(frames=4)
+    e = m.allocate(T, 2, hold=True).entity
+    m.allocate(V, 1)
+    r1 = m.map_frame(e, 1, 3)
+    assert r1 == Response(Op.MAP, Code.OK, entity=e, record=2, frame=1, etype=T, stage=0,
+                          busy=0, hold=1, buf=2, addr=3, lines=3)
+    r3 = m.map_frame(e, 3, 1)
+    assert (r3.record, r3.addr, r3.frame) == (3, 6, 3)
+    assert m.search(e, 1) == r1.__class__(Op.SEARCH, Code.OK, **{
+        k: getattr(r1, k) for k in ("entity", "record", "frame", "etype", "stage", "busy",
+                                    "hold", "buf", "addr", "lines")})
+    hit = m.search(e, 0)
+    assert hit.hit and (hit.record, hit.frame, hit.stage, hit.lines) == (0, 0, 0, 2)
+    miss = m.search(e, 2)
+    assert miss == Response(Op.SEARCH, Code.MISS) and not miss.hit and not miss.error
+    assert m.search(200, 0).code == Code.MISS
+    assert not m.error
+    assert sorted(m.entity_info(e)) == [0, 1, 3]
+    assert m.status() == (4, 6, 25, False)
+
+
+def test_map_refusals_are_not_errors():
+    m = small(records=3, lines=8)
+    e = m.allocate(V, 4).entity
+    m.allocate(V, 2)
+    before = m.snapshot()
+    assert m.map_frame(e, 1, 3).code == Code.NO_LINES     # 2 lines left
+    assert m.map_frame(e, 1, 2).ok
+    assert m.map_frame(e, 2, 1).code == Code.NO_RECORD
+    assert not m.error and m.snapshot() != before
+
+
+def test_delete_frees_everything():
+    m = small()
+    e = m.allocate(V, 2).entity
+    m.map_frame(e, 1, 4)
+    m.map_frame(e, 2, 1)
+    other = m.allocate(P, 1)
+    assert m.status() == (4, 6, 24, False)
+    assert m.delete(e) == Response(Op.DELETE, Code.OK, entity=e)
+    assert m.status() == (7, 7, 31, False)
+    for f in range(3):
+        assert not m.search(e, f).hit
+    assert m.queue(V, 0) == ()
+    assert m.queue(P, 0) == (other.record,)
+    m.check()
+
+
+def test_delete_queued_entity_keeps_fifo_order():
+    m = small()
+    recs = [m.allocate(V, 1).record for _ in range(4)]
+    assert m.delete(1).ok
+    assert m.queue(V, 0) == (recs[0], recs[2], recs[3])
+    assert [i.record for i in m.step() + m.step() + m.step()] == [0, 2, 3]
+
+
+# ---------------------------------------------------------------- stage parser
+
+def test_default_programs():
+    assert [len(p) for p in DEFAULT_PROGRAMS] == [6, 6, 7, 3, 1]
+    for t, p in enumerate(DEFAULT_PROGRAMS):
+        assert [s.desc for s in p] == [t << 4 | i for i in range(len(p))]
+    m = small()
+    for t in range(N_TYPES):
+        assert m.program(t) == DEFAULT_PROGRAMS[t]
+
+
+@pytest.mark.parametrize("etype, kinds", [
+    (V, [M, N, M, N, N, M]),
+    (T, [M, N, M, N, N, M]),
+    (P, [N, N, M, N, M, N, M]),
+    (PA, [M, N, M]),
+    (S, [M]),
+])
+def test_default_program_issue_sequence(etype, kinds):
+    m = small()
+    r = m.allocate(etype, 2)
+    issues = run_one(m, r.record)
+    assert kd(issues) == [(k, etype << 4 | s) for s, k in enumerate(kinds)]
+    assert [i.stage for i in issues] == list(range(len(kinds)))
+    assert all(i.entity == r.entity and i.etype == etype and i.buf == r.record
+               for i in issues)
+    assert m.status() == (8, 8, 32, False)          # deleted after the last stage
+    assert not m.search(r.entity).hit
+
+
+def test_issue_sets_busy_and_completion_advances():
+    m = small()
+    r = m.allocate(V, 1).record
+    assert m.search(0).busy == 0
+    (iss,) = m.step()
+    assert iss == Issue(M, r, 0, V, 0, 0x00, r)
+    s = m.search(0)
+    assert (s.busy, s.stage) == (1, 0)
+    assert m.step() == []                           # busy: nothing to issue
+    assert m.complete(r) == Code.OK
+    s = m.search(0)
+    assert (s.busy, s.stage) == (0, 1)
+    assert m.queue(V, 1) == (r,)
+
+
+def test_later_stage_first():
+    m = small()
+    assert m.configure(V, [(M, 0xA0), (M, 0xA1), (M, 0xA2)]).ok
+    a, b, c = (m.allocate(V, 1).record for _ in range(3))
+    assert [i.record for i in m.step()] == [a]
+    m.complete(a)                                   # a waits in stage 1, b and c in 0
+    (i,) = m.step()
+    assert (i.record, i.stage) == (a, 1)
+    m.complete(a)
+    (i,) = m.step()
+    assert (i.record, i.stage) == (a, 2)
+    m.complete(a)                                   # a is done and deleted
+    assert [(i.record, i.stage) for i in m.step() + m.step()] == [(b, 0), (c, 0)]
+
+
+def test_round_robin_among_types():
+    m = small()
+    s1, s2 = m.allocate(S, 1).record, m.allocate(S, 1).record
+    v1, v2 = m.allocate(V, 1).record, m.allocate(V, 1).record
+    t1 = m.allocate(T, 1).record
+    # MOVE pointer starts at type 4: type 0 first, then 1, 2, 3, 4, 0, ...
+    got = [(i.etype, i.record) for _ in range(5) for i in m.step()]
+    assert got == [(V, v1), (T, t1), (S, s1), (V, v2), (S, s2)]
+    assert m.step() == []
+
+
+def test_round_robin_pointer_per_kind_and_held_when_not_ready():
+    m = small(records=16, entities=16)
+    px = [m.allocate(P, 1).record for _ in range(2)]     # NUMERIC first stage
+    tr = [m.allocate(T, 1).record for _ in range(2)]     # MOVE first stage
+    vx = [m.allocate(V, 1).record for _ in range(2)]
+    res = m.cycle(n_ready=False, m_ready=True)
+    assert res.n_issue is None and res.m_issue.record == vx[0]
+    res = m.cycle(n_ready=True, m_ready=False)          # NUMERIC pointer still at 4
+    assert res.n_issue.record == px[0] and res.m_issue is None
+    res = m.cycle()
+    assert (res.n_issue.record, res.m_issue.record) == (px[1], tr[0])
+    res = m.cycle()
+    assert res.n_issue is None and res.m_issue.record == vx[1]
+    assert m.cycle().m_issue.record == tr[1]
+
+
+def test_round_robin_offers_each_types_latest_stage():
+    m = small()
+    m.configure(V, [(M, 1), (M, 2), (M, 3)])
+    v = m.allocate(V, 1).record
+    m.step()
+    m.complete(v)
+    m.step()
+    m.complete(v)                                    # v waits in stage 2
+    t = m.allocate(T, 1).record                      # t waits in stage 0
+    # pointer is at type 0 (v issued last): type 1's stage 0 goes before type 0's stage 2
+    assert [(i.record, i.stage) for i in m.step()] == [(t, 0)]
+    assert [(i.record, i.stage) for i in m.step()] == [(v, 2)]
+
+
+def test_out_of_order_completions_keep_arrival_order():
+    m = small()
+    a, b, c = (m.allocate(V, 1).record for _ in range(3))
+    assert [i.record for _ in range(3) for i in m.step()] == [a, b, c]
+    for r in (c, a, b):
+        m.complete(r)
+    assert m.queue(V, 1) == (c, a, b)
+    assert [i.record for _ in range(3) for i in m.step()] == [c, a, b]
+
+
+def test_two_issues_per_cycle():
+    m = small()
+    p = m.allocate(P, 1).record
+    v = m.allocate(V, 1).record
+    res = m.cycle()
+    assert (res.n_issue.record, res.m_issue.record) == (p, v)
+    res = m.cycle(ncompl=p, mcompl=v)
+    assert (res.ncode, res.mcode) == (Code.OK, Code.OK)
+    assert res.issues == []                          # visible from the next cycle
+    # both now wait in a NUMERIC stage 1; the NUMERIC pointer is at pixel (2): 3, 4, 0 ...
+    assert [(i.kind, i.record, i.stage) for i in m.step()] == [(N, v, 1)]
+    assert [(i.kind, i.record, i.stage) for i in m.step()] == [(N, p, 1)]
+
+
+def test_hold_and_release():
+    m = small()
+    r = m.allocate(V, 2, hold=True)
+    m.map_frame(r.entity, 1, 1)
+    assert len(run_one(m, r.record)) == 6
+    s = m.search(r.entity)
+    assert (s.hit, s.stage, s.busy, s.hold) == (True, DONE_STAGE, 0, 1)
+    assert m.status() == (6, 7, 29, False)
+    assert m.step() == []
+    assert m.release(r.entity) == Response(Op.RELEASE, Code.OK, entity=r.entity)
+    assert m.status() == (8, 8, 32, False)
+    assert m.release(r.entity).code == Code.UNKNOWN and m.error
+
+
+def test_delete_of_held_entity():
+    m = small()
+    r = m.allocate(S, 1, hold=True)
+    run_one(m, r.record)
+    assert m.delete(r.entity).ok
+    assert m.status() == (8, 8, 32, False) and not m.error
+
+
+def test_configure():
+    m = small()
+    assert m.configure(V, [(N, 0x77), (M, 0x78), (N, 0x79)], nstages=2) == \
+        Response(Op.CONFIG, Code.OK, etype=V)
+    assert m.program(V) == (Stage(N, 0x77), Stage(M, 0x78))
+    r = m.allocate(V, 1).record
+    assert kd(run_one(m, r)) == [(N, 0x77), (M, 0x78)]
+
+
+def test_configure_refused_while_type_in_flight_not_while_held():
+    m = small()
+    r = m.allocate(S, 1, hold=True).record
+    prog = [(N, 5)]
+    assert m.configure(S, prog).code == Code.BUSY          # queued
+    m.step()
+    assert m.configure(S, prog).code == Code.BUSY          # busy
+    m.complete(r)
+    assert m.configure(S, prog).ok                         # held only
+    assert m.configure(V, prog).ok                         # other types are free anyway
+
+
+# ---------------------------------------------------------------- ART
+
+def test_first_fit_with_fragmentation():
+    m = small(records=8, lines=16)
+    assert [m.allocate(S, 4).addr for _ in range(4)] == [0, 4, 8, 12]
+    m.delete(1)
+    m.delete(3)                                       # free: 4..7, 12..15
+    before = m.snapshot()
+    assert m.allocate(S, 5).code == Code.NO_LINES     # 8 lines free, no run of 5
+    assert m.snapshot() == before
+    assert m.allocate(S, 3).addr == 4
+    assert m.allocate(S, 2).addr == 12                # 7 is a run of 1 only
+    assert m.allocate(S, 1).addr == 7
+    assert m.allocate(S, 2).addr == 14
+    assert m.status().free_lines == 0
+
+
+def test_translate():
+    m = small()
+    m.allocate(S, 3)
+    r = m.allocate(S, 5)
+    assert m.translate(r.buf, 0) == Response(Op.TRANSLATE, Code.OK, buf=1, addr=3, lines=5)
+    assert m.translate(r.buf, 4).addr == 7
+    assert not m.error
+    assert m.translate(r.buf, 5) == Response(Op.TRANSLATE, Code.RANGE) and m.error
+
+
+# ---------------------------------------------------------------- bad input
+
+def standard():
+    """e0: busy in MOVE stage 0 (rec 0) with frame 1 (rec 3); e1 queued (rec 1);
+    e2: state entity done and held (rec 2)."""
+    m = small(records=8, entities=8, lines=32, frames=4)
+    assert m.allocate(V, 2).ok and m.allocate(V, 2).ok
+    assert m.allocate(S, 1, hold=True).ok
+    assert m.map_frame(0, 1, 1).record == 3
+    assert m.cycle(n_ready=False).m_issue.record == 0
+    assert m.cycle(n_ready=False).m_issue.record == 2
+    assert m.complete(2) == Code.OK
+    assert not m.error
+    return m
+
+
+C = Command
+BAD = [
+    ("op 7", dict(cmd=C(7)), "resp", Code.BAD_OP),
+    ("query ALLOC", dict(query=C.alloc(V, 1)), "qresp", Code.BAD_OP),
+    ("query CONFIG", dict(query=C.config(P, [(N, 1)])), "qresp", Code.BAD_OP),
+    ("query op 7", dict(query=C(7)), "qresp", Code.BAD_OP),
+    ("config etype 5", dict(cmd=C.config(5, [(N, 1)])), "resp", Code.BAD_ARG),
+    ("config no stages", dict(cmd=C.config(P, [])), "resp", Code.BAD_ARG),
+    ("config 9 stages", dict(cmd=C.config(P, [(N, 1)] * 8, nstages=9)), "resp", Code.BAD_ARG),
+    ("config type in flight", dict(cmd=C.config(V, [(N, 1)])), "resp", Code.BUSY),
+    ("alloc etype 5", dict(cmd=C.alloc(5, 1)), "resp", Code.BAD_ARG),
+    ("alloc etype 7", dict(cmd=C.alloc(7, 1)), "resp", Code.BAD_ARG),
+    ("alloc 0 lines", dict(cmd=C.alloc(V, 0)), "resp", Code.BAD_ARG),
+    ("alloc 9 lines", dict(cmd=C.alloc(V, 9)), "resp", Code.BAD_ARG),
+    ("alloc 15 lines", dict(cmd=C.alloc(V, 15)), "resp", Code.BAD_ARG),
+    ("map 0 lines", dict(cmd=C.map(1, 1, 0)), "resp", Code.BAD_ARG),
+    ("map 9 lines", dict(cmd=C.map(1, 1, 9)), "resp", Code.BAD_ARG),
+    ("map frame >= frames", dict(cmd=C.map(1, 4, 1)), "resp", Code.BAD_ARG),
+    ("map frame 15", dict(cmd=C.map(1, 15, 1)), "resp", Code.BAD_ARG),
+    ("map unknown entity", dict(cmd=C.map(5, 1, 1)), "resp", Code.UNKNOWN),
+    ("map entity 255", dict(cmd=C.map(255, 1, 1)), "resp", Code.UNKNOWN),
+    ("map frame 0", dict(cmd=C.map(1, 0, 1)), "resp", Code.MAPPED),
+    ("map mapped frame", dict(cmd=C.map(0, 1, 1)), "resp", Code.MAPPED),
+    ("delete unknown", dict(cmd=C.delete(5)), "resp", Code.UNKNOWN),
+    ("delete busy", dict(cmd=C.delete(0)), "resp", Code.BUSY),
+    ("release unknown", dict(cmd=C.release(7)), "resp", Code.UNKNOWN),
+    ("release queued", dict(cmd=C.release(1)), "resp", Code.NOT_HELD),
+    ("release busy", dict(cmd=C.release(0)), "resp", Code.NOT_HELD),
+    ("translate unused buf", dict(cmd=C.translate(7, 0)), "resp", Code.UNKNOWN),
+    ("translate buf >= records", dict(query=C.translate(200, 0)), "qresp", Code.UNKNOWN),
+    ("translate past length", dict(cmd=C.translate(0, 2)), "resp", Code.RANGE),
+    ("translate offset 15", dict(query=C.translate(3, 15)), "qresp", Code.RANGE),
+    ("done on wrong port", dict(ncompl=0), "ncode", Code.NOT_BUSY),
+    ("done of queued record", dict(mcompl=1), "mcode", Code.NOT_BUSY),
+    ("done of held record", dict(mcompl=2), "mcode", Code.NOT_BUSY),
+    ("done of frame-1 record", dict(mcompl=3), "mcode", Code.NOT_BUSY),
+    ("done of free record", dict(mcompl=7), "mcode", Code.UNKNOWN),
+    ("done of record >= records", dict(ncompl=255), "ncode", Code.UNKNOWN),
+]
+
+
+@pytest.mark.parametrize("name, kw, port, code", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_ignored_with_sticky_error(name, kw, port, code):
+    m = standard()
+    before, status = m.snapshot(), m.status()
+    res = m.cycle(n_ready=False, m_ready=False, **kw)
+    got = getattr(res, port)
+    if port in ("resp", "qresp"):
+        assert got == Response(kw["cmd" if port == "resp" else "query"].op, code)
+        assert got.error and not got.ok
+    else:
+        assert got == code
+    assert m.snapshot() == before
+    assert m.status() == status._replace(error=True)
+    m.check()
+    m.step()                                          # the flag is sticky
+    assert m.error
+
+
+def test_normal_outcomes_leave_error_clear():
+    m = standard()
+    m.search(6, 0)                                    # miss
+    for _ in range(6):
+        m.allocate(P, 8)                              # ends in NO_LINES / NO_RECORD
+    m.translate(0, 1)
+    m.release(2)
+    assert not m.error
+
+
+# ---------------------------------------------------------------- same-cycle rules
+
+def test_delete_of_entity_selected_in_the_same_cycle():
+    m = small()
+    e = m.allocate(S, 1).entity
+    res = m.cycle(cmd=Command.delete(e))
+    assert res.resp.code == Code.BUSY and res.m_issue.entity == e and m.error
+    assert m.complete(res.m_issue.record) == Code.OK
+    assert m.status()[:3] == (8, 8, 32)
+
+
+def test_search_sees_the_state_at_the_start_of_the_cycle():
+    m = small()
+    res = m.cycle(cmd=Command.alloc(S, 1), query=Command.search(0))
+    assert res.resp.ok and res.qresp.code == Code.MISS
+    res = m.cycle(cmd=Command.search(0), query=Command.search(0))
+    assert res.resp == res.qresp
+    assert res.resp.busy == 0 and res.m_issue.entity == 0   # selected, not yet busy
+    assert m.search(0).busy == 1
+
+
+def test_alloc_does_not_see_resources_freed_in_the_same_cycle():
+    m = small(records=1)
+    r = m.allocate(S, 1).record
+    m.step()
+    res = m.cycle(cmd=Command.alloc(S, 1), mcompl=r)
+    assert res.mcode == Code.OK and res.resp.code == Code.NO_RECORD
+    assert m.status()[:3] == (1, 8, 32)
+    assert m.allocate(S, 1).ok
+
+
+def test_map_with_last_completion_in_the_same_cycle():
+    m = small()
+    r = m.allocate(S, 1)
+    m.step()
+    res = m.cycle(cmd=Command.map(r.entity, 1, 2), mcompl=r.record)
+    assert res.resp.ok and res.resp.record == 1
+    assert m.status()[:3] == (8, 8, 32)              # deleted with the entity
+    assert not m.search(r.entity, 1).hit
+    m.check()
+
+
+def test_completion_of_record_selected_in_the_same_cycle():
+    m = small()
+    r = m.allocate(S, 1).record
+    res = m.cycle(mcompl=r)
+    assert res.m_issue.record == r and res.mcode == Code.NOT_BUSY and m.error
+    assert m.search(0).busy == 1
+
+
+def test_not_ready_holds_the_issue():
+    m = small()
+    m.allocate(V, 1)
+    for _ in range(3):
+        assert m.step(m_ready=False) == []
+    assert [i.record for i in m.step()] == [0]
+
+
+# ---------------------------------------------------------------- runner
+
+def test_run_default_programs_fixed_latency():
+    m = small(records=16, entities=16, lines=64)
+    script = [Command.alloc(t, 1) for t in range(N_TYPES)]
+    res = m.run(script, latency=3)
+    assert [r.ok for _, _, r in res.responses] == [True] * 5
+    per_entity = {}
+    for _, i in res.issues:
+        per_entity.setdefault(i.entity, []).append((i.kind, i.desc))
+    for t in range(N_TYPES):
+        assert per_entity[t] == [(s.kind, s.desc) for s in DEFAULT_PROGRAMS[t]]
+    assert len(res.completions) == len(res.issues) == sum(map(len, DEFAULT_PROGRAMS))
+    assert m.status() == (16, 16, 64, False) and m.idle()
+    again = small(records=16, entities=16, lines=64).run(script, latency=3)
+    assert again == res
+
+
+def test_run_latency_sequence_gives_out_of_order_completions():
+    m = small()
+    script = [Command.alloc(S, 1) for _ in range(3)]
+    res = m.run(script, latency=[9, 5, 1])
+    assert [i.record for _, i in res.issues] == [0, 1, 2]
+    assert [r for _, _, r in res.completions] == [2, 1, 0]
+
+
+def test_run_drain_and_release():
+    m = small()
+    script = [Command.alloc(V, 1, hold=True), Command.alloc(V, 1, hold=True), DRAIN,
+              Command.release(0), Command.release(1)]
+    res = m.run(script, latency=lambda issue: 2 + issue.record)
+    assert [r.code for _, _, r in res.responses] == [Code.OK] * 4
+    assert m.status() == (8, 8, 32, False)
+    with pytest.raises(RuntimeError, match="within 10 cycles"):
+        small().run([Command.alloc(V, 1)], ready=lambda t: (False, False), max_cycles=10)
+
+
+def test_default_size_fill_to_the_brim():
+    m = QCCModel()
+    for i in range(256):
+        r = m.allocate(i % N_TYPES, 1, hold=True)
+        assert (r.entity, r.record, r.addr) == (i, i, i)
+    assert m.status() == (0, 0, 0, False)
+    assert m.allocate(V, 1).code == Code.NO_RECORD
+    assert m.search(255).hit and m.translate(255, 0).addr == 255
+    res = m.run([DRAIN], latency=1)
+    assert len(res.issues) == sum(len(DEFAULT_PROGRAMS[i % N_TYPES]) for i in range(256))
+    assert m.status() == (0, 0, 0, False)
+    for e in range(256):
+        assert m.release(e).ok
+    assert m.status() == (256, 256, 256, False)
+    m.check()
+
+
+# ---------------------------------------------------------------- random mix
+
+@dataclass
+class Inc:
+    """One incarnation of an entity, as the scoreboard sees it."""
+    id: int
+    entity: int
+    etype: int
+    hold: bool
+    record: int
+    nstages: int
+    stage: int = 0
+    busy: bool = False
+    frames: dict = field(default_factory=dict)      # frame -> record
+    issued: list = field(default_factory=list)
+
+
+class Scoreboard:
+    """An independent bookkeeping of what the QCC must answer, built from its outputs."""
+
+    def __init__(self, m):
+        self.records, self.entities, self.lines, self.frames = (
+            m.records, m.entities, m.lines, m.frames)
+        self.prog = [m.program(t) for t in range(N_TYPES)]
+        self.owner = [None] * self.records              # record -> (Inc, frame)
+        self.buffer = {}                                 # record -> (base, n)
+        self.used = [False] * self.lines
+        self.live = {}                                   # entity -> Inc
+        self.fifo = {(t, s): deque() for t in range(N_TYPES) for s in range(8)}
+        self.rr = {N: N_TYPES - 1, M: N_TYPES - 1}
+        self.seen = set()
+        self.n_inc = self.n_finished = self.n_deleted = 0
+        self.ended = set()                               # incarnations freed
+        self.stats = Counter()                           # (port, op, code) seen
+        self.min_free = self.status()
+
+    # -- expectations, all from the state at the start of the cycle --------------
+    def status(self):
+        return (self.owner.count(None), self.entities - len(self.live),
+                self.used.count(False))
+
+    def first_fit(self, n):
+        for a in range(self.lines - n + 1):
+            if not any(self.used[a:a + n]):
+                return a
+        return None
+
+    def fields(self, rec):
+        inc, f = self.owner[rec]
+        base, n = self.buffer[rec]
+        return dict(entity=inc.entity, record=rec, frame=f, etype=inc.etype,
+                    stage=inc.stage if f == 0 else 0, busy=int(inc.busy and f == 0),
+                    hold=int(inc.hold), buf=rec, addr=base, lines=n)
+
+    def expect_query(self, c):
+        if c.op == Op.SEARCH:
+            inc = self.live.get(c.entity)
+            if inc is None or c.frame not in inc.frames:
+                return Response(c.op, Code.MISS)
+            return Response(c.op, Code.OK, **self.fields(inc.frames[c.frame]))
+        if c.op == Op.TRANSLATE:
+            if c.buf >= self.records or self.owner[c.buf] is None:
+                return Response(c.op, Code.UNKNOWN)
+            base, n = self.buffer[c.buf]
+            if c.offset >= n:
+                return Response(c.op, Code.RANGE)
+            return Response(c.op, Code.OK, buf=c.buf, addr=base + c.offset, lines=n)
+        return Response(c.op, Code.BAD_OP)
+
+    def expect_done(self, rec, kind):
+        if rec >= self.records or self.owner[rec] is None:
+            return Code.UNKNOWN
+        inc, f = self.owner[rec]
+        if f != 0 or not inc.busy or self.prog[inc.etype][inc.stage].kind != kind:
+            return Code.NOT_BUSY
+        return Code.OK
+
+    def expect_issue(self, kind):
+        """(type, stage, Inc) port ``kind`` must issue: round-robin over the types from
+        the one it issued last, each offering its latest waiting stage of that kind."""
+        for i in range(1, N_TYPES + 1):
+            t = (self.rr[kind] + i) % N_TYPES
+            for s in reversed(range(len(self.prog[t]))):
+                if self.prog[t][s].kind == kind and self.fifo[t, s]:
+                    return t, s, self.fifo[t, s][0]
+        return None
+
+    # -- updates --------------------------------------------------------------------
+    def cycle(self, cmd, query, nrec, mrec, n_ready, m_ready, res):
+        for port, c, r in (("cmd", cmd, res.resp), ("query", query, res.qresp)):
+            if c is not None:
+                self.stats[port, Op(c.op).name if c.op < 7 else "op7", r.code.name] += 1
+        for port, rec, code in (("n_done", nrec, res.ncode), ("m_done", mrec, res.mcode)):
+            if rec is not None:
+                self.stats[port, code.name] += 1
+        self.min_free = tuple(map(min, self.min_free, self.status()))
+        if query is not None:
+            assert res.qresp == self.expect_query(query)
+        early = cmd is not None and cmd.op in (Op.SEARCH, Op.TRANSLATE)
+        if early:
+            assert res.resp == self.expect_query(cmd)
+        codes = {}
+        for rec, kind, got in ((nrec, N, res.ncode), (mrec, M, res.mcode)):
+            if rec is not None:
+                assert got == self.expect_done(rec, kind)
+                codes[kind] = got
+        for kind, ready, iss in ((N, n_ready, res.n_issue), (M, m_ready, res.m_issue)):
+            exp = self.expect_issue(kind) if ready else None
+            if exp is None:
+                assert iss is None
+            else:
+                t, s, inc = exp
+                assert iss is not None and (iss.etype, iss.stage, iss.entity) == (
+                    t, s, inc.entity), f"expected type {t} stage {s} entity {inc.entity}"
+                self.rr[kind] = t
+        for iss in res.issues:
+            self.issue(iss)
+        if cmd is not None and not early:
+            self.command(cmd, res.resp)
+        for rec, kind in ((nrec, N), (mrec, M)):
+            if codes.get(kind) == Code.OK:
+                self.complete(rec)
+
+    def issue(self, iss):
+        inc = self.live[iss.entity]
+        assert not inc.busy and inc.stage == iss.stage < inc.nstages
+        assert (iss.record, iss.buf, iss.etype) == (inc.record, inc.record, inc.etype)
+        assert (iss.kind, iss.desc) == tuple(self.prog[inc.etype][iss.stage])
+        assert (inc.id, iss.stage) not in self.seen, "issued twice in one stage"
+        self.seen.add((inc.id, iss.stage))
+        q = self.fifo[inc.etype, iss.stage]
+        assert q[0] is inc, "issued out of arrival order within a stage"
+        q.popleft()
+        inc.busy = True
+        inc.issued.append(iss.stage)
+
+    def complete(self, rec):
+        inc, _ = self.owner[rec]
+        inc.busy = False
+        if inc.stage + 1 < inc.nstages:
+            inc.stage += 1
+            self.fifo[inc.etype, inc.stage].append(inc)
+        else:
+            assert inc.issued == list(range(inc.nstages))
+            self.n_finished += 1
+            if inc.hold:
+                inc.stage = DONE_STAGE
+            else:
+                self.free(inc)
+
+    def new_record(self, rec, inc, frame, base, n):
+        self.owner[rec] = (inc, frame)
+        self.buffer[rec] = (base, n)
+        self.used[base:base + n] = [True] * n
+        inc.frames[frame] = rec
+
+    def free(self, inc):
+        for rec in inc.frames.values():
+            base, n = self.buffer.pop(rec)
+            self.used[base:base + n] = [False] * n
+            self.owner[rec] = None
+        del self.live[inc.entity]
+        assert inc.id not in self.ended
+        self.ended.add(inc.id)
+
+    def command(self, c, resp):
+        assert resp.op == c.op
+        free_rec = next((r for r, o in enumerate(self.owner) if o is None), None)
+        if c.op == Op.ALLOC:
+            free_ent = next((e for e in range(self.entities) if e not in self.live), None)
+            base = self.first_fit(c.lines) if 1 <= c.lines <= 8 else None
+            if c.etype >= N_TYPES or not 1 <= c.lines <= 8:
+                exp = Code.BAD_ARG
+            elif free_rec is None:
+                exp = Code.NO_RECORD
+            elif free_ent is None:
+                exp = Code.NO_ENTITY
+            elif base is None:
+                exp = Code.NO_LINES
+            else:
+                exp = Code.OK
+            assert resp.code == exp
+            if exp == Code.OK:
+                inc = Inc(self.n_inc, free_ent, c.etype, bool(c.hold), free_rec,
+                          len(self.prog[c.etype]))
+                self.n_inc += 1
+                self.live[free_ent] = inc
+                self.new_record(free_rec, inc, 0, base, c.lines)
+                self.fifo[c.etype, 0].append(inc)
+                assert resp == Response(c.op, Code.OK, **self.fields(free_rec))
+        elif c.op == Op.MAP:
+            inc = self.live.get(c.entity)
+            base = self.first_fit(c.lines) if 1 <= c.lines <= 8 else None
+            if not 1 <= c.lines <= 8 or c.frame >= self.frames:
+                exp = Code.BAD_ARG
+            elif inc is None:
+                exp = Code.UNKNOWN
+            elif c.frame in inc.frames:
+                exp = Code.MAPPED
+            elif free_rec is None:
+                exp = Code.NO_RECORD
+            elif base is None:
+                exp = Code.NO_LINES
+            else:
+                exp = Code.OK
+            assert resp.code == exp
+            if exp == Code.OK:
+                self.new_record(free_rec, inc, c.frame, base, c.lines)
+                assert resp == Response(c.op, Code.OK, **self.fields(free_rec))
+        elif c.op in (Op.DELETE, Op.RELEASE):
+            inc = self.live.get(c.entity)
+            if inc is None:
+                exp = Code.UNKNOWN
+            elif c.op == Op.RELEASE and inc.stage != DONE_STAGE:
+                exp = Code.NOT_HELD
+            elif c.op == Op.DELETE and inc.busy:
+                exp = Code.BUSY
+            else:
+                exp = Code.OK
+            assert resp.code == exp
+            if exp == Code.OK:
+                assert resp == Response(c.op, Code.OK, entity=c.entity)
+                if inc.stage != DONE_STAGE:
+                    self.fifo[inc.etype, inc.stage].remove(inc)
+                self.n_deleted += 1
+                self.free(inc)
+        elif c.op == Op.CONFIG:
+            if c.etype >= N_TYPES or not 1 <= c.nstages <= 8:
+                exp = Code.BAD_ARG
+            elif any(i.etype == c.etype and i.stage != DONE_STAGE for i in self.live.values()):
+                exp = Code.BUSY
+            else:
+                exp = Code.OK
+            assert resp.code == exp
+            if exp == Code.OK:
+                self.prog[c.etype] = c.program[:c.nstages]
+        else:
+            assert resp == Response(c.op, Code.BAD_OP)
+
+
+def random_command(rng, sb, filling):
+    x = rng.random()
+    live = list(sb.live)
+    held = [e for e, i in sb.live.items() if i.stage == DONE_STAGE]
+    if x < 0.25 and held:
+        return Command.release(rng.choice(held))
+    if not filling:
+        return None
+    if x < 0.60:
+        return Command.alloc(rng.randrange(N_TYPES), rng.choice([1, 1, 2, 3, 8]),
+                             hold=rng.random() < 0.3)
+    if x < 0.68 and live:
+        return Command.map(rng.choice(live), rng.randrange(1, min(sb.frames + 1, 16)),
+                           rng.randint(1, 3))
+    if x < 0.72 and live:
+        return Command.delete(rng.choice(live))
+    if x < 0.74:
+        t = rng.randrange(N_TYPES)
+        n = rng.randint(1, 8)
+        return Command.config(t, [(rng.randrange(2), rng.randrange(256)) for _ in range(n)])
+    if x < 0.80:
+        return random_query(rng, sb)
+    if x < 0.82:
+        return rng.choice([Command(7), Command.alloc(rng.randint(5, 7), 1),
+                           Command.alloc(0, rng.choice([0, 9, 15])),
+                           Command.release(rng.randrange(256)),
+                           Command.delete(rng.randrange(256)),
+                           Command.config(rng.randint(0, 7), [(0, 1)],
+                                          nstages=rng.choice([0, 9]))])
+    return None
+
+
+def random_query(rng, sb):
+    if rng.random() < 0.5:
+        ent = rng.choice(list(sb.live)) if sb.live and rng.random() < 0.8 \
+            else rng.randrange(256)
+        return Command.search(ent, rng.choice([0, 0, 1, 2, rng.randrange(16)]))
+    return Command.translate(rng.randrange(min(sb.records + 2, 256)), rng.randrange(10))
+
+
+def random_mix(seed, records, entities, lines, frames, cycles, check_every=1):
+    rng = random.Random(seed)
+    m = QCCModel(records=records, entities=entities, lines=lines, frames=frames)
+    sb = Scoreboard(m)
+    pending = {N: [], M: []}                             # (due, record)
+    t = 0
+    while True:
+        filling = t < cycles
+        if not filling and m.idle() and not any(pending.values()) and not any(
+                i.stage == DONE_STAGE for i in sb.live.values()):
+            break
+        assert t < cycles + 20 * records + 1000, "the pipeline does not drain"
+        cmd = random_command(rng, sb, filling)
+        query = random_query(rng, sb) if rng.random() < 0.3 else None
+        done = {}
+        for kind, plist in pending.items():
+            due = [p for p in plist if p[0] <= t]
+            if due and rng.random() < 0.85:
+                p = rng.choice(due)                      # any order
+                plist.remove(p)
+                done[kind] = p[1]
+            elif filling and rng.random() < 0.02:        # a bogus completion
+                rec = rng.randrange(min(records + 3, 256))
+                if rec >= records or sb.expect_done(rec, kind) != Code.OK:
+                    done[kind] = rec
+        n_ready, m_ready = rng.random() < 0.8, rng.random() < 0.8
+        res = m.cycle(cmd=cmd, query=query, ncompl=done.get(N), mcompl=done.get(M),
+                      n_ready=n_ready, m_ready=m_ready)
+        sb.cycle(cmd, query, done.get(N), done.get(M), n_ready, m_ready, res)
+        for iss in res.issues:
+            pending[iss.kind].append((t + rng.randint(1, 12), iss.record))
+        assert m.status()[:3] == sb.status()
+        if t % check_every == 0:
+            m.check()
+        t += 1
+    m.check()
+    assert not sb.live
+    assert m.status()[:3] == (records, entities, lines)   # every line came back
+    assert sb.ended == set(range(sb.n_inc))                # no entity lost
+    return sb, t
+
+
+def assert_covered(sb):
+    st = sb.stats
+    assert st["cmd", "ALLOC", "OK"] > 20 and st["cmd", "RELEASE", "OK"] > 5
+    assert st["n_done", "OK"] > 20 and st["m_done", "OK"] > 20
+    assert st["n_done", "UNKNOWN"] + st["m_done", "UNKNOWN"] > 0
+    assert st["query", "SEARCH", "OK"] > 0 and st["query", "TRANSLATE", "OK"] > 0
+    assert st["cmd", "DELETE", "BUSY"] > 0 and st["cmd", "CONFIG", "BUSY"] > 0
+    assert sum(st["cmd", "ALLOC", c] for c in ("NO_RECORD", "NO_ENTITY", "NO_LINES")) > 0
+    assert 0 in sb.min_free                              # some table was full
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_mix_small(seed):
+    rng = random.Random(1000 + seed)
+    sb, _ = random_mix(seed, records=rng.choice([4, 8, 16, 32]),
+                       entities=rng.choice([3, 8, 32]), lines=rng.choice([8, 16, 64]),
+                       frames=rng.choice([1, 4, 16]), cycles=3000)
+    assert_covered(sb)
+
+
+@pytest.mark.parametrize("seed, lines", [(99, 256), (98, 2048)])
+def test_random_mix_default_size(seed, lines):
+    """At the default size; with 2048 lines the records and entity numbers run out."""
+    sb, _ = random_mix(seed, records=256, entities=256, lines=lines, frames=16,
+                       cycles=4000, check_every=10)
+    assert_covered(sb)
