@@ -288,10 +288,49 @@ class TokenUnit(wiring.Component):
                        for k, seq in self.inject.items()},
         }
 
+    def decoded_layout(self):
+        """A word with the flags the unit needs, decoded as it enters an input buffer."""
+        return data.StructLayout({
+            "word": self.word,
+            "drop": 1,          # malformed: dropped, sets `error`
+            "data": 1,          # a data item
+            "event": 1,         # EVENT_START / EVENT_END with a valid id
+            "switch": 1,        # SWITCH at a join: read input `arg` next
+            "end_batch": 1,     # END_BATCH at a join: read the next input
+            "to_last": 1,       # a separator for the output of the last data item
+            "targets": self.n_outputs,   # outputs, unless discarded or `to_last`
+        })
+
+    def decode(self, m, word):
+        """The decoded form of ``word`` (a View or a constant-valued View)."""
+        n_in, n_out = self.n_inputs, self.n_outputs
+        dec = Signal(self.decoded_layout())
+        code, arg = word.data[0:8], word.data[8:16]
+        route = word.data[self.route_lo:self.route_lo + self.route_bits]
+        is_event_code = (code == Token.EVENT_START) | (code == Token.EVENT_END)
+        known = Cat(code == c for c in Token).any()
+        all_outputs = Const((1 << n_out) - 1, n_out)
+        is_join = n_in > 1
+        m.d.comb += dec.word.eq(word)
+        with m.If(~word.is_token):
+            m.d.comb += [dec.data.eq(route < n_out), dec.drop.eq(route >= n_out),
+                         dec.targets.eq(1 << route)]
+        with m.Elif(~known | (is_event_code & ~_is_valid_event(word))):
+            m.d.comb += dec.drop.eq(1)
+        with m.Elif(is_event_code):
+            m.d.comb += [dec.event.eq(1), dec.targets.eq(all_outputs)]
+        with m.Elif((code == Token.SWITCH) if is_join else Const(0)):
+            m.d.comb += [dec.switch.eq(arg < n_in), dec.drop.eq(arg >= n_in)]
+        with m.Else():    # separators; END_BATCH and SWITCH of a unit with one input
+            broadcast = Cat(code == c for c in self.broadcast).any()
+            m.d.comb += [dec.targets.eq(Mux(broadcast, all_outputs, 0)),
+                         dec.to_last.eq(~broadcast),
+                         dec.end_batch.eq((code == Token.END_BATCH) if is_join else 0)]
+        return dec
+
     def elaborate(self, platform):
         m = Module()
         n_in, n_out = self.n_inputs, self.n_outputs
-        is_join = n_in > 1
 
         # Two-entry output FIFOs: their w_rdy is registered, so no output's ready reaches
         # an input's ready combinationally, and streaming through them loses no cycle.
@@ -301,125 +340,105 @@ class TokenUnit(wiring.Component):
                 width=self.word.size, depth=2)
             wiring.connect(m, out_fifo.r_stream, wiring.flipped(port))
             out_fifos.append(out_fifo)
-        out_room = Cat(out_fifo.w_rdy for out_fifo in out_fifos)
+        room = Cat(out_fifo.w_rdy for out_fifo in out_fifos)
 
         error = Signal()
         open_events = Signal(4)
-        cur = Signal(range(n_in))            # the input being read
-        last_route = Signal(range(n_out))    # the output of the last data item
+        cur = Signal(range(n_in))                       # the input being read
+        last_route = Signal(n_out, init=1)              # one-hot: output of the last data item
         m.d.comb += [self.error.eq(error), self.open_events.eq(open_events)]
 
-        inputs = self._input_fifos(m)
+        inputs = self._input_buffers(m)
+        inj_head, inj_valid, hold_inputs, inj_taken, ev_in_error = self._injector(m)
 
         # --- The head word: injected tokens first, then the current input. ---
-        inj_word, inj_valid, hold_inputs, inj_taken, ev_in_error = self._injector(m)
-        heads = [port.payload for port in inputs]
-        head = Signal(self.word)
+        head = Signal(self.decoded_layout())
         head_valid = Signal()
         from_input = Signal()
         with m.If(inj_valid):
-            m.d.comb += [head.eq(inj_word), head_valid.eq(1)]
+            m.d.comb += [head.eq(inj_head), head_valid.eq(1)]
         with m.Elif(~hold_inputs):
             m.d.comb += [
-                head.eq(Array(port.payload for port in inputs)[cur]),
-                head_valid.eq(Array(port.valid for port in inputs)[cur]),
+                head.eq(Array(buf.r_data for buf in inputs)[cur]),
+                head_valid.eq(Array(buf.r_rdy for buf in inputs)[cur]),
                 from_input.eq(1),
             ]
 
-        code = head.data[0:8]
-        arg = head.data[8:16]
-        route = head.data[self.route_lo:self.route_lo + self.route_bits]
-        event_bits = [open_events[k - 1] for k in DISCARDING_EVENTS]
-        discarding = Cat(event_bits).any()
-        all_outputs = Const((1 << n_out) - 1, n_out)
-        known = Cat(code == c for c in Token).any()
-        is_event_code = (code == Token.EVENT_START) | (code == Token.EVENT_END)
-        switch_bad = (code == Token.SWITCH) & (arg >= n_in) if is_join else Const(0)
-        broadcast = Cat(code == c for c in self.broadcast).any()
-
-        # --- What to do with the head word. ---
-        emit = Signal(self.word)     # the word written to the outputs
-        targets = Signal(n_out)      # the outputs it goes to
-        consume = Signal()           # take the head word with no output
-        bad = Signal()               # flag malformed input when the word goes
-        move_input = Signal()        # read input `to_input` next, once the word goes
-        to_input = Signal(range(n_in))
-        barrier = Signal()           # `emit` completes a join's event barrier
-        step = Signal()              # a barrier is waiting: look at the next input
-        m.d.comb += emit.eq(head)
-
-        with m.If(head.is_token & (~known | (is_event_code & ~_is_valid_event(head))
-                                   | switch_bad)):
-            m.d.comb += [consume.eq(1), bad.eq(1)]
-        with m.Elif(~head.is_token):
-            with m.If(discarding):
-                m.d.comb += consume.eq(1)
-            with m.Elif(route >= n_out):
-                m.d.comb += [consume.eq(1), bad.eq(1)]
-            with m.Else():
-                m.d.comb += targets.eq(1 << route)
-        with m.Elif(is_event_code):
-            m.d.comb += targets.eq(all_outputs)
-            if is_join:
-                with m.If(from_input):
-                    self._barrier(m, inputs, emit, targets, bad, barrier, step,
-                                  move_input, to_input)
-        with m.Elif((code == Token.SWITCH) & from_input if is_join else Const(0)):
-            m.d.comb += [consume.eq(1), move_input.eq(1), to_input.eq(arg)]
-        with m.Else():   # separators; END_BATCH and SWITCH of a unit with one input
-            m.d.comb += targets.eq(Mux(broadcast, all_outputs, 1 << last_route))
-            if is_join:
-                with m.If(from_input & (code == Token.END_BATCH)):
-                    m.d.comb += [move_input.eq(1), to_input.eq(_next(cur, n_in))]
+        # --- What to do with it. ---
+        discard = head.data & Cat(open_events[k - 1] for k in DISCARDING_EVENTS).any()
+        emit = Signal(self.word)          # the word written to the outputs
+        targets = Signal(n_out)           # the outputs it goes to
+        barrier = Signal()                # `emit` completes a join's event barrier
+        barrier_bad = Signal()            # ... and the inputs' event tokens differ
+        step = Signal()                   # a barrier waits: look at the next input
+        m.d.comb += [
+            emit.eq(head.word),
+            targets.eq(Mux(discard, 0, head.targets | Mux(head.to_last, last_route, 0))),
+        ]
+        if n_in > 1:
+            with m.If(from_input & head.event):
+                self._barrier(m, inputs, emit, targets, barrier, barrier_bad, step)
+        consume = head.drop | discard | (head.switch & from_input)
 
         # --- The word goes when every output it targets has room. ---
         emitting = Signal()
         fire = Signal()
         m.d.comb += [
-            emitting.eq(head_valid & (targets != 0) & ((targets & ~out_room) == 0)),
+            emitting.eq(head_valid & (targets != 0) & ((targets & ~room) == 0)),
             fire.eq(emitting | (head_valid & consume)),
             inj_taken.eq(fire & inj_valid),
         ]
         for k, out_fifo in enumerate(out_fifos):
             m.d.comb += [out_fifo.w_data.eq(emit), out_fifo.w_en.eq(emitting & targets[k])]
-        for k, port in enumerate(inputs):
+        for k, buf in enumerate(inputs):
             popped = (cur == k) & ~barrier
-            if is_join:
-                popped |= barrier & (heads[k].as_value() == emit.as_value())
-            m.d.comb += port.ready.eq(from_input & fire & popped)
+            if n_in > 1:
+                popped |= barrier & _same_event(inputs[k].r_data.word, emit)
+            m.d.comb += buf.r_en.eq(from_input & fire & popped)
 
-        with m.If((fire & bad) | ev_in_error):
+        with m.If((fire & (head.drop | barrier_bad)) | ev_in_error):
             m.d.sync += error.eq(1)
-        with m.If(fire & move_input):
-            m.d.sync += cur.eq(to_input)
-        with m.Elif(head_valid & step):
+        with m.If(fire & from_input):
+            with m.If(head.switch):
+                m.d.sync += cur.eq(head.word.data[8:16])
+            with m.Elif(head.end_batch):
+                m.d.sync += cur.eq(_next(cur, n_in))
+            with m.Elif(barrier):
+                m.d.sync += cur.eq(0)
+        with m.If(head_valid & step):
             m.d.sync += cur.eq(_next(cur, n_in))
-        with m.If(emitting & ~emit.is_token):
-            m.d.sync += last_route.eq(route)
+        with m.If(emitting & head.data):
+            m.d.sync += last_route.eq(head.targets)
         self._events_out(m, emitting & _is_valid_event(emit), emit, open_events)
         return m
 
-    def _input_fifos(self, m):
-        """The streams the unit reads: its inputs, or FIFOs in front of them."""
-        if not self.fifo_depth:
-            return list(self.i)
-        streams = []
-        for k, port in enumerate(self.i):
-            in_fifo = m.submodules[f"in_fifo_{k}"] = TokenFIFO(width=self.width,
-                                                               depth=self.fifo_depth)
-            wiring.connect(m, wiring.flipped(port), in_fifo.i)
-            streams.append(in_fifo.o)
-        return streams
+    def _input_buffers(self, m):
+        """A FIFO in front of each input, holding words with their decoded flags.
 
-    def _barrier(self, m, inputs, emit, targets, bad, barrier, step, move_input, to_input):
+        The FIFOs cut every combinational path from the input ports (their ``w_rdy`` and
+        ``r_data`` are registers), and decoding on the way in keeps the decode logic out of
+        the unit's one-cycle loop. Three entries are the fewest that stream a word per clock.
+        """
+        buffers = []
+        for k, port in enumerate(self.i):
+            buf = m.submodules[f"in_fifo_{k}"] = fifo.SyncFIFOBuffered(
+                width=self.decoded_layout().size, depth=max(3, self.fifo_depth))
+            m.d.comb += [
+                buf.w_data.eq(self.decode(m, port.payload)),
+                buf.w_en.eq(port.valid),
+                port.ready.eq(buf.w_rdy),
+            ]
+            buffers.append(_DecodedReadPort(buf, self.decoded_layout()))
+        return buffers
+
+    def _barrier(self, m, inputs, emit, targets, barrier, barrier_bad, step):
         """A join's event barrier: go on only once every input has an event at its head."""
-        heads = [port.payload for port in inputs]
-        all_at_event = Cat(port.valid & _is_valid_event(head)
-                           for port, head in zip(inputs, heads)).all()
+        heads = [buf.r_data for buf in inputs]
+        all_at_event = Cat(buf.r_rdy & head.event for buf, head in zip(inputs, heads)).all()
         with m.If(all_at_event):
             m.d.comb += [
-                emit.eq(heads[0]), barrier.eq(1), move_input.eq(1), to_input.eq(0),
-                bad.eq(Cat(h.as_value() != heads[0].as_value() for h in heads).any()),
+                emit.eq(heads[0].word), barrier.eq(1),
+                barrier_bad.eq(Cat(~_same_event(h.word, heads[0].word) for h in heads).any()),
             ]
         with m.Else():
             m.d.comb += [targets.eq(0), step.eq(1)]
@@ -440,46 +459,64 @@ class TokenUnit(wiring.Component):
     def _injector(self, m):
         """Latch ``ev_in`` strobes and serve them as injected token sequences.
 
-        Returns ``(word, valid, hold_inputs, taken, error)``: the injected word; whether
-        one is being injected; whether inputs are held (a strobe now, pending or being
-        served); a signal to drive high when the unit takes the word; and a strobe with
-        a bad event id.
+        Returns ``(head, valid, hold_inputs, taken, error)``: the injected word, decoded;
+        whether one is being injected; whether inputs are held (a strobe is pending or
+        being served); a signal to drive high when the unit takes the word; and a strobe
+        with a bad event id.
         """
         sequences = injection_sequences(self.inject)
-        pending = Signal(8)           # starts of ids 1..4, then ends of ids 1..4
-        busy = Signal()
-        which = Signal(range(8))
-        index = Signal(range(8))
-        taken = Signal()
-
-        ev_id = self.ev_in.id
-        id_ok = (ev_id >= 1) & (ev_id <= 4)
+        strobe_start, strobe_end, strobe_id = Signal(), Signal(), Signal(4)
+        m.d.sync += [strobe_start.eq(self.ev_in.start), strobe_end.eq(self.ev_in.end),
+                     strobe_id.eq(self.ev_in.id)]    # registered: no path from the port
+        id_ok = (strobe_id >= 1) & (strobe_id <= 4)
         one_hot = Signal(4)
-        m.d.comb += one_hot.eq(Mux(id_ok, (Const(1, 5) << ev_id)[1:], 0))
-        strobes = Cat(Mux(self.ev_in.start, one_hot, 0), Mux(self.ev_in.end, one_hot, 0))
-        bad_id = (self.ev_in.start | self.ev_in.end) & ~id_ok
+        m.d.comb += one_hot.eq(Mux(id_ok, (Const(1, 5) << strobe_id)[1:], 0))
+        strobes = Cat(Mux(strobe_start, one_hot, 0), Mux(strobe_end, one_hot, 0))
+        bad_id = (strobe_start | strobe_end) & ~id_ok
 
+        pending = Signal(8)           # starts of ids 1..4, then ends of ids 1..4
+        busy, which, index = Signal(), Signal(range(8)), Signal(range(8))
+        next_busy, next_which, next_index = Signal(), Signal(range(8)), Signal(range(8))
+        taken = Signal()
         serve = Signal(8)             # the pending strobe served next: the lowest set bit
-        m.d.comb += serve.eq(pending & -pending)
+        m.d.comb += [serve.eq(pending & -pending),
+                     next_busy.eq(busy), next_which.eq(which), next_index.eq(index)]
         with m.If(busy):
             with m.If(taken):
                 last = Array(Const(len(seq) - 1, 3) for seq in sequences)[which]
-                with m.If(index == last):
-                    m.d.sync += busy.eq(0)
-                m.d.sync += index.eq(index + 1)
+                m.d.comb += [next_busy.eq(index != last), next_index.eq(index + 1)]
         with m.Elif(pending != 0):
-            m.d.sync += [busy.eq(1), which.eq(_one_hot_index(serve)), index.eq(0)]
-        m.d.sync += pending.eq((pending & ~Mux(busy, 0, serve)) | strobes)
+            m.d.comb += [next_busy.eq(1), next_which.eq(_one_hot_index(serve)),
+                         next_index.eq(0)]
+        m.d.sync += [busy.eq(next_busy), which.eq(next_which), index.eq(next_index),
+                     pending.eq((pending & ~Mux(busy, 0, serve)) | strobes)]
 
-        rom = Array(Const(self._token(*(seq[j] if j < len(seq) else seq[-1])), self.word.size)
+        # The injected word is decoded from the token ROM one cycle ahead, into a register.
+        rom = Array(Const(self._token(*seq[min(j, len(seq) - 1)]), self.word.size)
                     for seq in sequences for j in range(8))
-        word = Signal(self.word)
-        m.d.comb += word.eq(rom[Cat(index, which)])
+        head = Signal(self.decoded_layout())
+        m.d.sync += head.eq(self.decode(m, self.word(rom[Cat(next_index, next_which)])))
         hold_inputs = busy | (pending != 0) | (strobes != 0)
-        return word, busy, hold_inputs, taken, bad_id
+        return head, busy, hold_inputs, taken, bad_id
 
     def _token(self, code, arg):
-        return self.word.const({"is_token": 1, "data": int(code) | (arg << 8)}).as_value().value
+        """A token's value as an integer."""
+        fields = {"is_token": 1, "data": int(code) | (arg << 8)}
+        return self.word.const(fields).as_value().value
+
+
+class _DecodedReadPort:
+    """The read side of an input buffer, with its data viewed as decoded words."""
+
+    def __init__(self, buf, layout):
+        self.r_data = layout(buf.r_data)
+        self.r_rdy = buf.r_rdy
+        self.r_en = buf.r_en
+
+
+def _same_event(a, b):
+    """Whether two event tokens are the same event (code and id)."""
+    return (a.data[0:8] == b.data[0:8]) & (a.data[8:12] == b.data[8:12])
 
 
 def _one_hot_index(one_hot):

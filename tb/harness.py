@@ -110,19 +110,31 @@ def run_cocotb(design, test_module, simulator, params=None, *, testcase=None, ex
     assert failed == 0, f"{failed} of {total} cocotb tests failed (seed {seed})"
 
 
-_TIME0_REG = re.compile(r"^(\s*)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) = 0;$",
-                        re.M)
+_TIME0_REG = re.compile(r"reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) = 0;")
+_ONE_LINE_ALWAYS = re.compile(r"always @\*\n(\s+)([^\n]*;)\n")
 
 
 def _kick_time0(verilog_text):
     """Make Icarus run every ``always @*`` block once at the start.
 
-    Yosys reads a dummy register, initialised to 0, in every ``always @*`` block so that
-    simulators evaluate the block at time 0; Icarus 11 sees no event on it, so a block
-    whose inputs never change stays X (amaranth issues 594, 1629). Toggling the dummy
-    register 1 ns in gives the event.
+    Yosys reads a dummy register, initialised to 0, in its multi-line ``always @*``
+    blocks so that simulators run them at time 0, but Icarus 11 sees no event on it, and
+    one-line blocks (``always @* x = 1'h0;``) do not read it at all: a block whose inputs
+    never change then stays X forever (amaranth issues 594, 1629). So the dummy register
+    is read in every block and toggled 1 ns in.
     """
-    return _TIME0_REG.sub(r"\1reg \2 = 0;\n\1initial #1 \2 = 1;", verilog_text)
+    modules = verilog_text.split("\nmodule ")
+    for index, module in enumerate(modules):
+        found = _TIME0_REG.search(module)
+        if not found:
+            continue
+        dummy = found.group(1)
+        module = _ONE_LINE_ALWAYS.sub(
+            lambda m: f"always @* begin\n{m[1]}if ({dummy}) begin end\n{m[1]}{m[2]}\n"
+                      f"{m[1][:-2]}end\n", module)
+        modules[index] = module.replace(
+            found.group(0), f"{found.group(0)}\n  initial #1 {dummy} = 1;", 1)
+    return "\nmodule ".join(modules)
 
 
 def _jsonable(value):
