@@ -30,10 +30,10 @@ __all__ = ["BLOCKS", "designs", "build", "generate", "main"]
 BLOCKS = ("sync",)
 
 
-def designs():
-    """All generatable designs: ``{"block.design": constructor}``."""
+def designs(blocks=BLOCKS):
+    """Generatable designs of ``blocks``: ``{"block.design": constructor}``."""
     found = {}
-    for block in BLOCKS:
+    for block in blocks:
         module = importlib.import_module(f"hw.{block}")
         for name, constructor in module.DESIGNS.items():
             found[f"{block}.{name}"] = constructor
@@ -50,7 +50,8 @@ def parameters(constructor):
 def build(design, params=None):
     """Elaborate-ready instance of ``design`` with ``params``; ``ValueError`` if unknown."""
     params = dict(params or {})
-    table = designs()
+    block = design.split(".")[0]
+    table = designs([block] if block in BLOCKS else BLOCKS)
     if design not in table:
         raise ValueError(f"design must be one of {', '.join(sorted(table))}, not {design!r}")
     constructor = table[design]

@@ -41,15 +41,24 @@ event-injection sequencer, and writes it to zero, one or all of its outputs:
   A unit with one input forwards END_BATCH and SWITCH like separators.
 * **ev_in**: a start strobe with id ``k`` injects the tokens ``inject[k]`` (default:
   ``EVENT_START(k)``), an end strobe injects ``EVENT_END(k)``. Injected tokens are
-  handled like tokens read from an input. They are placed after every word taken from
-  the inputs before the strobe's cycle and before every word taken after it; strobes
-  that are pending together are injected starts first, then ends, each by ascending id.
+  handled like tokens read from an input. They go in where the unit has got to in its
+  input buffers when the strobe arrives: words still queued in the buffers come after
+  them. Strobes pending together are injected starts first, then ends, each by
+  ascending id.
 * **Malformed input** (an unknown token code, an event id outside 1..4, a SWITCH to a
   missing input, a routing field naming a missing output, an ev_in id outside 1..4) is
   dropped and sets the sticky ``error`` output until reset.
 
-Each output has a two-entry FIFO, so there is no combinational path from an output's
-``ready`` to any input's ``ready`` and a unit moves one word per clock per port.
+Structure and timing
+--------------------
+Each input word is decoded on its way into an input FIFO (``fifo_depth``, at least the
+three entries that stream a word per clock), and each output has a two-entry FIFO. Every FIFO's ``ready`` comes from
+registers, so no output's ``ready`` reaches an input's ``ready`` combinationally, no
+input port reaches the unit's decision logic, and the unit moves one word per clock per
+port: a join switching inputs or a fork broadcasting a token loses no cycle. A consumed
+SWITCH, a dropped word or a barrier step costs one cycle with no output. The latency from
+an input to an output is 3 clocks; ``ev_in`` strobes are registered and act 2 clocks
+later.
 """
 
 import enum
@@ -104,7 +113,7 @@ def _check_int(name, value, minimum, maximum=None):
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"{name} must be an integer, not {value!r}")
     if value < minimum or (maximum is not None and value > maximum):
-        allowed = f"at least {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+        allowed = f"of at least {minimum}" if maximum is None else f"from {minimum} to {maximum}"
         raise ValueError(f"{name} must be an integer {allowed}, not {value}")
 
 
@@ -132,6 +141,9 @@ def _check_inject(inject):
         if event not in set(EventId):
             raise ValueError(f"inject keys must be event ids 1 to 4, not {event!r}")
         sequence = tuple((_check_code("inject", code), int(arg)) for code, arg in sequence)
+        if any(code == Token.SWITCH for code, _ in sequence):
+            raise ValueError("inject sequences must not hold SWITCH, which only an input "
+                             "may send to a join")
         if not 1 <= len(sequence) <= 8:
             raise ValueError(f"inject[{event}] must hold 1 to 8 tokens, not {len(sequence)}")
         for _, arg in sequence:
@@ -232,9 +244,8 @@ class TokenUnit(wiring.Component):
         Tokens injected for an ``ev_in.start`` of an event id, in place of the default
         ``EVENT_START(id)`` (1 to 8 tokens per id).
     fifo_depth : int
-        Depth of a :class:`TokenFIFO` in front of each input (0: none). With FIFOs, the
-        words "taken" by the unit (which place ``ev_in`` strobes) are the words it reads
-        out of its FIFOs, so an event acts on everything still queued in them.
+        Depth of the FIFO in front of each input (3 to 4096). An ``ev_in`` event acts on
+        every word still queued in it.
 
     Attributes
     ----------
@@ -252,10 +263,9 @@ class TokenUnit(wiring.Component):
     """
 
     def __init__(self, *, n_inputs, n_outputs, width=32, route_lo=None,
-                 broadcast=(), inject=None, fifo_depth=0):
+                 broadcast=(), inject=None, fifo_depth=3):
         _check_int("n_inputs", n_inputs, 1, 16)
-        if fifo_depth != 0:
-            _check_int("fifo_depth", fifo_depth, 2, 4096)
+        _check_int("fifo_depth", fifo_depth, 3, 4096)
         self.fifo_depth = fifo_depth
         _check_int("n_outputs", n_outputs, 1, 16)
         _check_int("width", width, 16, 64)
@@ -344,6 +354,7 @@ class TokenUnit(wiring.Component):
 
         error = Signal()
         open_events = Signal(4)
+        discarding = Signal()                           # a DISCARD or CONTEXT event is open
         cur = Signal(range(n_in))                       # the input being read
         last_route = Signal(n_out, init=1)              # one-hot: output of the last data item
         m.d.comb += [self.error.eq(error), self.open_events.eq(open_events)]
@@ -365,7 +376,7 @@ class TokenUnit(wiring.Component):
             ]
 
         # --- What to do with it. ---
-        discard = head.data & Cat(open_events[k - 1] for k in DISCARDING_EVENTS).any()
+        discard = head.data & discarding
         emit = Signal(self.word)          # the word written to the outputs
         targets = Signal(n_out)           # the outputs it goes to
         barrier = Signal()                # `emit` completes a join's event barrier
@@ -409,7 +420,7 @@ class TokenUnit(wiring.Component):
             m.d.sync += cur.eq(_next(cur, n_in))
         with m.If(emitting & head.data):
             m.d.sync += last_route.eq(head.targets)
-        self._events_out(m, emitting & _is_valid_event(emit), emit, open_events)
+        self._events_out(m, emitting & _is_valid_event(emit), emit, open_events, discarding)
         return m
 
     def _input_buffers(self, m):
@@ -422,7 +433,7 @@ class TokenUnit(wiring.Component):
         buffers = []
         for k, port in enumerate(self.i):
             buf = m.submodules[f"in_fifo_{k}"] = fifo.SyncFIFOBuffered(
-                width=self.decoded_layout().size, depth=max(3, self.fifo_depth))
+                width=self.decoded_layout().size, depth=self.fifo_depth)
             m.d.comb += [
                 buf.w_data.eq(self.decode(m, port.payload)),
                 buf.w_en.eq(port.valid),
@@ -443,7 +454,7 @@ class TokenUnit(wiring.Component):
         with m.Else():
             m.d.comb += [targets.eq(0), step.eq(1)]
 
-    def _events_out(self, m, emitted, word, open_events):
+    def _events_out(self, m, emitted, word, open_events, discarding):
         """Strobe ``ev_out`` for an emitted event token and open or close its mode."""
         is_start = word.data[0:8] == Token.EVENT_START
         event = word.data[8:12]
@@ -454,7 +465,9 @@ class TokenUnit(wiring.Component):
         ]
         with m.If(emitted):
             bit = (Const(1, 5) << event)[1:]
-            m.d.sync += open_events.eq(Mux(is_start, open_events | bit, open_events & ~bit))
+            now_open = Mux(is_start, open_events | bit, open_events & ~bit)
+            m.d.sync += [open_events.eq(now_open),
+                         discarding.eq(Cat(now_open[k - 1] for k in DISCARDING_EVENTS).any())]
 
     def _injector(self, m):
         """Latch ``ev_in`` strobes and serve them as injected token sequences.
@@ -474,30 +487,30 @@ class TokenUnit(wiring.Component):
         strobes = Cat(Mux(strobe_start, one_hot, 0), Mux(strobe_end, one_hot, 0))
         bad_id = (strobe_start | strobe_end) & ~id_ok
 
+        # The sequence being injected sits decoded in a shift register, so taking a word
+        # only shifts it: no decoding or ROM look-up in the cycle the word is taken.
         pending = Signal(8)           # starts of ids 1..4, then ends of ids 1..4
-        busy, which, index = Signal(), Signal(range(8)), Signal(range(8))
-        next_busy, next_which, next_index = Signal(), Signal(range(8)), Signal(range(8))
+        slots = [Signal(self.decoded_layout()) for _ in range(max(map(len, sequences)))]
+        left = Signal(range(len(slots) + 1))
         taken = Signal()
         serve = Signal(8)             # the pending strobe served next: the lowest set bit
-        m.d.comb += [serve.eq(pending & -pending),
-                     next_busy.eq(busy), next_which.eq(which), next_index.eq(index)]
-        with m.If(busy):
+        m.d.comb += serve.eq(pending & -pending)
+        decoded = {}                  # one decoder per distinct token, on a constant
+        for code, arg in {token for seq in sequences for token in seq}:
+            decoded[code, arg] = self.decode(m, self.word(Const(self._token(code, arg),
+                                                                self.word.size)))
+        with m.If(left != 0):
             with m.If(taken):
-                last = Array(Const(len(seq) - 1, 3) for seq in sequences)[which]
-                m.d.comb += [next_busy.eq(index != last), next_index.eq(index + 1)]
+                m.d.sync += [left.eq(left - 1),
+                             *(a.eq(b) for a, b in zip(slots, slots[1:]))]
         with m.Elif(pending != 0):
-            m.d.comb += [next_busy.eq(1), next_which.eq(_one_hot_index(serve)),
-                         next_index.eq(0)]
-        m.d.sync += [busy.eq(next_busy), which.eq(next_which), index.eq(next_index),
-                     pending.eq((pending & ~Mux(busy, 0, serve)) | strobes)]
-
-        # The injected word is decoded from the token ROM one cycle ahead, into a register.
-        rom = Array(Const(self._token(*seq[min(j, len(seq) - 1)]), self.word.size)
-                    for seq in sequences for j in range(8))
-        head = Signal(self.decoded_layout())
-        m.d.sync += head.eq(self.decode(m, self.word(rom[Cat(next_index, next_which)])))
-        hold_inputs = busy | (pending != 0) | (strobes != 0)
-        return head, busy, hold_inputs, taken, bad_id
+            for k, sequence in enumerate(sequences):
+                with m.If(serve[k]):
+                    m.d.sync += [left.eq(len(sequence)),
+                                 *(slot.eq(decoded[token]) for slot, token in zip(slots, sequence))]
+        m.d.sync += pending.eq((pending & ~Mux(left != 0, 0, serve)) | strobes)
+        hold_inputs = (left != 0) | (pending != 0) | strobe_start | strobe_end
+        return slots[0], left != 0, hold_inputs, taken, bad_id
 
     def _token(self, code, arg):
         """A token's value as an integer."""
@@ -519,16 +532,10 @@ def _same_event(a, b):
     return (a.data[0:8] == b.data[0:8]) & (a.data[8:12] == b.data[8:12])
 
 
-def _one_hot_index(one_hot):
-    """Index of the set bit of a one-hot value."""
-    return Cat(Cat(one_hot[k] for k in range(len(one_hot)) if k >> b & 1).any()
-               for b in range((len(one_hot) - 1).bit_length()))
-
-
 class RegularUnit(TokenUnit):
     """A unit with one input and one output (the seed's Fig. 4); see :class:`TokenUnit`."""
 
-    def __init__(self, *, width=32, inject=None, fifo_depth=0):
+    def __init__(self, *, width=32, inject=None, fifo_depth=3):
         super().__init__(n_inputs=1, n_outputs=1, width=width, inject=inject,
                          fifo_depth=fifo_depth)
 
@@ -537,7 +544,7 @@ class ForkUnit(TokenUnit):
     """A unit with one input and ``n_outputs`` ≥ 2 outputs (Fig. 5); see :class:`TokenUnit`."""
 
     def __init__(self, *, n_outputs=2, width=32, route_lo=None, broadcast=(), inject=None,
-                 fifo_depth=0):
+                 fifo_depth=3):
         _check_int("n_outputs", n_outputs, 2, 16)
         super().__init__(n_inputs=1, n_outputs=n_outputs, width=width, route_lo=route_lo,
                          broadcast=broadcast, inject=inject, fifo_depth=fifo_depth)
@@ -546,7 +553,7 @@ class ForkUnit(TokenUnit):
 class JoinUnit(TokenUnit):
     """A unit with ``n_inputs`` ≥ 2 inputs and one output (Fig. 7); see :class:`TokenUnit`."""
 
-    def __init__(self, *, n_inputs=2, width=32, broadcast=(), inject=None, fifo_depth=0):
+    def __init__(self, *, n_inputs=2, width=32, broadcast=(), inject=None, fifo_depth=3):
         _check_int("n_inputs", n_inputs, 2, 16)
         super().__init__(n_inputs=n_inputs, n_outputs=1, width=width, broadcast=broadcast,
                          inject=inject, fifo_depth=fifo_depth)
@@ -559,7 +566,7 @@ class JoinForkUnit(TokenUnit):
     """
 
     def __init__(self, *, n_inputs=2, n_outputs=2, width=32, route_lo=None, broadcast=(),
-                 inject=None, fifo_depth=0):
+                 inject=None, fifo_depth=3):
         _check_int("n_inputs", n_inputs, 2, 16)
         _check_int("n_outputs", n_outputs, 2, 16)
         super().__init__(n_inputs=n_inputs, n_outputs=n_outputs, width=width,
@@ -567,7 +574,7 @@ class JoinForkUnit(TokenUnit):
                          inject=inject, fifo_depth=fifo_depth)
 
 
-def csp(*, width=32, fifo_depth=0):
+def csp(*, width=32, fifo_depth=3):
     """Command stream parser: a fork to state, primitive, 3D and 2D outputs (Fig. 10).
 
     A command's group is the top two bits of ``data``. An interrupt (``ev_in.start``
@@ -579,7 +586,7 @@ def csp(*, width=32, fifo_depth=0):
         (Token.EVENT_END, EventId.INTERRUPT))})
 
 
-def tsu_asu(*, width=32, fifo_depth=0):
+def tsu_asu(*, width=32, fifo_depth=3):
     """Triangle / attribute setup: a fork to Z + command/state, attributes and edges (Fig. 11).
 
     An item's output is the top two bits of ``data`` (3 is malformed). END_TRIANGLE and
@@ -589,7 +596,7 @@ def tsu_asu(*, width=32, fifo_depth=0):
                     broadcast=(Token.END_TRIANGLE, Token.END_BATCH))
 
 
-def zpreset(*, width=32, fifo_depth=0):
+def zpreset(*, width=32, fifo_depth=3):
     """Z-preset (ZL1): a join/fork of the ASU-ZL1 and supertile inputs to Z and T (Fig. 12).
 
     An item's output is the top bit of ``data``; END_TRIANGLE, END_BATCH and events go to

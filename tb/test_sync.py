@@ -284,11 +284,20 @@ async def malformed_words(dut):
 
 
 async def send_and_settle(bench, inputs):
-    """Send a part of every input and wait until all of it is taken."""
+    """Send a part of every input and let the unit take all of it.
+
+    ``ev_in`` strobes act where the unit has got to in its input buffers, so the
+    outputs run free for a while to let it drain them.
+    """
     feed(bench, inputs)
+    stalls = [monitor.stall for monitor in bench.monitors]
+    for monitor in bench.monitors:
+        monitor.stall = 0
     await wait_until(bench.dut, lambda: all(d.idle for d in bench.drivers), timeout=5000,
                      what="the inputs to be taken")
-    await ClockCycles(bench.dut.clk, 8)
+    await ClockCycles(bench.dut.clk, 12)
+    for monitor, stall in zip(bench.monitors, stalls):
+        monitor.stall = stall
 
 
 @cocotb.test()

@@ -1,0 +1,786 @@
+"""Unit tests of the global spreader golden model (``golden/spreader.py``)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from golden.qcc import QCCModel
+from golden.spreader import (
+    AllocRequest, Answer, Config, Done, EType, Err, EUStatus, Feeder, Item, Kind, Loc,
+    MoveCmd, PatchPacket, PixelPacket, QCCEU, RandomEU, Ref, ReleaseCmd, Scoreboard,
+    ScriptedEU, Spreader, Src, TrianglePacket, VertexPacket, Workload, build_workload,
+    scene_workload, synthetic_workload,
+)
+
+V, T, P, PA = EType.VERTEX, EType.TRIANGLE, EType.PIXEL, EType.PATCH
+ROOM = EUStatus(16, 16, 64)
+FULL = EUStatus(0, 0, 0)
+
+
+PORTS = ("move", "log", "release", "err")
+
+
+def small(**kw):
+    """A small spreader whose output transfers are recorded (see :func:`drain`)."""
+    args = dict(n_eus=4, vdt_records=16, pt_records=16)
+    args.update(kw)
+    sp = Spreader(**args)
+    sp.out = {k: [] for k in PORTS}
+    cycle = sp.cycle
+
+    def recorded(*a, **k):
+        r = cycle(*a, **k)
+        for port in PORTS:
+            if getattr(r, port) is not None:
+                sp.out[port].append(getattr(r, port))
+        return r
+    sp.cycle = recorded
+    return sp
+
+
+def heads(v=None, t=None, p=None, pa=None):
+    return (v, t, p, pa)
+
+
+def only(eu, n=4):
+    """Statuses where only ``eu`` has room."""
+    return [ROOM if e == eu else FULL for e in range(n)]
+
+
+def accept(entity):
+    return lambda e, q: Answer(True, entity)
+
+
+def place(sp, stream, pkt, eu, entity):
+    """Allocate one packet to ``eu`` in one clock (only that EU has room)."""
+    h = [None] * 4
+    h[stream] = pkt
+    r = sp.cycle(h, status=only(eu, sp.n_eus), respond=accept(entity))
+    assert r.consumed == stream and r.request[0] == eu, r
+    return r
+
+
+def drain(sp, n=8, **kw):
+    """``n`` clocks with no input; the output transfers since the previous drain."""
+    for _ in range(n):
+        sp.cycle(**kw)
+    out, sp.out = sp.out, {k: [] for k in PORTS}
+    return out
+
+
+def run_streams(sp, streams, respond=None, status=None, limit=50):
+    """Present lists of packets (all valid from the start); consumed stream per clock."""
+    streams = [list(s) for s in streams]
+    order = []
+    for _ in range(limit):
+        if not any(streams):
+            break
+        h = [s[0] if s else None for s in streams]
+        r = sp.cycle(h, status=status, respond=respond or accept(0))
+        if r.consumed is not None:
+            streams[r.consumed].pop(0)
+            order.append(r.consumed)
+    return order
+
+
+# ---------------------------------------------------------------- parameters
+
+@pytest.mark.parametrize("kw, exc, msg", [
+    (dict(n_eus=0), ValueError, "n_eus must be an integer from 1 to 16, not 0"),
+    (dict(n_eus=17), ValueError, "n_eus must be an integer from 1 to 16, not 17"),
+    (dict(n_eus="4"), TypeError, "n_eus must be an integer from 1 to 16, not '4'"),
+    (dict(n_eus=True), TypeError, "n_eus must be an integer from 1 to 16, not True"),
+    (dict(vdt_records=100), ValueError,
+     "vdt_records must be a power of two from 2 to 256, not 100"),
+    (dict(vdt_records=1), ValueError, "vdt_records must be an integer from 2 to 256, not 1"),
+    (dict(pt_records=512), ValueError, "pt_records must be an integer from 1 to 256, not 512"),
+    (dict(index_bits=10), ValueError, "index_bits must be an integer from 11 to 32, not 10"),
+    (dict(prid_bits=7), ValueError, "prid_bits must be an integer from 8 to 32, not 7"),
+    (dict(coord_bits=3.0), TypeError, "coord_bits must be an integer from 4 to 16, not 3.0"),
+    (dict(max_lines=16), ValueError, "max_lines must be an integer from 1 to 15, not 16"),
+    (dict(eu_lines=4, max_lines=8), ValueError, "max_lines must be an integer from 1 to 4"),
+    (dict(eu_records=0), ValueError, "eu_records must be an integer from 1 to 256, not 0"),
+    (dict(starve_limit=256), ValueError, "starve_limit must be an integer from 0 to 255"),
+    (dict(fifo_depth=0), ValueError, "fifo_depth must be an integer from 1 to 64, not 0"),
+])
+def test_bad_parameters(kw, exc, msg):
+    with pytest.raises(exc, match=msg):
+        Spreader(**kw)
+
+
+def test_bad_port_values():
+    sp = small()
+    with pytest.raises(ValueError, match="i_vtx.base must be an integer from 0 to 65535"):
+        sp.cycle(heads(v=VertexPacket(1 << 16)))
+    with pytest.raises(ValueError, match="i_tri.last must be an integer from 0 to 7"):
+        sp.cycle(heads(t=TrianglePacket(0, (0, 1, 2), last=8)))
+    with pytest.raises(TypeError, match=r"heads\[0\] must be a VertexPacket"):
+        sp.cycle(heads(v=PixelPacket(0)))
+    with pytest.raises(ValueError, match="indices must hold 3 vertex indices, not 2"):
+        TrianglePacket(0, (0, 1))
+    with pytest.raises(ValueError, match="eus entry must be an integer from 0 to 15, not 16"):
+        Config.priority(P, [16])
+    with pytest.raises(ValueError, match="status must hold 4 entries, not 3"):
+        sp.cycle(status=[ROOM] * 3)
+    with pytest.raises(ValueError, match="done.entity must be an integer from 0 to 255"):
+        sp.cycle(done=(0, 256))
+    sp.cycle(heads(v=VertexPacket(0)), respond=None)          # request held, unanswered
+    with pytest.raises(ValueError, match="stream 0 changed its head while not taken"):
+        sp.cycle(heads(v=VertexPacket(8)))
+
+
+def test_layout_widths_and_pack_roundtrip():
+    sp = Spreader()
+    widths = {k: sum(w for _, w in sp.layout(k)) for k in
+              ("i_vtx", "i_tri", "i_pix", "i_pat", "cfg", "done", "alloc", "log", "release")}
+    assert widths == dict(i_vtx=25, i_tri=71, i_pix=61, i_pat=21, cfg=99, done=12, alloc=23,
+                          log=62, release=22)
+    objs = {
+        "i_vtx": VertexPacket(0x1238, 5, 3, True),
+        "i_tri": TrianglePacket(77, (1, 2, 65535), 2, 5),
+        "i_pix": PixelPacket(9, 4092, 8, 0xBEEF, True, 1),
+        "i_pat": PatchPacket(64, 4, False),
+        "cfg": Config.priority(T, [3, 1, 2]),
+        "move": MoveCmd(2, 7, T, 11, 1, Ref.GLOBAL, 77, 0, (Loc(1, 2, 3), Loc(2, 3, 9),
+                                                              Loc(0, 0, 0))),
+        "release": ReleaseCmd(3, 200, V, 15),
+    }
+    for port, obj in objs.items():
+        assert sp.unpack(port, sp.pack(port, obj)) == obj
+    assert sp.pack("i_vtx", VertexPacket(8, 1, 2)) == 8 | 1 << 16 | 2 << 20
+    with pytest.raises(ValueError, match="port must be one of"):
+        sp.layout("nope")
+
+
+# ---------------------------------------------------------------- arbitration
+
+def _primed():
+    """A spreader with vertex group 0 on EU0 and triangle prid 5 on EU1."""
+    sp = small()
+    place(sp, V, VertexPacket(0), 0, 1)
+    place(sp, T, TrianglePacket(5, (0, 1, 2)), 1, 1)
+    return sp
+
+
+def test_fixed_priority_pixel_triangle_vertex_patch():
+    sp = _primed()
+    streams = [[VertexPacket(8), VertexPacket(16)],
+               [TrianglePacket(6, (0, 1, 2)), TrianglePacket(7, (0, 1, 2))],
+               [PixelPacket(5), PixelPacket(5)],
+               [PatchPacket(32)]]
+    ent = iter(range(2, 100))
+    order = run_streams(sp, streams, respond=lambda e, q: Answer(True, next(ent)))
+    assert order == [P, P, T, T, V, V, PA]
+    assert not sp.error
+
+
+def test_anti_starvation_limit():
+    sp = _primed()
+    sp.cycle(cfg=Config.starve(2))
+    ent = iter(range(2, 100))
+    order = run_streams(sp, [[VertexPacket(8)], [], [PixelPacket(5)] * 8, [PatchPacket(32)]],
+                        respond=lambda e, q: Answer(True, next(ent)))
+    # V and PA each lose two arbitrations, then starving streams go first (V before PA)
+    assert order == [P, P, V, PA] + [P] * 6
+    sp = _primed()
+    sp.cycle(cfg=Config.starve(0))                      # off: pure fixed priority
+    order = run_streams(sp, [[VertexPacket(8)], [], [PixelPacket(5)] * 8, [PatchPacket(32)]],
+                        respond=lambda e, q: Answer(True, next(ent)))
+    assert order == [P] * 8 + [V, PA]
+
+
+def test_starvation_counts_failed_passes():
+    """A pixel stream that cannot be placed still lets the others in every limit+1 clocks."""
+    sp = _primed()
+    sp.cycle(cfg=Config.priority(P, [3]))
+    status = [ROOM, ROOM, ROOM, FULL]                    # the pixel EU never has room
+    order = run_streams(sp, [[VertexPacket(8)], [], [PixelPacket(5)], []], status=status,
+                        respond=accept(9), limit=20)
+    assert order == [V]
+    assert sp.cycle(heads(p=PixelPacket(5)), status=status).request is None
+
+
+# ---------------------------------------------------------------- candidates and locality
+
+def _groups(sp):
+    """Group 0 on EU2, group 1 on EU1, group 2 on EU3 (entities 10, 11, 12)."""
+    place(sp, V, VertexPacket(0), 2, 10)
+    place(sp, V, VertexPacket(8), 1, 11)
+    place(sp, V, VertexPacket(16), 3, 12)
+
+
+@pytest.mark.parametrize("idx, lst, first, cands", [
+    ((0, 1, 2), None, 2, (2, 0, 1, 3)),          # all in EU2: local
+    ((0, 8, 9), None, 1, (1, 2, 0, 3)),          # EU1 holds two, EU2 one
+    ((0, 8, 1), None, 2, (2, 1, 0, 3)),
+    ((0, 8, 16), None, 1, (1, 2, 3, 0)),         # one each: list order breaks the tie
+    ((0, 8, 16), (3, 2, 1, 0), 3, (3, 2, 1, 0)),
+    ((0, 8, 9), (0, 2, 3), 2, (2, 0, 3)),        # EU1 left out of the triangle list
+])
+def test_triangle_candidates_locality_first(idx, lst, first, cands):
+    sp = small()
+    _groups(sp)
+    if lst is not None:
+        sp.cycle(cfg=Config.priority(T, lst))
+    assert sp.candidates(T, ()) == (lst or (0, 1, 2, 3))
+    seen = []
+
+    def refuse_all(e, q):
+        seen.append(e)
+        return Answer(False)
+    for _ in range(len(cands) + 1):
+        sp.cycle(heads(t=TrianglePacket(1, idx)), respond=refuse_all)
+    assert tuple(seen) == cands and seen[0] == first
+
+
+def test_local_and_global_references_carry_addresses():
+    sp = small()
+    _groups(sp)
+    place(sp, T, TrianglePacket(1, (0, 1, 2)), 2, 20)
+    place(sp, T, TrianglePacket(2, (0, 8, 9)), 1, 21)
+    out = drain(sp, 4)
+    tri = [m for m in out["move"] if m.etype == T]
+    assert tri[0].ref == Ref.LOCAL and tri[0].src == (Loc(2, 10, 0), Loc(2, 10, 1),
+                                                      Loc(2, 10, 2))
+    assert tri[1].ref == Ref.GLOBAL and tri[1].src == (Loc(2, 10, 0), Loc(1, 11, 0),
+                                                       Loc(1, 11, 1))
+    assert [e.ref for e in out["log"] if e.etype == T] == [Ref.LOCAL, Ref.GLOBAL]
+    # the locality EU has no room: the triangle goes down the list and becomes global
+    r = sp.cycle(heads(t=TrianglePacket(3, (0, 1, 2))), status=[ROOM, ROOM, FULL, ROOM],
+                 respond=accept(22))
+    assert r.request[0] == 0 and r.consumed == T
+    mv = drain(sp, 2)["move"][0]
+    assert (mv.eu, mv.ref, mv.src[0]) == (0, Ref.GLOBAL, Loc(2, 10, 0))
+
+
+def test_pixel_goes_to_its_triangles_eu():
+    sp = small()
+    place(sp, V, VertexPacket(0), 0, 1)
+    place(sp, T, TrianglePacket(40, (0, 1, 2)), 3, 7)
+    r = sp.cycle(heads(p=PixelPacket(40, 8, 12, 0x00F0)), respond=accept(9))
+    assert r.request == (3, AllocRequest(P, 1, 0, 0))
+    assert r.request[0] == 3 and r.request[1].hold == 0 and r.consumed == P
+    mv = drain(sp, 3)["move"][-1]
+    assert mv == MoveCmd(3, 9, P, 0, 1, Ref.LOCAL, 40, 0, (Loc(3, 7, 0), Loc(), Loc()),
+                         8, 12, 0x00F0)
+    assert sp.cycle(heads(p=PixelPacket(40)), status=[ROOM, ROOM, ROOM, FULL],
+                    respond=accept(1)).request[0] == 0
+
+
+# ---------------------------------------------------------------- Fig. 10 flow and timing
+
+def test_try_next_candidate_then_retry_from_top():
+    sp = small()
+    answers = iter([False, False, True])
+    log = []
+    for _ in range(3):
+        r = sp.cycle(heads(v=VertexPacket(0)),
+                     respond=lambda e, q: Answer(next(answers), 5))
+        log.append((r.request[0], r.answer.accept, r.consumed))
+    assert log == [(0, False, None), (1, False, None), (2, True, V)]
+    e = drain(sp, 2)["log"][0]
+    assert (e.eu, e.entity, e.passes, e.refused) == (2, 5, 1, 0b011)
+    # every candidate refuses: a clock without a request, then a new pass from the top
+    sp = small()
+    reqs = []
+    for i in range(7):
+        r = sp.cycle(heads(v=VertexPacket(0)),
+                     respond=lambda e, q: Answer(i >= 6, 3))
+        reqs.append(None if r.request is None else r.request[0])
+    assert reqs == [0, 1, 2, 3, None, 0, 1]
+    e = drain(sp, 2)["log"][-1]
+    assert (e.eu, e.entity, e.passes, e.refused) == (1, 3, 2, 0b0001)
+
+
+def test_retry_counts_passes_and_skips_full_eus():
+    sp = small()
+    st = [FULL, ROOM, FULL, ROOM]
+    seq = []
+    for i in range(6):
+        r = sp.cycle(heads(v=VertexPacket(0)), status=st,
+                     respond=lambda e, q: Answer(i == 4, 8))
+        seq.append(None if r.request is None else r.request[0])
+    # EU0 and EU2 lack room: 1, 3 (refused), end of list; again from the top: 1 accepts
+    assert seq[:5] == [1, 3, None, 1, 3]
+    e = drain(sp, 2)["log"][0]
+    assert e.eu == 3 and e.passes == 2 and e.refused == 0b0010
+
+
+def test_no_candidate_with_room_waits_without_requests():
+    sp = small()
+    for _ in range(5):
+        r = sp.cycle(heads(v=VertexPacket(0)), status=[FULL] * 4)
+        assert r.request is None and r.consumed is None and r.started
+    r = sp.cycle(heads(v=VertexPacket(0)), status=only(2), respond=accept(1))
+    assert r.consumed == V
+    assert drain(sp, 2)["log"][0].passes == 6
+
+
+def _vertex_run(latency, answers=None, n=8):
+    sp = small()
+    eus = [ScriptedEU(answers=answers if e == 0 else None, latency=latency, done_after=None)
+           for e in range(4)]
+    wl = Workload([VertexPacket(8 * i, noref=True) for i in range(n)])
+    return sp.run(wl, eus, cycles=40)
+
+
+def test_one_allocation_per_clock_and_one_extra_per_refusal():
+    r = _vertex_run(0)
+    assert [t for t, _ in r.consumed] == list(range(8))
+    st = Scoreboard(r.spreader, r.workload).check(r, complete=False)
+    assert st.allocations_per_clock == 1.0 and st.refusals == 0
+    assert [(e.eu, e.entity) for e in r.entries()] == [(0, i) for i in range(8)]
+    r = _vertex_run(0, answers=[True, False, True, False, True, True, True, True])
+    # a refusal by EU0 sends that packet to EU1 one clock later
+    assert [t for t, _ in r.consumed] == [0, 2, 3, 5, 6, 7, 8, 9]
+    st = Scoreboard(r.spreader, r.workload).check(r, complete=False)
+    assert (st.allocations, st.alloc_cycles, st.refusals) == (8, 10, 2)
+    assert [e.eu for e in r.entries()][:4] == [0, 1, 0, 1]
+    r = _vertex_run(2)                        # EUs answering 2 clocks late: 3 per packet
+    assert [t for t, _ in r.consumed] == [2, 5, 8, 11, 14, 17, 20, 23]
+    assert all(q.end - q.start == 2 for q in r.requests)
+
+
+def test_request_held_until_the_eu_answers():
+    sp = small()
+    reqs = [sp.cycle(heads(v=VertexPacket(0)), respond=None).request for _ in range(3)]
+    assert reqs[0] == reqs[1] == reqs[2] == (0, (V, 1, 1, 0))
+    assert sp.cycle(heads(v=VertexPacket(0)), respond=(True, 4)).consumed == V
+
+
+def test_minimum_resources_and_size():
+    sp = small()
+    sp.cycle(cfg=Config.minimum(V, 4, 10))
+    assert sp.need(V, 3) == (4, 10) and sp.need(V, 12) == (4, 12) and sp.need(T, 3) == (1, 3)
+    st = [EUStatus(3, 9, 64), EUStatus(9, 9, 9), EUStatus(4, 0, 64), EUStatus(4, 1, 10)]
+    r = sp.cycle(heads(v=VertexPacket(0, size=3)), status=st, respond=accept(0))
+    assert r.request[0] == 3
+
+
+def test_dedicated_eus():
+    sp = small()
+    for c in (Config.priority(P, [3]), Config.priority(T, [0, 1, 2]),
+              Config.priority(V, [0, 1, 2])):
+        sp.cycle(cfg=c)
+    place(sp, V, VertexPacket(0), 1, 1)
+    place(sp, T, TrianglePacket(2, (0, 1, 2)), 1, 2)
+    r = sp.cycle(heads(p=PixelPacket(2)), respond=accept(3))
+    assert r.request[0] == 3                  # its triangle's EU1 is not a pixel EU
+    assert drain(sp, 3)["log"][-1].ref == Ref.GLOBAL
+    for _ in range(4):                        # only EU3 has room: vertices wait
+        assert sp.cycle(heads(v=VertexPacket(8)), status=only(3)).request is None
+    assert not sp.error
+
+
+# ---------------------------------------------------------------- tables and release
+
+def test_vertex_group_released_after_done_closed_and_unreferenced():
+    sp = small()
+    place(sp, V, VertexPacket(0, count=4), 0, 5)
+    place(sp, T, TrianglePacket(3, (0, 1, 2), last=0b001), 1, 6)   # closes group 0
+    assert sp.vdt(0)["refs"] == 1 and sp.vdt(0)["closed"]
+    sp.cycle(done=Done(0, 5))                                        # vertex done
+    assert drain(sp, 3)["release"] == []                             # still referenced
+    sp.cycle(done=Done(1, 6))                                        # triangle done
+    out = drain(sp, 3)
+    assert out["release"] == [ReleaseCmd(0, 5, V, 0)]
+    assert not sp.vdt(0)["valid"] and sp.pt(3)["valid"]             # primitive still open
+    sp.cycle(heads(p=PixelPacket(3, mask=0, last=True, size=0)))     # end marker
+    out = drain(sp, 3)
+    assert out["release"] == [ReleaseCmd(1, 6, T, 3)]
+    assert out["log"][-1] == (Kind.CLOSE, P, 0, 1, 6, Ref.NONE, 1, 0, Err.NONE)
+    sp.check()
+    assert sp.idle()
+
+
+def test_unclosed_group_is_kept_and_noref_is_released_at_done():
+    sp = small()
+    place(sp, V, VertexPacket(0), 0, 5)
+    place(sp, V, VertexPacket(8, noref=True), 0, 6)
+    sp.cycle(done=Done(0, 5))
+    sp.cycle(done=Done(0, 6))
+    assert drain(sp, 4)["release"] == [ReleaseCmd(0, 6, V, 1)]
+    assert sp.vdt(0)["valid"]
+
+
+def test_primitive_kept_until_its_pixels_are_done():
+    sp = small()
+    place(sp, V, VertexPacket(0), 0, 1)
+    place(sp, T, TrianglePacket(4, (0, 1, 2)), 0, 2)
+    place(sp, P, PixelPacket(4), 1, 3)
+    place(sp, P, PixelPacket(4, last=True), 2, 3)
+    assert sp.pt(4)["pixels"] == 2 and sp.pt(4)["closed"]
+    sp.cycle(done=Done(0, 2))
+    sp.cycle(done=Done(1, 3))
+    assert drain(sp, 3)["release"] == []
+    sp.cycle(done=Done(2, 3))
+    assert drain(sp, 3)["release"] == [ReleaseCmd(0, 2, T, 4)]
+    sp.check()
+
+
+def test_patch_takes_two_groups_and_is_released_whole():
+    sp = small()
+    place(sp, PA, PatchPacket(24, size=3), 2, 7)                     # groups 3 and 4
+    assert sp.vdt(3)["patch"] and sp.vdt(4)["half"] == 1
+    mv = drain(sp, 2)["move"][0]
+    assert (mv.index, mv.count, mv.size) == (24, 16, 3)
+    sp.cycle(done=Done(2, 7))
+    assert drain(sp, 3)["release"] == [ReleaseCmd(2, 7, PA, 3)]
+    assert not sp.vdt(3)["valid"] and not sp.vdt(4)["valid"]
+
+
+def test_patch_control_points_referenced_by_a_triangle():
+    sp = small()
+    place(sp, PA, PatchPacket(0, noref=False), 1, 7)
+    place(sp, T, TrianglePacket(1, (0, 9, 15), last=0b111), 1, 8)
+    mv = drain(sp, 3)["move"][-1]
+    assert mv.src == (Loc(1, 7, 0), Loc(1, 7, 9), Loc(1, 7, 15)) and mv.ref == Ref.LOCAL
+
+
+def test_occupied_record_waits_then_allocates():
+    sp = small()                                       # VDT 16 records: group 16 -> rec 0
+    place(sp, V, VertexPacket(0, noref=True), 0, 1)
+    for _ in range(3):
+        r = sp.cycle(heads(v=VertexPacket(128)), respond=accept(2))
+        assert r.consumed is None and r.request is None
+    sp.cycle(heads(v=VertexPacket(128)), done=Done(0, 1), respond=accept(2))
+    r = sp.cycle(heads(v=VertexPacket(128)), respond=accept(2))   # release at this edge
+    assert r.consumed is None and r.release is None
+    r = sp.cycle(heads(v=VertexPacket(128)), respond=accept(2))
+    assert r.consumed == V and r.release == ReleaseCmd(0, 1, V, 0)
+    assert sp.vdt(0)["tag"] == 1 and not sp.error
+
+
+# ---------------------------------------------------------------- bad input
+
+def _triangle_setup(sp):
+    place(sp, V, VertexPacket(0, count=4), 0, 1)
+    place(sp, V, VertexPacket(8, noref=True), 0, 2)
+    place(sp, T, TrianglePacket(9, (0, 1, 2), last=0), 1, 3)
+    place(sp, P, PixelPacket(9, last=True), 1, 4)
+
+
+BAD = [
+    ("count 0", V, VertexPacket(16, count=0), Err.MALFORMED, 0),
+    ("count 9", V, VertexPacket(16, count=9), Err.MALFORMED, 0),
+    ("unaligned", V, VertexPacket(17), Err.MALFORMED, 0),
+    ("size 0", V, VertexPacket(16, size=0), Err.MALFORMED, 0),
+    ("patch unaligned", PA, PatchPacket(20), Err.MALFORMED, 0),
+    ("empty pixels", P, PixelPacket(9, mask=0), Err.MALFORMED, 0),
+    ("too large", T, TrianglePacket(10, (0, 1, 2), size=9), Err.TOO_LARGE, 9),
+    ("unknown vertex", T, TrianglePacket(10, (0, 1, 40)), Err.UNKNOWN_VERTEX, 40),
+    ("element >= count", T, TrianglePacket(10, (0, 5, 1)), Err.UNKNOWN_VERTEX, 5),
+    ("closed group", T, TrianglePacket(10, (0, 8, 1)), Err.UNKNOWN_VERTEX, 8),
+    ("unknown prid", P, PixelPacket(33), Err.UNKNOWN_PRID, 33),
+    ("pixel after last", P, PixelPacket(9), Err.UNKNOWN_PRID, 9),
+    ("end marker unknown", P, PixelPacket(12, mask=0, last=True), Err.UNKNOWN_PRID, 12),
+]
+
+
+@pytest.mark.parametrize("name, stream, pkt, code, detail", BAD, ids=[b[0] for b in BAD])
+def test_bad_packet_refused_reported_and_flow_goes_on(name, stream, pkt, code, detail):
+    sp = small()
+    _triangle_setup(sp)
+    drain(sp, 6)
+    assert not sp.error
+    h = [None] * 4
+    h[stream] = pkt
+    r = sp.cycle(h, respond=accept(30))
+    assert r.consumed == stream and r.request is None and not r.error
+    out = drain(sp, 2)
+    assert sp.error
+    assert out["err"] == [(code, stream, sp._seq[stream] - 1, 0, detail)]
+    assert out["log"] == [(Kind.ERROR, stream, sp._seq[stream] - 1, 0, 0, Ref.NONE, 1, 0, code)]
+    r = sp.cycle(heads(v=VertexPacket(24)), respond=accept(31))      # later packets flow
+    assert r.consumed == V and sp.error
+    sp.check()
+
+
+def test_no_eu_for_a_type():
+    sp = small()
+    r = sp.cycle(cfg=Config.priority(P, []))
+    out = drain(sp, 2)
+    assert sp.error and out["err"] == [(Err.NO_EU, Src.CONFIG, 0, 0, P)]
+    assert sp.cycle(heads(v=VertexPacket(0)), respond=accept(1)).consumed == V
+    place(sp, T, TrianglePacket(9, (0, 1, 2)), 1, 3)
+    r = sp.cycle(heads(p=PixelPacket(9)), respond=accept(5))
+    assert r.consumed == P and r.request is None
+    assert drain(sp, 3)["err"] == [(Err.NO_EU, P, 0, 0, P)]
+
+
+@pytest.mark.parametrize("cfg", [
+    Config.priority(V, [0, 4]), Config.priority(V, [1, 1]), Config.priority(V, [0] * 5),
+    Config(3), Config.minimum(T, 257, 1), Config.minimum(T, 1, 257),
+])
+def test_bad_config_ignored_and_flagged(cfg):
+    sp = small()
+    before = sp.config()
+    sp.cycle(cfg=cfg)
+    assert sp.config() == before and sp.error
+    assert drain(sp, 2)["err"] == [(Err.BAD_CONFIG, Src.CONFIG, 0, 0, cfg.op)]
+
+
+@pytest.mark.parametrize("done", [Done(0, 7), Done(5, 0), Done(15, 255)])
+def test_unknown_completion(done):
+    sp = small()
+    place(sp, V, VertexPacket(0), 0, 1)
+    sp.cycle(done=done)
+    assert sp.error and drain(sp, 2)["err"] == [(Err.UNKNOWN_DONE, Src.DONE, 0, done.eu,
+                                                  done.entity)]
+    sp.check()
+
+
+def test_bad_answer_is_a_refusal():
+    sp = small()
+    place(sp, V, VertexPacket(0), 0, 1)
+    r = sp.cycle(heads(v=VertexPacket(8)), respond=lambda e, q: Answer(True, 1))
+    assert r.consumed is None and r.request[0] == 0 and sp.error
+    r = sp.cycle(heads(v=VertexPacket(8)), respond=accept(1))
+    assert r.request[0] == 1 and r.consumed == V
+    out = drain(sp, 3)
+    assert out["err"] == [(Err.BAD_ANSWER, Src.ANSWER, 1, 0, 1)]
+    assert out["log"][-1].refused == 0b0001
+    sp.check()
+
+
+def test_simultaneous_errors_and_full_error_fifo_never_block():
+    sp = small(fifo_depth=2)
+    for i in range(6):                     # err output stalled: reports dropped, flow goes on
+        r = sp.cycle(heads(v=VertexPacket(1 + 8 * i)), done=Done(0, i),
+                     ready=dict(err=False))
+        assert r.consumed == V and r.lost == (i > 0)
+    assert sp.error and sp.lost
+    assert len(sp.pending("err")) == 2
+    out = drain(sp, 4)
+    assert [e.code for e in out["err"]] == [Err.MALFORMED, Err.MALFORMED]
+
+
+def test_bad_workload_never_hangs():
+    wl = Workload(
+        [Item(VertexPacket(0)), Item(VertexPacket(3), expect=Err.MALFORMED),
+         Item(VertexPacket(8, size=15), expect=Err.TOO_LARGE)],
+        [Item(TrianglePacket(1, (0, 1, 2), last=7), after=((V, 0),)),
+         Item(TrianglePacket(2, (0, 1, 99)), after=((V, 0),), expect=Err.UNKNOWN_VERTEX)],
+        [Item(PixelPacket(1, last=True), after=((T, 0),)),
+         Item(PixelPacket(77), expect=Err.UNKNOWN_PRID),
+         Item(PixelPacket(1), after=((P, 0),), expect=Err.UNKNOWN_PRID)],
+        [Item(PatchPacket(64)), Item(PatchPacket(68), expect=Err.MALFORMED)])
+    sp = small()
+    eus = [RandomEU(e, latency=(0, 2), refuse=0.2) for e in range(4)]
+    r = sp.run(wl, eus, stall_cycles=200, max_cycles=2000, check=True)
+    assert r.error and not r.lost
+    st = Scoreboard(sp, wl).check(r)
+    assert st.errors == 6 and st.allocations == 4
+
+
+# ---------------------------------------------------------------- output back-pressure
+
+def test_full_log_or_move_fifo_stops_arbitration_and_loses_nothing():
+    sp = small(fifo_depth=2)
+    drain(sp, 0)
+    consumed = 0
+    for _ in range(6):
+        r = sp.cycle(heads(v=VertexPacket(8 * consumed, noref=True)), respond=accept(consumed),
+                     ready=dict(log=False))
+        consumed += r.consumed is not None
+    assert consumed == 2 and len(sp.pending("log")) == 2
+    r = sp.cycle(heads(v=VertexPacket(16, noref=True)), respond=accept(2))
+    assert r.log.seq == 0 and r.consumed is None and not r.started    # popped at this edge
+    r = sp.cycle(heads(v=VertexPacket(16, noref=True)), respond=accept(2))
+    assert r.consumed == V
+    out = drain(sp, 4)
+    assert [e.seq for e in out["log"]] == [0, 1, 2] and len(out["move"]) == 3
+
+
+# ---------------------------------------------------------------- EU models
+
+def test_scripted_eu_status_points_and_latency_sequence():
+    eu = ScriptedEU(answers=[False], latency=[1, 0], status=[(0, ROOM), (2, FULL)],
+                    done_after=2)
+    q = (V, 1, 1, 0)
+    assert eu.answer(q) is None
+    eu.tick()
+    assert eu.answer(q) == Answer(False, 0) and eu.status() == ROOM
+    eu.tick()
+    assert eu.answer(q) == Answer(True, 0) and eu.status() == FULL
+    eu.tick()
+    eu.tick()
+    assert list(eu.completions) == []                       # its data has not arrived
+    eu.move(MoveCmd(0, 0, V, 0, 1))
+    eu.tick()
+    assert list(eu.completions) == [0]
+    with pytest.raises(ValueError, match="latency sequence is shorter"):
+        eu.answer((V, 1, 1, 1))
+
+
+def test_random_eu_accounts_resources():
+    eu = RandomEU(0, records=2, entities=2, lines=4, work=(1, 1))
+    assert eu.answer(AllocRequest(V, 3, 1, 0)) == Answer(True, 0)
+    assert eu.status() == EUStatus(1, 1, 1)
+    assert eu.answer(AllocRequest(P, 2, 0, 1)) == Answer(False, 0)      # not enough lines
+    eu.move(MoveCmd(0, 0, V, 0, 3))
+    eu.tick()
+    eu.tick()
+    assert list(eu.completions) == [0] and eu.status() == EUStatus(1, 1, 1)   # held
+    eu.delivered(0)
+    eu.release(ReleaseCmd(0, 0, V, 0))
+    assert eu.status() == EUStatus(2, 2, 4) and not eu.errors
+
+
+# ---------------------------------------------------------------- workloads
+
+def test_build_workload_dependencies_and_closing_bits():
+    tris = [(0, 1, 8), (1, 8, 9), (16, 17, 18)]
+    wl = build_workload(tris, [[(0, 0, 1)], [], [(4, 4, 3), (8, 4, 5)]], vdt_records=2,
+                        pt_records=2)
+    v, t, p, _ = wl.streams
+    assert [i.packet.base for i in v] == [0, 8, 16]
+    assert v[2].after == ((T, 1),)                     # group 2 reuses group 0's record
+    assert [i.packet.last for i in t] == [0b000, 0b111, 0b111]
+    assert t[0].after == ((V, 0), (V, 1)) and t[2].after == ((V, 2), (P, 0))
+    assert [(i.packet.prid, i.packet.mask, i.packet.last) for i in p] == \
+        [(0, 1, True), (1, 0, True), (2, 3, False), (2, 5, True)]
+    assert p[1].after == ((T, 1),) and p[3].after == ()
+
+
+def test_scene_workload_uses_the_raster_models():
+    wl = scene_workload("mesh", 32, 32, 8, seed=1)
+    v, t, p, _ = wl.streams
+    assert len(t) == 8 and len(v) >= 1
+    idx = np.array([i.packet.indices for i in t])
+    assert idx.max() + 1 <= 8 * len(v)
+    assert all(i.packet.last or not i.packet.is_end for i in p)
+    assert sum(bin(i.packet.mask).count("1") for i in p) == 32 * 32   # a mesh covers all
+
+
+# ---------------------------------------------------------------- random mixes
+
+CFG = [Config.minimum(V, 6, 16), Config.minimum(T, 3, 8), Config.minimum(PA, 6, 16)]
+
+
+def _random_ready(seed):
+    rng = np.random.default_rng(seed)
+    return lambda t: tuple(rng.random(4) > 0.3)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_mix_with_random_eus(seed):
+    sp = Spreader(n_eus=4, vdt_records=16, pt_records=16, fifo_depth=2)
+    wl = synthetic_workload(seed, n_triangles=60, vdt_records=16, pt_records=16)
+    eus = [RandomEU(seed * 10 + e, latency=(0, 3), refuse=0.15, work=(1, 30), stall=0.05)
+           for e in range(4)]
+    r = sp.run(Feeder(wl, gap=0.3, rng=seed), eus, config=CFG, ready=_random_ready(seed),
+               stall_cycles=3000, check=True)
+    st = Scoreboard(sp, wl).check(r)
+    assert not r.error and st.allocations + st.closes == len(wl)
+    assert st.refusals > 0 and st.local > 0 and st.global_ > 0
+    assert not any(eu.errors for eu in eus) and sp.idle()
+
+
+def test_random_mix_default_size_with_long_refusals_and_dedicated_eus():
+    sp = Spreader()
+    wl = synthetic_workload(7, n_triangles=80, n_patches=3)
+    cfg = CFG + [Config.priority(P, [3, 2]), Config.priority(V, [0, 1, 2]),
+                 Config.priority(T, [0, 1, 2]), Config.priority(PA, [1])]
+    eus = [RandomEU(70 + e, latency=(0, 2), refuse=0.9 if e == 0 else 0.05, work=(1, 40),
+                    stall=0.3 if e == 2 else 0.0) for e in range(4)]
+    r = sp.run(wl, eus, config=cfg, stall_cycles=5000)
+    st = Scoreboard(sp, wl).check(r)
+    assert not r.error and st.per_eu[0] < st.per_eu[1]   # EU0 refuses 90 %
+    per_type = {(e.etype, e.eu) for e in r.entries() if e.kind == Kind.ALLOC}
+    assert all(eu == 3 or eu == 2 for t, eu in per_type if t == P)
+    assert all(eu != 3 for t, eu in per_type if t in (V, T))
+    assert all(eu == 1 for t, eu in per_type if t == PA)
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_random_mix_with_qcc_eus(seed):
+    sp = Spreader(n_eus=3, vdt_records=32, pt_records=32)
+    wl = synthetic_workload(seed, n_triangles=50, vdt_records=32, pt_records=32)
+    eus = [QCCEU(QCCModel(records=24, entities=24, lines=48), seed * 10 + e, work=(1, 6))
+           for e in range(3)]
+    r = sp.run(Feeder(wl, gap=0.2, rng=seed), eus, config=CFG, stall_cycles=3000)
+    st = Scoreboard(sp, wl).check(r)
+    assert not r.error and not any(eu.errors for eu in eus)
+    assert all(eu.qcc.status().free_records == 24 for eu in eus)   # everything released
+    assert st.allocations > 0
+
+
+def test_scene_mix_with_qcc_eus():
+    sp = Spreader(n_eus=4)
+    wl = scene_workload("mesh", 48, 48, 24, seed=3)
+    eus = [QCCEU(QCCModel(records=32, entities=32, lines=64), e) for e in range(4)]
+    r = sp.run(wl, eus, config=CFG, stall_cycles=3000)
+    st = Scoreboard(sp, wl).check(r)
+    assert not r.error and st.local > st.global_
+
+
+def test_runs_are_deterministic():
+    def one():
+        sp = small()
+        wl = synthetic_workload(9, n_triangles=30, vdt_records=16, pt_records=16)
+        eus = [RandomEU(e, latency=(0, 2), refuse=0.2) for e in range(4)]
+        r = sp.run(Feeder(wl, gap=0.3, rng=1), eus, config=CFG)
+        return r.log, r.move, r.release, r.requests
+    assert one() == one()
+
+
+# ---------------------------------------------------------------- the scoreboard itself
+
+def _checked_run():
+    sp = small()
+    wl = synthetic_workload(11, n_triangles=24, vdt_records=16, pt_records=16)
+    eus = [RandomEU(e, latency=(0, 1), refuse=0.2) for e in range(4)]
+    r = sp.run(wl, eus, config=CFG)
+    Scoreboard(sp, wl).check(r)
+    return sp, wl, r
+
+
+def _bump_eu(r):
+    i = next(i for i, (_, e) in enumerate(r.log) if e.kind == Kind.ALLOC and i > 3)
+    t, e = r.log[i]
+    r.log[i] = (t, e._replace(eu=(e.eu + 1) % 4))
+
+
+@pytest.mark.parametrize("mutate, msg", [
+    (lambda r: r.log.pop(3), "consumed packets without a log entry|seq|does not match"),
+    (lambda r: _bump_eu(r), "no matching accepted request"),
+    (lambda r: r.release.pop(0), "never released|without a release"),
+    (lambda r: r.requests.__setitem__(0, r.requests[0]._replace(
+        status=tuple(EUStatus(0, 0, 0) for _ in r.requests[0].status))), "without the minimum"),
+    (lambda r: r.move.__setitem__(4, (r.move[4][0], dataclasses.replace(r.move[4][1], ref=3))),
+     "move"),
+    (lambda r: r.completions.pop(), "never completed|without a release|release of"),
+])
+def test_scoreboard_catches_broken_runs(mutate, msg):
+    sp, wl, r = _checked_run()
+    mutate(r)
+    with pytest.raises(AssertionError, match=msg):
+        Scoreboard(sp, wl).check(r)
+
+
+def test_scoreboard_catches_a_skipped_candidate():
+    sp = small()
+    wl = Workload([VertexPacket(8 * i, noref=True) for i in range(4)])
+    eus = [ScriptedEU(status=FULL if e == 0 else ROOM) for e in range(4)]
+    r = sp.run(wl, eus)
+    Scoreboard(sp, wl).check(r)
+    assert {q.eu for q in r.requests} == {1}
+    i = 2
+    q = r.requests[i]
+    st = list(q.status)
+    st[0] = EUStatus(16, 16, 64)
+    r.requests[i] = q._replace(status=tuple(st))
+    with pytest.raises(AssertionError, match="earlier candidate EU 0 met the minimum"):
+        Scoreboard(sp, wl).check(r)
+
+
+def test_scoreboard_catches_an_early_release():
+    sp, wl, r = _checked_run()
+    _, rel = r.release[0]
+    key = (rel.eu, rel.entity)
+    c = next(c for c, e, n in r.completions if (e, n) == key)
+    r.release[0] = (c - 1, rel)
+    with pytest.raises(AssertionError, match="before its completion|before it was closed"):
+        Scoreboard(sp, wl).check(r)
