@@ -420,7 +420,7 @@ class TokenUnit(wiring.Component):
             m.d.sync += cur.eq(_next(cur, n_in))
         with m.If(emitting & head.data):
             m.d.sync += last_route.eq(head.targets)
-        self._events_out(m, emitting & _is_valid_event(emit), emit, open_events, discarding)
+        self._events_out(m, emitting & head.event, emit, open_events, discarding)
         return m
 
     def _input_buffers(self, m):
@@ -492,25 +492,33 @@ class TokenUnit(wiring.Component):
         pending = Signal(8)           # starts of ids 1..4, then ends of ids 1..4
         slots = [Signal(self.decoded_layout()) for _ in range(max(map(len, sequences)))]
         left = Signal(range(len(slots) + 1))
+        busy = Signal()               # left != 0, as a register of its own
         taken = Signal()
         serve = Signal(8)             # the pending strobe served next: the lowest set bit
-        m.d.comb += serve.eq(pending & -pending)
+        m.d.comb += serve.eq(Cat(pending[k] & ~pending[:k].any() for k in range(8)))
         decoded = {}                  # one decoder per distinct token, on a constant
         for code, arg in {token for seq in sequences for token in seq}:
             decoded[code, arg] = self.decode(m, self.word(Const(self._token(code, arg),
                                                                 self.word.size)))
-        with m.If(left != 0):
+        next_pending, next_busy = Signal(8), Signal()
+        m.d.comb += [next_pending.eq(pending | strobes), next_busy.eq(busy)]
+        with m.If(busy):
             with m.If(taken):
-                m.d.sync += [left.eq(left - 1),
-                             *(a.eq(b) for a, b in zip(slots, slots[1:]))]
+                m.d.comb += next_busy.eq(left != 1)
+                m.d.sync += [left.eq(left - 1), *(a.eq(b) for a, b in zip(slots, slots[1:]))]
         with m.Elif(pending != 0):
+            m.d.comb += [next_pending.eq((pending & ~serve) | strobes), next_busy.eq(1)]
             for k, sequence in enumerate(sequences):
                 with m.If(serve[k]):
                     m.d.sync += [left.eq(len(sequence)),
                                  *(slot.eq(decoded[token]) for slot, token in zip(slots, sequence))]
-        m.d.sync += pending.eq((pending & ~Mux(left != 0, 0, serve)) | strobes)
-        hold_inputs = (left != 0) | (pending != 0) | strobe_start | strobe_end
-        return slots[0], left != 0, hold_inputs, taken, bad_id
+        # Inputs wait while a strobe is pending or its tokens are being injected; the
+        # flag is a register, computed from the next state.
+        hold_inputs = Signal()
+        m.d.sync += [pending.eq(next_pending), busy.eq(next_busy),
+                     hold_inputs.eq(next_busy | (next_pending != 0)
+                                    | self.ev_in.start | self.ev_in.end)]
+        return slots[0], busy, hold_inputs, taken, bad_id
 
     def _token(self, code, arg):
         """A token's value as an integer."""
