@@ -56,9 +56,9 @@ three entries that stream a word per clock), and each output has a two-entry FIF
 registers, so no output's ``ready`` reaches an input's ``ready`` combinationally, no
 input port reaches the unit's decision logic, and the unit moves one word per clock per
 port: a join switching inputs or a fork broadcasting a token loses no cycle. A consumed
-SWITCH, a dropped word or a barrier step costs one cycle with no output. The latency from
-an input to an output is 3 clocks; ``ev_in`` strobes are registered and act 2 clocks
-later.
+SWITCH, a dropped word or a barrier step costs one cycle with no output. A word taken
+in at one clock edge can leave two edges later (``make bench`` measures it); ``ev_in``
+strobes are registered before they act.
 """
 
 import enum

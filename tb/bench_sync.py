@@ -13,6 +13,17 @@ from tb.harness import StreamDriver, StreamMonitor, params, start, wait_until
 from tb.test_sync import EV_IN, UnitBench, data_item, unit_config
 
 
+async def _latency(dut, driver, monitor):
+    """Clocks from the edge that takes a word in to the edge that takes it out."""
+    while not driver.accepted:
+        await RisingEdge(dut.clk)
+    latency = 0
+    while not monitor.items:
+        await RisingEdge(dut.clk)
+        latency += 1
+    return latency
+
+
 async def _count_cycles(dut, drivers, monitors, expected):
     """Clocks from the first word accepted to the last word out."""
     cycles = 0
@@ -32,10 +43,7 @@ async def bench_fifo(dut):
     driver = StreamDriver(dut, "i", rng, gap=0)
     monitor = StreamMonitor(dut, "o", rng, stall=0)
     driver.send([1])
-    latency = 0
-    while not monitor.items:
-        await RisingEdge(dut.clk)
-        latency += 1
+    latency = await _latency(dut, driver, monitor)
     count = 2000
     driver.send(range(count))
     cycles = await _count_cycles(dut, [driver], [monitor], count + 1)
@@ -56,6 +64,11 @@ async def bench_unit(dut):
     and for broadcast tokens."""
     rng = await start(dut, idle=EV_IN)
     config = unit_config()
+    bench = UnitBench(dut, rng, gap=0, stall=0)
+    bench.drivers[0].send([data_item(config, 1)])
+    latency = await _latency(dut, bench.drivers[0], bench.monitors[0])
+    emit_figure("latency (input to output)", latency, "clocks", params())
+    bench.stop()
     cases = {"data, END_BATCH every 8 words": _batches(config, 7, 60)}
     if config["n_outputs"] > 1:
         cases["broadcast events"] = [[token_word(Token.EVENT_END, 2)] * 400] * config["n_inputs"]
