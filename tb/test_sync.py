@@ -16,6 +16,7 @@ from tb.harness import (StreamDriver, StreamMonitor, check_equal, params, reset,
                         run_cocotb, simulators, start, wait_until)
 
 EV_IN = ("ev_in__start", "ev_in__end", "ev_in__id")
+SOAK_ENV = "FRESCO_SOAK"      # how many times longer unit_random runs
 
 UNIT_DESIGNS = {
     # name: (hw.gen design, parameters) -- small FIFOs keep the discard test short
@@ -43,6 +44,16 @@ def test_unit(unit, simulator):
     design, unit_params = UNIT_DESIGNS[unit]
     run_cocotb(design, "tb.test_sync", simulator, unit_params,
                testcase=[name for name in UNIT_TESTS if _applies(name, unit)])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("simulator", simulators())
+@pytest.mark.parametrize("unit", list(UNIT_DESIGNS))
+def test_unit_soak(unit, simulator):
+    """``make regress``: random traffic 40 times longer than in ``make test``."""
+    design, unit_params = UNIT_DESIGNS[unit]
+    run_cocotb(design, "tb.test_sync", simulator, unit_params, testcase=["unit_random"],
+               extra_env={SOAK_ENV: "40"})
 
 
 def _applies(test, unit):
@@ -224,11 +235,12 @@ def feed(bench, inputs):
 async def unit_random(dut):
     """Random streams with every token kind equal the golden model under random timing."""
     rng = await start(dut, idle=EV_IN)
+    soak = int(os.environ.get(SOAK_ENV, "1"))
     for gap, stall in ((0.0, 0.0), (0.3, 0.5), (0.7, 0.2)):
         bench = UnitBench(dut, rng, gap=gap, stall=stall)
-        inputs = random_inputs(bench, rng, 250)
+        inputs = random_inputs(bench, rng, 250 * soak)
         feed(bench, inputs)
-        want = await bench.finish(inputs, check_error=False)
+        want = await bench.finish(inputs, check_error=False, timeout=20000 * soak)
         assert sum(map(len, want.outputs)) > 50, "the stream stopped too early to test much"
         bench.stop()
         await reset(dut)
