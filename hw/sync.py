@@ -122,7 +122,7 @@ def stream_word(width=32):
 
     A token's ``data`` holds its ``code`` in bits 0-7 and its ``arg`` in bits 8-15.
     """
-    _check_int("width", width, 16)
+    _check_int("width", width, 16, 64)
     return data.StructLayout({"is_token": 1, "data": width})
 
 

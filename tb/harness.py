@@ -213,7 +213,19 @@ async def wait_until(dut, condition, *, timeout, what="condition"):
     assert condition(), f"timed out after {timeout} clocks waiting for {what}"
 
 
-class StreamDriver:
+class _StreamPort:
+    """The ``name__valid``, ``name__ready`` and ``name__payload`` signals of a stream port."""
+
+    def __init__(self, dut, name, rng):
+        self.clk = dut.clk
+        self.valid = getattr(dut, f"{name}__valid")
+        self.ready = getattr(dut, f"{name}__ready")
+        self.payload = getattr(dut, f"{name}__payload")
+        self.name = name
+        self.rng = rng
+
+
+class StreamDriver(_StreamPort):
     """Sends payloads into the stream port ``name`` of ``dut`` (``name__valid`` etc.).
 
     Parameters
@@ -223,12 +235,7 @@ class StreamDriver:
     """
 
     def __init__(self, dut, name, rng, *, gap=0.3):
-        self.clk = dut.clk
-        self.valid = getattr(dut, f"{name}__valid")
-        self.ready = getattr(dut, f"{name}__ready")
-        self.payload = getattr(dut, f"{name}__payload")
-        self.name = name
-        self.rng = rng
+        super().__init__(dut, name, rng)
         self.gap = gap
         self.queue = []
         self.accepted = 0
@@ -267,7 +274,7 @@ class StreamDriver:
             self._ready_at_edge = bool(int(self.ready.value))
 
 
-class StreamMonitor:
+class StreamMonitor(_StreamPort):
     """Takes payloads from the stream port ``name`` with random back-pressure.
 
     Checks the handshake rule on the way: a word offered and not taken stays offered,
@@ -280,18 +287,14 @@ class StreamMonitor:
     """
 
     def __init__(self, dut, name, rng, *, stall=0.3):
-        self.clk = dut.clk
-        self.valid = getattr(dut, f"{name}__valid")
-        self.ready = getattr(dut, f"{name}__ready")
-        self.payload = getattr(dut, f"{name}__payload")
-        self.name = name
-        self.rng = rng
+        super().__init__(dut, name, rng)
         self.stall = stall
         self.items = []
         self.ready.value = 0
         self._task = cocotb.start_soon(self._run())
 
     def stop(self):
+        """Stop taking words (e.g. before a reset)."""
         self._task.cancel()
         self.ready.value = 0
 
