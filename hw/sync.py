@@ -57,7 +57,7 @@ registers, so no output's ``ready`` reaches an input's ``ready`` combinationally
 input port reaches the unit's decision logic, and the unit moves one word per clock per
 port: a join switching inputs or a fork broadcasting a token loses no cycle. A consumed
 SWITCH, a dropped word or a barrier step costs one cycle with no output. A word taken
-in at one clock edge can leave two edges later (``make bench`` measures it); ``ev_in``
+in at one clock edge can leave three edges later (``make bench`` measures it); ``ev_in``
 strobes are registered before they act.
 """
 

@@ -15,9 +15,9 @@ from tb.test_sync import EV_IN, UnitBench, data_item, unit_config
 
 async def _latency(dut, driver, monitor):
     """Clocks from the edge that takes a word in to the edge that takes it out."""
-    while not driver.accepted:
+    while not driver.accepted:      # counted on the falling edge after the taking edge
         await RisingEdge(dut.clk)
-    latency = 0
+    latency = 1                     # so the edge we are at is already one clock later
     while not monitor.items:
         await RisingEdge(dut.clk)
         latency += 1
