@@ -19,7 +19,7 @@ export SIM WAVES SEED
 
 all: verilog
 
-setup: $(STAMP) iverilog
+setup: $(STAMP) iverilog $(if $(filter-out 0,$(WAVES)),lz4)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,17 @@ iverilog:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog; \
 	  else \
 	    echo "Icarus Verilog (iverilog) is missing: run 'sudo apt-get install iverilog'"; exit 1; \
+	  fi; }
+
+# Verilator's FST writer (WAVES=1) compiles against lz4.h.
+.PHONY: lz4
+lz4:
+	@[ -f /usr/include/lz4.h ] || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing liblz4-dev with apt-get (Verilator FST dumps)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq liblz4-dev; \
+	  else \
+	    echo "lz4.h is missing for Verilator FST dumps: run 'sudo apt-get install liblz4-dev'"; exit 1; \
 	  fi; }
 
 verilog: $(STAMP)
