@@ -1099,6 +1099,7 @@ class Spreader:
         # -- the edge
         res = CycleResult(consumed, request, answer, started, out["move"], out["log"],
                           out["release"], out["err"], self.error, self.lost)
+        err_room = self._fifo["err"].room()         # a free entry in S_t (rule 8)
         for k, f in self._fifo.items():
             if out[k] is not None:
                 f.q.popleft()
@@ -1106,7 +1107,7 @@ class Spreader:
             w()
         if errors:
             self.error = True
-            if self._fifo["err"].room():
+            if err_room:
                 self._fifo["err"].q.append(errors[0])
                 errors = errors[1:]
             if errors:
@@ -2085,7 +2086,8 @@ class Scoreboard:
     * each allocation accepted by exactly one request, to an EU whose status met the
       minimum when asked; requests in candidate-list order (each goes to the first
       candidate after the previous request's that meets the minimum in its first
-      clock; going back up the list starts a new pass), so locality is honoured
+      clock; going back up the list, or a request that does not start in the clock
+      after the previous answer, starts a new pass), so locality is honoured
       whenever the preferred EU had room; the list is rebuilt from the configuration
       words and the log's own vertex and triangle allocations;
     * a move command per allocation with the right fields (the vertex / triangle
@@ -2194,25 +2196,42 @@ class Scoreboard:
                 cnt = {}
                 for loc in locs:
                     cnt[loc.eu] = cnt.get(loc.eu, 0) + 1
-                lst = lists[s]
-                local = sorted((x for x in cnt if x in lst),
-                               key=lambda x: (-cnt[x], lst.index(x)))
             elif s == EType.PIXEL:
                 pr = prims.get(pkt.prid)
                 assert pr is not None and not pr["closed"], \
                     f"log at {t}: pixel packet of a primitive not open: {pkt}"
-                locs, local = [Loc(pr["eu"], pr["entity"], 0)], [pr["eu"]]
+                locs = [Loc(pr["eu"], pr["entity"], 0)]
             else:
-                locs, local = [], []
-            lst = lists[s]
-            first = [x for x in local if x in lst]
-            cands = first + [x for x in lst if x not in first]
-            nd = (max(1, mins[s][0]), max(mins[s][1], pkt.size))
+                locs = []
+
+            def candidates():
+                """The preferred (local) EUs and the candidate list under the
+                configuration now in force."""
+                lst = lists[s]
+                if s == EType.TRIANGLE:
+                    local = sorted((x for x in cnt if x in lst),
+                                   key=lambda x: (-cnt[x], lst.index(x)))
+                elif s == EType.PIXEL:
+                    local = [pr["eu"]]
+                else:
+                    local = []
+                first = [x for x in local if x in lst]
+                return first, first + [x for x in lst if x not in first]
+
+            first, cands = candidates()
             pos, refused, k = 0, set(), 0
             for j, r in enumerate(rq):
+                apply_cfg(r.start)          # a configuration word may land mid-packet
+                nd = (max(1, mins[s][0]), max(mins[s][1], pkt.size))
+                first, now = candidates()
+                changed = now != cands
+                cands = now
                 assert r.eu in cands, f"log at {t}: request to EU {r.eu}, not in {cands}"
                 i = cands.index(r.eu)
-                if i < pos:
+                if changed or i < pos or (j and r.start > rq[j - 1].end + 1):
+                    # a new list, back up the list, or not the clock after the previous
+                    # answer (a refusal is followed by the next request in the very next
+                    # clock unless the pass ends): a new pass
                     pos, refused, k = 0, set(), j
                 for c in cands[pos:i]:
                     assert not sp.meets(EUStatus(*r.status[c]), nd), \

@@ -21,6 +21,8 @@ HARDWARE = [
     ("sync", "sync.join_fork", {"n_inputs": 2, "n_outputs": 2}, "tb.bench_sync", "bench_unit"),
     ("sync", "sync.csp", {}, "tb.bench_sync", "bench_unit"),
     ("sync", "sync.zpreset", {}, "tb.bench_sync", "bench_unit"),
+    ("spreader", "spreader.spreader", {"n_eus": 4, "vdt_records": 32, "pt_records": 128},
+     "tb.bench_spreader", ["bench_triangles", "bench_mixed", "bench_scene"]),
 ]
 
 BENCH_OUT = "FRESCO_BENCH_OUT"

@@ -1,0 +1,103 @@
+"""Benchmarks of the global spreader: allocations per clock and EU load balance.
+
+Run by ``make bench`` (``tb/bench.py``) on Verilator. Every run is the lock-step closed
+loop of ``tb/test_spreader.py`` (the golden model checks every clock, the scoreboard the
+whole run) with no input gaps and no output back-pressure; the EUs answer in the clock of
+the request (``ready`` = 1), so refusals are the only cause of extra clocks.
+"""
+
+import cocotb
+import numpy as np
+
+from golden.spreader import (EType, Item, PixelPacket, TrianglePacket, VertexPacket,
+                             Workload, scene_workload, synthetic_workload)
+from tb.bench import emit_figure
+from tb.harness import params, reset, start
+from tb.test_spreader import _min_config, run_env
+
+FAST_EU = {"records": 200, "entities": 200, "not_ready": 0.0, "refuse": 0.0,
+           "latency": (4, 40)}
+
+
+def triangle_stream(rng, n_triangles=120, groups=8):
+    """Vertex groups first, then ``n_triangles`` triangles over them (each group closed
+    by its last user), then the end markers: a triangle-only phase in the middle."""
+    verts = [Item(VertexPacket(base=8 * g, count=8, size=1)) for g in range(groups)]
+    idx = rng.integers(0, 8 * groups, (n_triangles, 3))
+    last_user = {}
+    for t, tri in enumerate(idx):
+        for i in tri:
+            last_user[int(i) >> 3] = t
+    tris, pix = [], []
+    for t, tri in enumerate(idx):
+        last = sum(1 << k for k, i in enumerate(tri)
+                   if last_user[int(i) >> 3] == t and int(i) >> 3 not in
+                   {int(j) >> 3 for j in tri[:k]})
+        tris.append(Item(TrianglePacket(t, tuple(int(i) for i in tri), size=1, last=last),
+                         after=tuple((EType.VERTEX, g) for g in range(groups)), at=20))
+        pix.append(Item(PixelPacket(t, mask=0, last=True), after=((EType.TRIANGLE, t),),
+                        at=20 + 4 * n_triangles))
+    return Workload(vertex=verts, triangle=tris, pixel=pix)
+
+
+def _span(res, stream):
+    ts = [t for t, s in res.consumed if s == stream]
+    return len(ts), (ts[-1] - ts[0] + 1) if ts else 1
+
+
+@cocotb.test()
+async def bench_triangles(dut):
+    """Triangle-only stream: triangles per clock with every first candidate accepting,
+    and clocks per allocation when EUs refuse 30 % of requests."""
+    rng = await start(dut)
+    wl = triangle_stream(rng)
+    res, stats = await run_env(dut, rng, wl, config=_min_config(), eu=FAST_EU, gap=0,
+                               stall=0, name="triangles")
+    n, span = _span(res, EType.TRIANGLE)
+    emit_figure("triangle-only stream, all accept", n / span, "allocations/clock", params())
+    await reset(dut)
+    res, stats = await run_env(dut, rng, triangle_stream(rng), config=_min_config(),
+                               eu={**FAST_EU, "refuse": 0.3}, gap=0, stall=0,
+                               name="triangles, refusals")
+    n, span = _span(res, EType.TRIANGLE)
+    emit_figure("triangle-only stream, 30% refusals", n / span, "allocations/clock",
+                params())
+    emit_figure("clocks per request (refused or accepted)",
+                stats.alloc_cycles / max(1, stats.requests), "clocks", params())
+
+
+@cocotb.test()
+async def bench_mixed(dut):
+    """A mixed stream (vertices, triangles, pixels, patches)."""
+    rng = await start(dut)
+    p = params()
+    wl = synthetic_workload(seed=1, n_triangles=96, cols=8, max_pixels=4, n_patches=4,
+                            vdt_records=p["vdt_records"], pt_records=p["pt_records"])
+    res, stats = await run_env(dut, rng, wl, config=_min_config(), eu=FAST_EU, gap=0,
+                               stall=0, name="mixed")
+    first, last = res.consumed[0][0], res.consumed[-1][0]
+    emit_figure("mixed stream, packets consumed per clock", len(res.consumed)
+                / (last - first + 1), "packets/clock", params())
+    emit_figure("mixed stream, allocations per requesting clock",
+                stats.allocations_per_clock, "allocations/clock", params())
+
+
+@cocotb.test()
+async def bench_scene(dut):
+    """EU load balance and locality on the built-in ``mesh`` scene."""
+    rng = await start(dut)
+    p = params()
+    wl = scene_workload("mesh", width=64, height=64, n=32, seed=0,
+                        vdt_records=p["vdt_records"], pt_records=p["pt_records"])
+    res, stats = await run_env(dut, rng, wl, config=_min_config(),
+                               eu={**FAST_EU, "records": 12, "entities": 16,
+                                   "latency": (2, 24)},
+                               gap=0, stall=0, name="scene")
+    share = np.array(stats.per_eu) / max(1, stats.allocations)
+    emit_figure("scene mesh, largest EU share of allocations", float(share.max()),
+                "fraction", params())
+    emit_figure("scene mesh, smallest EU share of allocations", float(share.min()),
+                "fraction", params())
+    emit_figure("scene mesh, local references", stats.local
+                / max(1, stats.local + stats.global_), "fraction", params())
+    emit_figure("scene mesh, allocations", stats.allocations, "packets", params())

@@ -1,0 +1,444 @@
+"""Testbenches of the global spreader (``hw/spreader.py``) against ``golden/spreader.py``.
+
+Every cocotb test runs the RTL in a closed loop with testbench EUs (:class:`TbEU`: free
+running, random answer latency through ``ready``, random refusals, optionally long
+refusing stretches, bad answers) and a producer that presents a workload's packets
+through :class:`~tb.harness.StreamDriver` (random gaps) while
+:class:`~tb.harness.StreamMonitor` takes ``move``, ``log``, ``release`` and ``err``
+with random back-pressure. In every clock the golden model is fed exactly the inputs the
+RTL saw (:meth:`golden.spreader.Spreader.cycle`) and everything the RTL drives is
+compared with it: the allocation request (EU and payload), which input is consumed, the
+transfers on the four outputs and the ``error``/``lost`` flags. So the RTL's decision log
+equals the model's exactly, entry, order and clock. At the end the observations of the
+RTL (not the model's) go through :class:`golden.spreader.Scoreboard`: every packet
+allocated exactly once to an EU that met the minimum, candidates in list order,
+locality honoured, every held resource released, and the run drained within a bounded
+number of clocks (no deadlock).
+"""
+
+import os
+
+import cocotb
+import pytest
+from cocotb.triggers import FallingEdge, ReadOnly
+
+from golden.spreader import (Config, Done, Err, EType, EUStatus, Item, PatchPacket,
+                             PixelPacket, ReqRecord, RunResult, Scoreboard, Spreader,
+                             TrianglePacket, VertexPacket, Workload, scene_workload,
+                             synthetic_workload)
+from tb.harness import StreamDriver, StreamMonitor, params, run_cocotb, simulators, start
+
+PORTS = ("i_vtx", "i_tri", "i_pix", "i_pat")
+OUTS = ("move", "log", "release", "err")
+SOAK_ENV = "FRESCO_SOAK"
+
+#: small tables for most runs
+SMALL = {"n_eus": 4, "vdt_records": 8, "pt_records": 4, "eu_records": 32, "eu_lines": 64,
+         "fifo_depth": 2}
+TESTS = ["random_traffic", "refusing_stretches", "dedicated_eus", "bad_inputs",
+         "scene_traffic"]
+
+
+# ---------------------------------------------------------------- pytest entry points
+
+@pytest.mark.parametrize("simulator", simulators())
+def test_spreader(simulator):
+    run_cocotb("spreader.spreader", "tb.test_spreader", simulator, SMALL, testcase=TESTS)
+
+
+@pytest.mark.parametrize("simulator", simulators())
+def test_spreader_one_eu(simulator):
+    """One EU, one-record primitive table, one-deep FIFOs: the narrow corners."""
+    run_cocotb("spreader.spreader", "tb.test_spreader", simulator,
+               {"n_eus": 1, "vdt_records": 4, "pt_records": 1, "eu_records": 16,
+                "eu_lines": 16, "fifo_depth": 1, "starve_limit": 2},
+               testcase=["random_traffic", "bad_inputs"])
+
+
+@pytest.mark.parametrize("simulator", simulators())
+def test_spreader_eight_eu(simulator):
+    """Eight EUs, an aggressive anti-starvation limit, dedicated lists."""
+    run_cocotb("spreader.spreader", "tb.test_spreader", simulator,
+               {"n_eus": 8, "vdt_records": 16, "pt_records": 8, "eu_records": 32,
+                "eu_lines": 64, "starve_limit": 2, "fifo_depth": 3},
+               testcase=["random_traffic", "dedicated_eus"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("simulator", simulators())
+def test_spreader_soak(simulator):
+    """``make regress``: 16 EUs, default-size tables, longer random traffic."""
+    run_cocotb("spreader.spreader", "tb.test_spreader", simulator,
+               {"n_eus": 16, "vdt_records": 32, "pt_records": 16},
+               testcase=["random_traffic", "refusing_stretches"],
+               extra_env={SOAK_ENV: "4"})
+
+
+# ---------------------------------------------------------------- testbench EUs
+
+class TbEU:
+    """A free-running EU: answers through ``ready`` after a random number of clocks,
+    accepts with the lowest free entity unless it refuses (randomly, or during long
+    refusing stretches), completes entities after a random latency, keeps held ones
+    until the spreader's release command.
+    """
+
+    def __init__(self, rng, *, records=12, entities=16, lines=40, not_ready=0.3,
+                 refuse=0.1, latency=(1, 12), stretch=0.0, bad_answer=0.0):
+        self.rng = rng
+        self.records, self.entities, self.lines = records, entities, lines
+        self.not_ready, self.refuse, self.latency = not_ready, refuse, latency
+        self.stretch, self.bad_answer = stretch, bad_answer
+        self.busy = {}          # entity -> [hold, lines, done]
+        self.refusing = False
+        self.drive = (0, 0, 0)  # ready, accept, entity this clock
+        self.bad = False
+
+    def status(self):
+        used = len(self.busy)
+        lines = sum(b[1] for b in self.busy.values())
+        if self.refusing and self.rng.random() < 0.5:
+            return EUStatus(0, 0, 0)          # looks full during a stretch half the time
+        return EUStatus(max(0, self.records - used), max(0, self.entities - used),
+                        max(0, self.lines - lines))
+
+    def step(self, blackout=False):
+        """Choose this clock's ``ready``, ``accept``, ``entity`` (all refuse during a
+        ``blackout``)."""
+        if self.stretch and self.rng.random() < self.stretch:
+            self.refusing = not self.refusing
+        refusing = self.refusing or blackout
+        ready = int(self.rng.random() >= self.not_ready)
+        free = [e for e in range(self.entities) if e not in self.busy]
+        self.bad = False
+        running = sorted(x for x, b in self.busy.items() if not b[2])   # in flight
+        if self.bad_answer and running and self.rng.random() < self.bad_answer:
+            self.bad = True
+            self.drive = (ready, 1, int(self.rng.choice(running)))
+        elif free and not refusing and self.rng.random() >= self.refuse:
+            self.drive = (ready, 1, free[0])
+        else:
+            self.drive = (ready, 0, int(self.rng.integers(0, 256)))
+        return self.drive
+
+    def accepted(self, entity, req, t, completions):
+        self.busy[entity] = [req.hold, req.lines, False]
+        lo, hi = self.latency
+        completions.append((t + int(self.rng.integers(lo, hi + 1)), entity))
+
+    def completed(self, entity):
+        b = self.busy[entity]
+        if b[0]:
+            b[2] = True
+        else:
+            del self.busy[entity]
+
+    def released(self, entity):
+        assert entity in self.busy and self.busy[entity][2], f"release of entity {entity}"
+        del self.busy[entity]
+
+
+# ---------------------------------------------------------------- the closed loop
+
+def _model():
+    p = params()
+    return Spreader(**p)
+
+
+async def run_env(dut, rng, workload, *, config=(), eu=None, gap=0.3, stall=0.3,
+                  bad_done=0.0, blackout=0.0, max_cycles=20000, stall_cycles=2000,
+                  name="run"):
+    """Run ``workload`` through the RTL in lock-step with the golden model; returns
+    ``(RunResult of the RTL's observations, model)``.
+
+    ``config``: ``(cycle, Config or raw word)`` driven on ``cfg``; ``eu``: keyword
+    arguments of :class:`TbEU`; ``bad_done``: probability per clock of a completion for
+    an entity that is not in flight; ``blackout``: probability per clock of switching
+    every EU into (or out of) a stretch of refusing everything.
+    """
+    model = _model()
+    n = model.n_eus
+    kw = {"records": min(12, model.eu_records), "lines": min(40, model.eu_lines),
+          **(eu or {})}
+    eus = [TbEU(rng, **kw) for _ in range(n)]
+    drivers = [StreamDriver(dut, p, rng, gap=gap) for p in PORTS]
+    monitors = [StreamMonitor(dut, o, rng, stall=stall) for o in OUTS]
+    cfgq = sorted(config, key=lambda c: c[0])
+    dut.cfg__valid.value = 0
+    dut.done__valid.value = 0
+    nxt, acked, qn = [0, 0, 0, 0], {}, [0, 0, 0, 0]
+    pending = []            # (time, eu, entity) completions not yet driven
+    res = RunResult(model, workload)
+    req_open = None
+    t, last_progress, dark = 0, 0, False
+    streams = workload.streams
+    alloc = [getattr(dut, f"alloc__{e}__valid") for e in range(n)]
+    alloc_p = [getattr(dut, f"alloc__{e}__payload") for e in range(n)]
+    alloc_r = [getattr(dut, f"alloc__{e}__ready") for e in range(n)]
+    while True:
+        await FallingEdge(dut.clk)
+        # producer: present a stream's next packet once its dependencies were consumed
+        for s in range(4):
+            while qn[s] < len(streams[s]):
+                it = streams[s][qn[s]]
+                if not (it.at <= t and all(acked.get(d, t) < t for d in it.after)):
+                    break
+                drivers[s].send([model.pack(PORTS[s], it.packet)])
+                qn[s] += 1
+        # configuration
+        cfg_word = None
+        if cfgq and cfgq[0][0] <= t:
+            cfg_word = cfgq.pop(0)[1]
+            dut.cfg__payload.value = (cfg_word if isinstance(cfg_word, int)
+                                      else model.pack("cfg", cfg_word))
+            dut.cfg__valid.value = 1
+        else:
+            dut.cfg__valid.value = 0
+        # completions, one per clock; sometimes a bogus one
+        done_drv, bogus = None, False
+        due = [c for c in pending if c[0] <= t]
+        if bad_done and rng.random() < bad_done:
+            e = int(rng.integers(0, 16))
+            ent = int(rng.integers(0, 256))
+            if e >= n or ent not in eus[e].busy or eus[e].busy[ent][2]:
+                done_drv, bogus = (e, ent), True
+        if done_drv is None and due:
+            c = min(due)
+            pending.remove(c)
+            done_drv = c[1:]
+        if done_drv is not None:
+            dut.done__payload.value = model.pack("done", Done(*done_drv))
+            dut.done__valid.value = 1
+        else:
+            dut.done__valid.value = 0
+        # EUs
+        status = []
+        if blackout and rng.random() < blackout:
+            dark = not dark
+        for e, x in enumerate(eus):
+            st = x.status()
+            status.append(st)
+            getattr(dut, f"status__{e}").value = model.pack("status", st)
+            ready, acc, ent = x.step(dark)
+            alloc_r[e].value = ready
+            getattr(dut, f"accept__{e}").value = acc
+            getattr(dut, f"entity__{e}").value = ent
+
+        await ReadOnly()
+        # ---- sample what the RTL sees and drives
+        heads = []
+        for s, p in enumerate(PORTS):
+            v = int(getattr(dut, f"{p}__valid").value)
+            heads.append(model.unpack(p, int(getattr(dut, f"{p}__payload").value)) if v
+                         else None)
+        cfg = model.unpack("cfg", int(dut.cfg__payload.value)) if int(dut.cfg__valid.value) \
+            else None
+        done = Done(*done_drv) if done_drv is not None else None
+        readies = [bool(int(getattr(dut, f"{o}__ready").value)) for o in OUTS]
+        answers = [eu_.drive for eu_ in eus]
+
+        def respond(e, q):
+            r, a, ent = answers[e]
+            return (bool(a), ent) if r else None
+
+        want = model.cycle(heads, cfg, done, status, respond, readies)
+        where = f"{name}: clock {t}"
+        # request
+        reqs = [e for e in range(n) if int(alloc[e].value)]
+        assert len(reqs) <= 1, f"{where}: requests to several EUs {reqs}"
+        got_req = (reqs[0], model.unpack("alloc", int(alloc_p[reqs[0]].value))) if reqs \
+            else None
+        assert got_req == want.request, f"{where}: request {got_req}, model {want.request}"
+        # consumption
+        taken = [s for s, p in enumerate(PORTS)
+                 if int(getattr(dut, f"{p}__valid").value)
+                 and int(getattr(dut, f"{p}__ready").value)]
+        got_c = taken[0] if taken else None
+        assert len(taken) <= 1 and got_c == want.consumed, (
+            f"{where}: consumed {taken}, model {want.consumed}")
+        # outputs
+        for o, rd in zip(OUTS, readies):
+            v = int(getattr(dut, f"{o}__valid").value)
+            got = model.unpack(o, int(getattr(dut, f"{o}__payload").value)) if v and rd \
+                else None
+            assert got == getattr(want, o), f"{where}: {o} {got}, model {getattr(want, o)}"
+            if got is not None:
+                getattr(res, o).append((t, got))
+        for flag in ("error", "lost"):
+            got = bool(int(getattr(dut, flag).value))
+            assert got == getattr(want, flag), f"{where}: {flag} {got}, model"
+        # ---- observations and the EUs' state
+        if got_req is not None:
+            e, q = got_req
+            if req_open is None:
+                req_open = [t, tuple(status)]
+            r, a, ent = answers[e]
+            if r:
+                # an accept with an entity still in flight is a bad answer, taken as a
+                # refusal: the RTL's own consumption says which it was
+                res.requests.append(ReqRecord(req_open[0], t, e, q, req_open[1],
+                                              bool(a) and got_c is not None, ent))
+                req_open = None
+                if a and got_c is not None:
+                    eus[e].accepted(ent, q, t, pending_eu := [])
+                    pending += [(when, e, x) for when, x in pending_eu]
+        if got_c is not None:
+            acked[(got_c, nxt[got_c])] = t
+            nxt[got_c] += 1
+            res.consumed.append((t, got_c))
+            last_progress = t
+        if not any(int(getattr(dut, f"{p}__valid").value) for p in PORTS):
+            last_progress = t
+        if done is not None:
+            if not bogus:
+                eus[done.eu].completed(done.entity)
+                res.completions.append((t, done.eu, done.entity))
+        if cfg is not None:
+            res.config.append((t, cfg))
+        if want.release is not None:
+            eus[want.release.eu].released(want.release.entity)
+        t += 1
+        finished = all(nxt[s] == len(streams[s]) for s in range(4))
+        if finished and model.idle() and not pending and not cfgq \
+                and all(not x.busy for x in eus):
+            break
+        assert t < max_cycles, f"{name}: not drained within {max_cycles} clocks"
+        assert t - last_progress < stall_cycles, (
+            f"{name}: deadlock, nothing consumed for {stall_cycles} clocks (clock {t})")
+    await FallingEdge(dut.clk)
+    for d in drivers:
+        d.stop()
+    for mo in monitors:
+        mo.stop()
+    res.cycles = t
+    res.error, res.lost = model.error, model.lost
+    stats = Scoreboard(_model(), workload).check(res)
+    dut._log.info("%s: %d clocks, %d allocations, per EU %s, local %d global %d, "
+                  "refusals %d, %.3f allocations per requesting clock", name, t,
+                  stats.allocations, stats.per_eu, stats.local, stats.global_,
+                  stats.refusals, stats.allocations_per_clock)
+    return res, stats
+
+
+def _soak():
+    return int(os.environ.get(SOAK_ENV, "1"))
+
+
+def _min_config():
+    # held vertex data must not crowd out the triangles and pixels that free it
+    return [(0, Config.minimum(EType.VERTEX, 4, 1)), (1, Config.minimum(EType.TRIANGLE, 2, 1)),
+            (2, Config.minimum(EType.PIXEL, 1, 1))]
+
+
+def _workload(seed, n_triangles):
+    p = params()
+    return synthetic_workload(seed=seed, n_triangles=n_triangles, cols=4, max_pixels=3,
+                              n_patches=2, vdt_records=p.get("vdt_records", 256),
+                              pt_records=p.get("pt_records", 256))
+
+
+# ---------------------------------------------------------------- cocotb tests
+
+@cocotb.test()
+async def random_traffic(dut):
+    """A synthetic mesh with pixels and patches, random EUs, gaps and back-pressure."""
+    rng = await start(dut)
+    wl = _workload(int(rng.integers(1 << 30)), 100 * _soak())
+    await run_env(dut, rng, wl, config=_min_config(), name="random_traffic")
+
+
+@cocotb.test()
+async def refusing_stretches(dut):
+    """EUs that refuse (and look full) for long stretches; retry from the top."""
+    rng = await start(dut)
+    wl = _workload(int(rng.integers(1 << 30)), 60 * _soak())
+    res, stats = await run_env(dut, rng, wl, config=_min_config(), name="refusing",
+                               eu={"stretch": 0.03, "refuse": 0.2, "not_ready": 0.4},
+                               blackout=0.03)
+    assert stats.refusals > 0, "no refusals"
+    assert any(e.passes > 1 for _, e in res.log), "no packet needed a retry from the top"
+
+
+@cocotb.test()
+async def dedicated_eus(dut):
+    """Priority lists that dedicate EUs to types (reconfigured mid-run)."""
+    rng = await start(dut)
+    n = params()["n_eus"]
+    last = n - 1
+    cfg = _min_config() + [
+        (3, Config.priority(EType.PIXEL, [last])),
+        (4, Config.priority(EType.TRIANGLE, list(range(n))[::-1])),
+        (5, Config.priority(EType.VERTEX, list(range(max(1, n - 1))))),
+        (6, Config.priority(EType.PATCH, [0])),
+        (7, Config.starve(3)),
+        (300, Config.priority(EType.PIXEL, list(range(n)))),
+    ]
+    wl = _workload(int(rng.integers(1 << 30)), 48)
+    res, stats = await run_env(dut, rng, wl, config=cfg, name="dedicated")
+    pix = [e for _, e in res.log if e.etype == EType.PIXEL and e.kind == 0]
+    assert pix, "no pixel allocations"
+
+
+@cocotb.test()
+async def bad_inputs(dut):
+    """Unknown vertex, unknown prid, too large, malformed, a type without EU, bad
+    configuration words, unknown completions and bad answers: refused and reported,
+    sticky error flag, no hang, the good packets still flow."""
+    rng = await start(dut)
+    p = params()
+    n = p["n_eus"]
+    wl = _workload(int(rng.integers(1 << 30)), 12)
+    big = min(15, p.get("max_lines", 8) + 1)
+    bad = Workload(
+        vertex=list(wl.streams[0]) + [
+            Item(VertexPacket(base=3), expect=Err.MALFORMED),
+            Item(VertexPacket(base=0xFF00, count=0), expect=Err.MALFORMED),
+            Item(VertexPacket(base=0xFF00, size=big), expect=Err.TOO_LARGE)],
+        triangle=list(wl.streams[1]) + [
+            Item(TrianglePacket(60000, (65000, 65001, 65002)), expect=Err.UNKNOWN_VERTEX),
+            Item(TrianglePacket(60001, (65000, 65001, 65002), size=0), expect=Err.MALFORMED)],
+        pixel=list(wl.streams[2]) + [
+            Item(PixelPacket(60002), expect=Err.UNKNOWN_PRID),
+            Item(PixelPacket(60003, mask=0, last=True), expect=Err.UNKNOWN_PRID),
+            Item(PixelPacket(60004, mask=0, last=False), expect=Err.MALFORMED),
+            Item(PixelPacket(60005, size=big), expect=Err.TOO_LARGE)],
+        patch=[Item(PatchPacket(base=0xF000), at=30, expect=Err.NO_EU),
+               Item(PatchPacket(base=0xF004), at=30, expect=Err.MALFORMED)],
+    )
+    dup = Config.priority(EType.VERTEX, [0, 0]) if n > 1 else Config.priority(EType.VERTEX,
+                                                                             [1])
+    cfg = _min_config() + [(0, Config.priority(EType.PATCH, [])), (5, Config(3)),
+                           (6, dup), (7, Config.minimum(EType.PIXEL, p["eu_records"] + 1, 1))]
+    res, stats = await run_env(dut, rng, bad, config=cfg, name="bad_inputs",
+                               eu={"bad_answer": 0.02}, bad_done=0.02)
+    codes = {e.code for _, e in res.err}
+    assert res.error, "error flag not set"
+    for code in (Err.MALFORMED, Err.TOO_LARGE, Err.UNKNOWN_VERTEX, Err.UNKNOWN_PRID,
+                 Err.NO_EU):
+        assert code in codes or res.lost, f"no error report with code {code!r}"
+
+
+@cocotb.test()
+async def scene_traffic(dut):
+    """A built-in scene's triangles and pixel packets (the raster golden model's)."""
+    rng = await start(dut)
+    p = params()
+    wl = scene_workload("mesh", width=32, height=32, n=16, seed=int(rng.integers(1000)),
+                        vdt_records=p["vdt_records"], pt_records=p["pt_records"])
+    await run_env(dut, rng, wl, config=_min_config(), name="scene", gap=0.2, stall=0.2)
+
+
+@pytest.mark.parametrize("bad", [{"n_eus": 0}, {"n_eus": 17}, {"n_eus": True},
+                                 {"vdt_records": 3}, {"vdt_records": 512},
+                                 {"pt_records": 0}, {"index_bits": 10}, {"prid_bits": 7},
+                                 {"max_lines": 16}, {"eu_lines": 4, "max_lines": 8},
+                                 {"starve_limit": 256}, {"fifo_depth": 0},
+                                 {"coord_bits": 3}, {"eu_records": 0}])
+def test_parameters_refused(bad):
+    """Illegal parameters are refused naming the parameter (RTL and model agree)."""
+    from hw.spreader import Spreader as RTL
+    name = next(iter(bad)) if "max_lines" not in bad else "max_lines"
+    with pytest.raises((TypeError, ValueError), match=name):
+        RTL(**bad)
+    with pytest.raises((TypeError, ValueError), match=name):
+        Spreader(**bad)
