@@ -621,8 +621,10 @@ def _tile_outside(bx, by, bbox, L):
     t = np.arange(n) * L
     xl = (bx * BLOCK)[:, None] + t
     yl = (by * BLOCK)[:, None] + t
-    outx = (xl + L - 1 < bbox[:, 0, None]) | (xl > bbox[:, 2, None])
-    outy = (yl + L - 1 < bbox[:, 1, None]) | (yl > bbox[:, 3, None])
+    # A tile's pixels xl..xl+L-1 meet the box's x0..x1 iff max(xl, x0) <= min(xl+L-1, x1)
+    # (which also makes every tile outside an empty box, x0 > x1).
+    outx = np.maximum(xl, bbox[:, 0, None]) > np.minimum(xl + L - 1, bbox[:, 2, None])
+    outy = np.maximum(yl, bbox[:, 1, None]) > np.minimum(yl + L - 1, bbox[:, 3, None])
     return outy[:, :, None] | outx[:, None, :]
 
 

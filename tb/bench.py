@@ -2,7 +2,8 @@
 
 Hardware benchmarks are cocotb modules (``tb/bench_<block>.py``) run on Verilator; each
 of their tests appends figures (:func:`emit_figure`) to a scratch file that this script
-collects. Usage: ``python -m tb.bench [BLOCK ...]``.
+collects. Golden-model benchmarks (:data:`GOLDEN`) are plain functions run in this process.
+Usage: ``python -m tb.bench [BLOCK ...]``.
 """
 
 import json
@@ -21,8 +22,15 @@ HARDWARE = [
     ("sync", "sync.join_fork", {"n_inputs": 2, "n_outputs": 2}, "tb.bench_sync", "bench_unit"),
     ("sync", "sync.csp", {}, "tb.bench_sync", "bench_unit"),
     ("sync", "sync.zpreset", {}, "tb.bench_sync", "bench_unit"),
+    ("raster", "raster.block", {}, "tb.bench_raster", "bench_modes"),
     ("spreader", "spreader.spreader", {"n_eus": 4, "vdt_records": 32, "pt_records": 128},
      "tb.bench_spreader", ["bench_triangles", "bench_mixed", "bench_scene"]),
+]
+
+#: (block, module) of golden-model benchmarks: ``module.GOLDEN`` lists plain functions
+#: that return ``(metric, value, unit, params)`` tuples.
+GOLDEN = [
+    ("raster", "tb.bench_raster"),
 ]
 
 BENCH_OUT = "FRESCO_BENCH_OUT"
@@ -55,10 +63,22 @@ def run_hardware(blocks):
     return records
 
 
+def run_golden(blocks):
+    import importlib
+    records = []
+    for block, module in GOLDEN:
+        if blocks and block not in blocks:
+            continue
+        for bench in importlib.import_module(module).GOLDEN:
+            print(f"golden {module}.{bench.__name__} ...", flush=True)
+            records += [record(block, *figure) for figure in bench()]
+    return records
+
+
 def main(argv):
     blocks = set(argv)
     started = time.time()
-    records = run_hardware(blocks)
+    records = run_hardware(blocks) + run_golden(blocks)
     save(records)
     print()
     print_table(records)

@@ -77,12 +77,15 @@ def _test_folder():
 
 
 def run_cocotb(design, test_module, simulator, params=None, *, testcase=None, extra_env=None,
-               folder=None, verilator_make=None):
+               folder=None, verilator_make=None, ports_only=False):
     """Build ``design`` (a ``hw.gen`` name) with ``params`` and run cocotb ``test_module``.
 
     ``folder`` defaults to the running pytest test's own folder under ``sim_build/``.
     ``verilator_make`` adds make variables to Verilator's C++ build: ``{"OPT_FAST": "-O0"}``
     builds a wide design that runs few cycles several times faster than the default -Os.
+    ``ports_only`` makes only the toplevel's ports visible to cocotb on Verilator (by default
+    every signal is, ``--public-flat-rw``, which multiplies the C++ of a wide design); for
+    testbenches that touch ports only.
     Fails (``AssertionError``) when any cocotb test fails or none ran.
     """
     from cocotb_tools.runner import get_results, get_runner
@@ -102,6 +105,8 @@ def run_cocotb(design, test_module, simulator, params=None, *, testcase=None, ex
     build_args = list(VERILATOR_ARGS) if simulator == "verilator" else []
     if waves and simulator == "verilator":
         build_args += ["--trace-fst", "--trace-structs"]
+    if ports_only and simulator == "verilator":
+        build_args += ["--no-public-flat-rw", str(_ports_config(folder, top, text))]
     seed = _seed()
     print(f"{design} {params} on {simulator}: seed {seed} (rerun with SEED={seed})")
 
@@ -119,6 +124,16 @@ def run_cocotb(design, test_module, simulator, params=None, *, testcase=None, ex
     total, failed = get_results(results)
     assert total > 0, f"no cocotb test ran in {test_module}"
     assert failed == 0, f"{failed} of {total} cocotb tests failed (seed {seed})"
+
+
+def _ports_config(folder, top, verilog_text):
+    """A Verilator configuration file making the ports of module ``top`` visible to VPI."""
+    header = re.search(rf"module {re.escape(top)}\(([^)]*)\);", verilog_text)
+    ports = [name.strip() for name in header.group(1).split(",") if name.strip()]
+    path = folder / "ports.vlt"
+    path.write_text("`verilator_config\n" + "".join(
+        f'public_flat_rw -module "{top}" -var "{name}"\n' for name in ports))
+    return path
 
 
 @contextlib.contextmanager

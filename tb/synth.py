@@ -23,6 +23,8 @@ BUILD = Path(__file__).resolve().parent.parent / "build" / "synth"
 TARGETS = [
     ("sync.token_fifo", {"depth": 16, "width": 34}),
     ("sync.csp", {}),
+    ("raster.block", {"modes": (1,)}),
+    ("raster.block", {"modes": (1, 2, 4)}),
     ("spreader.spreader", {"n_eus": 4, "vdt_records": 32, "pt_records": 32}),
     ("spreader.spreader", {"n_eus": 8, "vdt_records": 32, "pt_records": 32}),
 ]

@@ -1,0 +1,121 @@
+"""Benchmarks of the block rasterizer (``hw/raster.py``) and of its golden model.
+
+Hardware (run by ``make bench`` on Verilator, figures appended to ``$FRESCO_BENCH_OUT``):
+:func:`bench_modes` streams a mixed workload -- a mesh, random triangles, slivers and,
+on a 4-edge build, wide lines, traversed by the golden model -- through the block with
+no input gaps and no back-pressure, once per MSAA mode of the build, and records blocks
+per clock, samples per clock, the spec's target for the same blocks
+(``max(1, ceil(16*p*S/256))`` clocks per block) and the latency. Every output word is
+also checked against the golden model, so a figure never comes from a wrong answer.
+
+Golden model (plain functions, called by ``tb/bench.py``): :func:`golden_coverage`
+(samples per second of ``golden.raster.coverage``) and :func:`golden_span_table` (span
+statistics of a built-in scene next to the seed's Table 3).
+"""
+
+import math
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ClockCycles
+
+from golden import raster as R
+from golden import scenes as S
+from tb.bench import emit_figure
+from tb.harness import params, start
+from tb.test_raster import Bench, Fmt, Handshakes
+
+#: The seed's Table 3 (4x4 spans): shares of empty/full, partial (= crossed by >= 1 edge),
+#: crossed by >= 2 and >= 3 edges.
+SEED_TABLE3 = {"empty or full": 0.7264, "1 edge": 0.2736, "2 edges": 0.1016,
+               "3 edges": 0.0122}
+
+
+def workload(fmt, samples, side=128, seed=1):
+    """Golden block records of the mixed workload at ``samples`` per pixel."""
+    side = min(side, fmt.size)
+    kw = {"subpix": fmt.subpix, "int_bits": fmt.int_bits}
+    scenes = [S.mesh(side, side, 160, seed, **kw),
+              S.random_triangles(side, side, 60, seed, max_size=side / 3, **kw),
+              S.slivers(side, side, 8, seed, **kw)]
+    if fmt.edges == 4:
+        scenes.append(S.wide_lines(side, side, 12, seed, **kw))
+    records = []
+    for v in scenes:
+        records += R.block_records(v, side, side, samples, **kw)
+    return records
+
+
+@cocotb.test()
+async def bench_modes(dut):
+    """Blocks and samples per clock per MSAA mode on the mixed workload, and latency."""
+    rng = await start(dut)
+    fmt = Fmt()
+    log = Handshakes(dut)
+    for n in fmt.modes:
+        records = workload(fmt, n)
+        partial = [int((r.span_class == R.PARTIAL).sum()) for r in records]
+        target = sum(max(1, math.ceil(16 * p * n / 256)) for p in partial)
+        bench = Bench(dut, rng, gap=0.0, stall=0.0)
+        log.clear()
+        bench.send(records[:1])
+        await bench.finish()
+        latency = log.outputs[0] - log.inputs[0] - max(1, math.ceil(partial[0] * n / 16))
+        log.clear()
+        bench.expected.clear()
+        bench.monitor.items.clear()
+        bench.send(records)
+        await bench.finish(timeout=200 + 40 * len(records))
+        clocks = log.outputs[-1] - log.inputs[0] - latency
+        tagged = {**params(), "samples": n}
+        emit_figure("blocks per clock, mixed workload", len(records) / clocks, "blocks/clock",
+                    tagged)
+        emit_figure("samples per clock, mixed workload", 256 * n * len(records) / clocks,
+                    "samples/clock", tagged)
+        emit_figure("clocks / target clocks max(1, ceil(16pS/256))", clocks / target, "ratio",
+                    tagged)
+        emit_figure("blocks in the mixed workload", len(records), "blocks", tagged)
+        emit_figure("latency (input handshake to output valid)", latency, "clocks", tagged)
+        bench.stop()
+        await ClockCycles(dut.clk, 4)
+
+
+# ---------------------------------------------------------------- golden model
+
+def golden_coverage():
+    """Samples per second of the golden model's brute-force coverage (1024x1024 frame,
+    10k-triangle mesh, 4x MSAA)."""
+    r = R.benchmark_coverage(1024, 1024, 10000, samples=4)
+    tagged = {"function": "golden.raster.coverage", "width": 1024, "height": 1024,
+              "triangles": r["triangles"], "samples": 4, "scene": r["scene"]}
+    return [
+        ("golden coverage, frame samples per second", r["frame_samples_per_s"], "samples/s",
+         tagged),
+        ("golden coverage, tested samples per second", r["tested_samples_per_s"],
+         "samples/s", tagged),
+        ("golden coverage, seconds per frame", r["seconds"], "s", tagged),
+    ]
+
+
+def golden_span_table(scene="random", width=1024, height=768, n=2000, seed=0):
+    """Span statistics (Table 3 kind) of a built-in scene, next to the seed's Table 3."""
+    v = S.scene(scene, width, height, n, seed)
+    st = R.span_statistics(v, width, height, 4)
+    sp = st["spans"]
+    ours = {"empty or full": sp["share_empty_or_full"], "1 edge": sp["share_crossed"][0],
+            "2 edges": sp["share_crossed"][1], "3 edges": sp["share_crossed"][2]}
+    tagged = {"scene": scene, "width": width, "height": height, "primitives": n,
+              "seed": seed, "blocks": st["blocks"]}
+    records = []
+    for row, share in ours.items():
+        records.append((f"4x4 spans {row}: this scene", share, "share", tagged))
+        records.append((f"4x4 spans {row}: seed Table 3", SEED_TABLE3[row], "share", {}))
+    hist = np.array(st["partial_spans_histogram"])
+    records.append(("mean partial spans per block", float(hist @ np.arange(17) / hist.sum()),
+                    "spans", tagged))
+    return records
+
+
+#: Golden-model benchmarks that ``tb/bench.py`` runs: functions returning
+#: ``(metric, value, unit, params)`` tuples.
+GOLDEN = [golden_coverage, golden_span_table]
