@@ -25,6 +25,8 @@ HARDWARE = [
     ("raster", "raster.block", {}, "tb.bench_raster", "bench_modes"),
     ("spreader", "spreader.spreader", {"n_eus": 4, "vdt_records": 32, "pt_records": 128},
      "tb.bench_spreader", ["bench_triangles", "bench_mixed", "bench_scene"]),
+    ("qcc", "qcc.qcc", {}, "tb.bench_qcc",
+     ["bench_search", "bench_alloc", "bench_issue", "bench_mixed"]),
 ]
 
 #: (block, module) of golden-model benchmarks: ``module.GOLDEN`` lists plain functions

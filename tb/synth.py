@@ -27,6 +27,10 @@ TARGETS = [
     ("raster.block", {"modes": (1, 2, 4)}),
     ("spreader.spreader", {"n_eus": 4, "vdt_records": 32, "pt_records": 32}),
     ("spreader.spreader", {"n_eus": 8, "vdt_records": 32, "pt_records": 32}),
+    ("qcc.qcc", {"records": 64}),
+    ("qcc.qcc", {}),
+    ("qcc.qcc_timing", {"records": 64}),
+    ("qcc.qcc_timing", {}),
 ]
 
 

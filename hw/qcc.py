@@ -1,0 +1,1150 @@
+"""Queue/cache controller (QCC) of an execution unit.
+
+An execution unit runs several logical pipelines (vertex, triangle, pixel, patch, state)
+over one cache. An *entity* is allocated once; its data stays where it was put and its
+progress is a stage number in a table. The QCC holds that table and sequences the
+entities through their stages:
+
+* the **entity descriptor table (EDT)**, ``records`` records searched as a CAM by
+  ``(entity, frame)``; a record maps one logical frame of an entity to a physical buffer;
+* the **address rename table (ART)**: a buffer is 1-8 contiguous cache lines taken
+  first-fit from a free-line bitmap; TRANSLATE turns (buffer, line offset) into a line
+  address;
+* the **stage parser**: a stage program per entity type (up to 8 stages, each NUMERIC or
+  MOVE with a descriptor pointer), one logical FIFO of record indices per (type, stage),
+  and two issue ports (NUMERIC to the thread controller, MOVE to the data move machine)
+  whose completions advance the entities.
+
+The golden model ``golden/qcc.py`` is the executable reference: its module docstring is
+the contract (ports, opcodes, response codes, what happens within one clock) and this
+block implements it cycle for cycle. In one clock: the requests taken on ``cmd`` and
+``query``, the completions on ``n_done``/``m_done`` and the issue selection all read the
+state at the start of the clock; their writes combine as if applied in the order issue
+selection, command, completions.
+
+Ports
+-----
+``cmd`` (in) / ``resp`` (out)
+    Every operation (:class:`Op`); one response per command, in order, shown from the
+    clock after the command is taken.
+``query`` (in) / ``qresp`` (out)
+    SEARCH and TRANSLATE only, one per clock, answer one clock later.
+``n_issue``, ``m_issue`` (out)
+    Issues to the thread controller (NUMERIC stages) and the data move machine (MOVE).
+``n_done``, ``m_done`` (in)
+    Completions (a record index); ``ready`` is always 1.
+``status``
+    ``free_records``, ``free_entities``, ``free_lines`` and the sticky ``error``.
+
+How it is built, and why
+------------------------
+* **A true CAM in flip-flops.** Each record keeps ``valid``, ``entity``, ``frame``,
+  ``etype``, ``stage``, ``busy``, ``queued``, its FIFO position ``pos``, the kind of
+  its stage and whether that stage is the last in flip-flops, with its own
+  comparators: a search compares every record at once and one search can start every
+  clock on each of ``cmd`` and ``query``; DELETE clears every record of an entity in
+  one clock (a multi-match invalidate). RAM-based FPGA CAMs cannot do
+  this: in the open-source ``alexforencich/verilog-cam``, ``cam_srl`` answers a search
+  one clock later too but writes or deletes one entry in 16 clocks (it shifts an
+  SRL16 per key slice) and ``cam_bram`` takes four clocks per write; both update one
+  address at a time, never "every entry whose key part matches".
+* **Write-once fields in RAM.** ``entity``, ``etype`` and ``hold`` are copied into a
+  small RAM (``meta``) and the buffer's first line and length are the address rename
+  table (``art``), both indexed by record. Reads by index (completions, issues, search
+  results, TRANSLATE) cost a RAM read port instead of a multiplexer across every
+  record, which keeps the design within an ECP5-85F at 256 records.
+* **Search results are read one clock later.** A search registers whether it hit and
+  the index of the record; in the next clock the response is read from the RAMs (read
+  started in the search's clock) and from per-record copies of ``stage`` and ``busy``
+  one clock old (``stage_d``, ``busy_d``). The other fields do not change while a
+  record is valid, and a freed record keeps them until it is allocated again (only
+  ``valid`` clears), so the response shows the state of the clock of the search.
+* **MAP, DELETE and RELEASE look up before they are taken.** Every clock, ``cmd``'s key
+  is compared with every record and line into registers (the records of the entity,
+  the index of its frame-0 record and of (entity, frame), the lines it owns); in the
+  next clock the frame-0 record's changing fields (stage, position, queued, busy) are
+  read by that index into registers, corrected for what that clock does to them.
+  These three operations are taken two clocks after their command is first offered
+  (``cmd.ready`` depends on ``op``), or one more if the frame-0 record was completed
+  in between: no other command can add a record of the entity meanwhile, and records
+  freed meanwhile are masked with ``valid``. So their checks and the per-record
+  updates they cause start from registers. ALLOC, CONFIG, SEARCH and TRANSLATE are
+  taken in the clock they are offered.
+* **Logical FIFOs by position counters.** Each FIFO (type, stage) keeps its length,
+  each queued record its position; the head is at position 0. An issue decrements the
+  positions of its FIFO's members, a DELETE those behind the entity, a push takes
+  position ``length - pops - removals``. Everything is local to a record, so two pops,
+  three pushes and a removal per clock need no pointer chasing, and entities never
+  move. ``pos - 1``, ``pos - 2`` and ``length - 2 .. length + 1`` are computed from the
+  registers; the late issue, delete and push decisions only choose among them.
+* **Issue selection** per kind: each type offers the latest stage of that kind with a
+  waiting entity (drain before fill), a round-robin pointer per kind picks the type,
+  and the head of that FIFO is issued. The chosen record's one-hot is registered and
+  the issue is read out in the next clock (then held until taken).
+* **Allocation.** The lowest free record and entity number come from priority encoders
+  over the free bits; the lines from a first fit of the length the command asks for
+  (runs of free lines, then the lowest start). The lowest free record, the RAMs and
+  the owners of the fitting lines are written every clock with what ALLOC or MAP would
+  put there (they are free, so nothing reads them); only the ``valid`` and ``queued``
+  bits and the free-line bits wait for the accept decision.
+* **Lines are freed by entity**: each line remembers the entity owning it, so freeing
+  up to three entities in one clock (DELETE or RELEASE and two completions) is a
+  comparison per line rather than a decode of every freed buffer.
+* **Responses** go through a two-entry queue with a bypass; ``cmd.ready`` and
+  ``query.ready`` come from registers (and ``cmd``'s ``op``), never from
+  ``resp.ready``/``qresp.ready``. ``status`` counts are population counts of the state.
+* Timing: :class:`QCCTiming` puts a flip-flop on every port so that an out-of-context
+  place and route also times the paths from and to the ports.
+
+Decisions beyond the golden model
+---------------------------------
+* ``lines`` is limited to 1..1024 (the free-line bitmap, line owners and first fit are
+  logic per line); the other parameters have the model's ranges.
+* MAP, DELETE and RELEASE are taken two (or three) clocks after they are first offered
+  on ``cmd`` (above); the model sees them in the clock they are taken, as every request.
+* A completion's ``ready`` is always 1; a rejected completion only sets ``error``.
+"""
+
+import enum
+from types import SimpleNamespace
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import enum as hdl_enum
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+__all__ = [
+    "Kind", "EType", "Op", "Code", "DEFAULT_PROGRAMS", "DONE_STAGE", "N_TYPES",
+    "MAX_STAGES", "MAX_BUF_LINES", "COMMAND", "ISSUE", "DONE", "addr_width",
+    "response_layout", "QCC", "QCCTiming", "DESIGNS",
+]
+
+N_TYPES = 5
+MAX_STAGES = 8
+MAX_BUF_LINES = 8
+DONE_STAGE = 15
+_SLOTS = 8 * MAX_STAGES        # FIFO index space: type in bits 3-5, stage in bits 0-2
+
+
+class Kind(enum.IntEnum):
+    """Kind of a stage: which processor its issue goes to."""
+    NUMERIC = 0
+    MOVE = 1
+
+
+class EType(enum.IntEnum):
+    """Entity types (``etype`` 5..7 is malformed)."""
+    VERTEX = 0
+    TRIANGLE = 1
+    PIXEL = 2
+    PATCH = 3
+    STATE = 4
+
+
+class Op(enum.IntEnum):
+    """Command opcodes (7 is reserved)."""
+    CONFIG = 0
+    ALLOC = 1
+    MAP = 2
+    SEARCH = 3
+    DELETE = 4
+    RELEASE = 5
+    TRANSLATE = 6
+
+
+class Code(enum.IntEnum):
+    """Response codes; codes >= 8 are bad input and set the sticky error flag."""
+    OK = 0
+    NO_RECORD = 1
+    NO_ENTITY = 2
+    NO_LINES = 3
+    MISS = 4
+    BAD_OP = 8
+    BAD_ARG = 9
+    UNKNOWN = 10
+    MAPPED = 11
+    BUSY = 12
+    NOT_BUSY = 13
+    NOT_HELD = 14
+    RANGE = 15
+
+
+def _program(etype, kinds):
+    return tuple((Kind(k), etype << 4 | i) for i, k in enumerate(kinds))
+
+
+_N, _M = Kind.NUMERIC, Kind.MOVE
+#: Reset stage programs per type, ``(kind, descriptor)`` per stage; a descriptor pointer
+#: is ``etype << 4 | stage`` so that it names its program and stage in a waveform.
+DEFAULT_PROGRAMS = (
+    _program(EType.VERTEX, (_M, _N, _M, _N, _N, _M)),
+    _program(EType.TRIANGLE, (_M, _N, _M, _N, _N, _M)),
+    _program(EType.PIXEL, (_N, _N, _M, _N, _M, _N, _M)),
+    _program(EType.PATCH, (_M, _N, _M)),
+    _program(EType.STATE, (_M,)),
+)
+
+#: ``cmd`` and ``query`` payload (111 bits); ``kinds`` bit i is the kind of stage i,
+#: ``descs`` bits 8i..8i+7 the descriptor of stage i (CONFIG).
+COMMAND = data.StructLayout({
+    "op": 3, "etype": 3, "hold": 1, "lines": 4, "entity": 8, "frame": 4, "buf": 8,
+    "offset": 4, "nstages": 4, "kinds": 8, "descs": 64,
+})
+
+#: ``n_issue`` and ``m_issue`` payload (39 bits).
+ISSUE = data.StructLayout({
+    "record": 8, "entity": 8, "etype": 3, "stage": 4, "desc": 8, "buf": 8,
+})
+
+#: ``n_done`` and ``m_done`` payload.
+DONE = data.StructLayout({"record": 8})
+
+
+def addr_width(lines):
+    """Width of a cache line address for ``lines`` lines."""
+    return max(1, (lines - 1).bit_length())
+
+
+def response_layout(lines):
+    """``resp`` and ``qresp`` payload (48 + :func:`addr_width` bits)."""
+    return data.StructLayout({
+        "op": 3, "code": 4, "entity": 8, "record": 8, "frame": 4, "etype": 3, "stage": 4,
+        "busy": 1, "hold": 1, "buf": 8, "addr": addr_width(lines), "lines": 4,
+    })
+
+
+def _check_int(name, value, minimum, maximum):
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if not minimum <= value <= maximum:
+        raise ValueError(f"{name} must be an integer from {minimum} to {maximum}, not {value}")
+
+
+def _check_programs(programs):
+    """The reset programs as a tuple of 5 tuples of ``(kind, desc)``."""
+    if not isinstance(programs, (tuple, list)):
+        raise TypeError(f"programs must be a sequence of {N_TYPES} stage programs, "
+                        f"not {programs!r}")
+    if len(programs) != N_TYPES:
+        raise ValueError(f"programs must have {N_TYPES} entries, not {len(programs)}")
+    checked = []
+    for t, program in enumerate(programs):
+        if not isinstance(program, (tuple, list)) or not 1 <= len(program) <= MAX_STAGES:
+            raise ValueError(f"programs[{t}] must be a sequence of 1 to {MAX_STAGES} "
+                             f"(kind, desc) stages, not {program!r}")
+        stages = []
+        for s, stage in enumerate(program):
+            if not isinstance(stage, (tuple, list)) or len(stage) != 2:
+                raise TypeError(f"programs[{t}][{s}] must be a (kind, desc) pair, "
+                                f"not {stage!r}")
+            _check_int(f"programs[{t}][{s}] kind", stage[0], 0, 1)
+            _check_int(f"programs[{t}][{s}] desc", stage[1], 0, 255)
+            stages.append((Kind(stage[0]), int(stage[1])))
+        checked.append(tuple(stages))
+    return tuple(checked)
+
+
+# ---------------------------------------------------------------- logic helpers
+
+#: Synthesis attribute of a shared signal: logic optimisation must not copy the logic
+#: behind it into each of its many users (which it does to save a level of logic, at a
+#: cost of hundreds of LUTs per record).
+KEEP = {"keep": 1}
+
+
+def _wire(shape, name):
+    """A shared signal (see :data:`KEEP`)."""
+    return Signal(shape, name=name, attrs=KEEP)
+
+
+def _sig(m, value, name, shape=None):
+    """A shared signal driven by ``value``: its logic is built once, however often used."""
+    signal = _wire(shape if shape is not None else value.shape(), name)
+    m.d.comb += signal.eq(value)
+    return signal
+
+
+def _tree(op, values):
+    """``op``-reduce ``values`` as a balanced tree (log depth)."""
+    values = list(values)
+    while len(values) > 1:
+        values = [op(values[i], values[i + 1]) if i + 1 < len(values) else values[i]
+                  for i in range(0, len(values), 2)]
+    return values[0]
+
+
+def _any(bits):
+    """OR of a sequence of 1-bit values (0 if empty)."""
+    bits = list(bits)
+    return Cat(bits).any() if bits else Const(0, 1)
+
+
+def _read(onehot, values):
+    """The entry of ``values`` selected by a one-hot vector (an AND-OR tree; 0 if none)."""
+    return _tree(lambda a, b: a | b,
+                 [Mux(onehot[i], value, 0) for i, value in enumerate(values)])
+
+
+def _encode(onehot, width):
+    """Index of the set bit of a one-hot vector, ``width`` bits (0 if none)."""
+    return Cat(_any(onehot[i] for i in range(len(onehot)) if i >> b & 1)
+               for b in range(width))
+
+
+def _decode(index, count):
+    """One-hot of ``index`` over ``count`` bits."""
+    return Cat(index == i for i in range(count))
+
+
+def _lowest(m, vector, name):
+    """Signal holding the one-hot of the lowest set bit of ``vector``, and its ``any``.
+
+    A tree of groups of four: a bit is the lowest if it is the lowest in its group and
+    no lower group at any level has a bit set (depth grows with log4 of the width).
+    """
+    if not isinstance(vector, Signal):
+        vector = _sig(m, vector, name + "_in")
+    bits = [vector[i] for i in range(len(vector))]
+    onehot, any_ = _lowest_bits(m, bits, name)
+    result = Signal(len(vector), name=name)
+    m.d.comb += result.eq(Cat(onehot))
+    return result, any_
+
+
+def _lowest_bits(m, bits, name):
+    if len(bits) <= 4:
+        return [bits[i] & ~_any(bits[:i]) for i in range(len(bits))], _sig(m, _any(bits), name)
+    size = -(-len(bits) // 4)
+    groups = [_lowest_bits(m, bits[j:j + size], f"{name}_{j // size}")
+              for j in range(0, len(bits), size)]
+    onehot = []
+    for j, (group, _) in enumerate(groups):
+        none_below = _sig(m, ~_any(any_ for _, any_ in groups[:j]), f"{name}_{j}_clear")
+        onehot += [bit & none_below for bit in group]
+    return onehot, _sig(m, _any(any_ for _, any_ in groups), name + "_any")
+
+
+def _highest_index(m, bits, name):
+    """Index of the highest set bit of a list of 1-bit values (3 bits; 0 if none)."""
+    index = Signal(3, name=name)
+    for i, bit in enumerate(bits):      # later statements win: the highest set bit
+        with m.If(bit):
+            m.d.comb += index.eq(i)
+    return index
+
+
+def _round_robin(m, offers, last, name):
+    """One-hot of the first set bit of ``offers`` after position ``last``, cyclically."""
+    n = len(offers)
+    winner = Signal(n, name=name)
+    with m.Switch(last):
+        for p in range(n):
+            with m.Case(p):
+                order = [(p + i) % n for i in range(1, n + 1)]
+                m.d.comb += winner.eq(Cat(
+                    offers[t] & ~_any(offers[u] for u in order[:order.index(t)])
+                    for t in range(n)))
+    return winner
+
+
+def _popcount(bits):
+    """Number of set bits, as a balanced adder tree."""
+    return _tree(lambda a, b: a + b, [bits[i] for i in range(len(bits))])
+
+
+class _ResponseQueue(wiring.Component):
+    """Two-entry response queue with a bypass.
+
+    ``fresh`` (from a register) says that ``payload`` is a new response this clock. It
+    goes straight out when the queue is empty and the port takes it; otherwise it is
+    stored. ``room`` (registers only) says the owner may take a request this clock:
+    its response, fresh in the next clock, will have a place.
+    """
+
+    def __init__(self, layout):
+        self.layout = layout
+        super().__init__({
+            "fresh": In(1),
+            "payload": In(layout),
+            "o": Out(stream.Signature(layout)),
+            "room": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.store = store = fifo.SyncFIFO(width=self.layout.size, depth=2)
+        bypass = ~store.r_rdy
+        m.d.comb += [
+            self.o.valid.eq(store.r_rdy | self.fresh),
+            self.o.payload.eq(Mux(bypass, self.payload.as_value(), store.r_data)),
+            store.r_en.eq(self.o.ready),
+            store.w_en.eq(self.fresh & ~(bypass & self.o.ready)),
+            store.w_data.eq(self.payload),
+            self.room.eq(store.level + self.fresh < 2),
+        ]
+        return m
+
+
+# ---------------------------------------------------------------- the block
+
+class QCC(wiring.Component):
+    """Queue/cache controller: entity descriptor CAM, stage parser, address rename table.
+
+    Parameters
+    ----------
+    records : int
+        Records of the entity descriptor table, which are also the physical buffers
+        (1 to 256).
+    entities : int
+        Entity numbers handed out by ALLOC (1 to 256).
+    lines : int
+        Cache lines managed by the address rename table (1 to 1024).
+    frames : int
+        Logical frames per entity; MAP of a frame >= ``frames`` is bad input (1 to 16).
+    programs : sequence of 5 sequences of (kind, desc), optional
+        Reset stage programs, one per type, 1 to 8 stages each; default
+        :data:`DEFAULT_PROGRAMS`.
+
+    Attributes
+    ----------
+    cmd : stream of :data:`COMMAND`, in
+        Commands. ``ready`` comes from registers and the offered ``op``: MAP, DELETE and
+        RELEASE are taken two clocks after they are first offered (three if their
+        entity's frame-0 record completes a stage in between), the others at once.
+    resp : stream of :func:`response_layout`, out
+        One response per command, in order, from the clock after the command.
+    query : stream of :data:`COMMAND`, in
+        SEARCH and TRANSLATE (any other op is answered BAD_OP); ``ready`` comes from
+        registers only.
+    qresp : stream of :func:`response_layout`, out
+        One response per query, from the clock after it is taken.
+    n_issue, m_issue : stream of :data:`ISSUE`, out
+        Issues to the thread controller (NUMERIC) and the data move machine (MOVE).
+    n_done, m_done : stream of :data:`DONE`, in
+        Completions of NUMERIC and MOVE issues; ``ready`` is always 1.
+    status : free_records, free_entities, free_lines, error; out
+        Counts of the state at the start of the clock; ``error`` is sticky (reset only).
+    """
+
+    def __init__(self, *, records=256, entities=256, lines=256, frames=16, programs=None):
+        _check_int("records", records, 1, 256)
+        _check_int("entities", entities, 1, 256)
+        _check_int("lines", lines, 1, 1024)
+        _check_int("frames", frames, 1, 16)
+        self.records = records
+        self.entities = entities
+        self.lines = lines
+        self.frames = frames
+        self.programs = _check_programs(DEFAULT_PROGRAMS if programs is None else programs)
+        self.addr_width = addr_width(lines)
+        self.index_width = max(1, (records - 1).bit_length())
+        self.response = response_layout(lines)
+        super().__init__({
+            "cmd": In(stream.Signature(COMMAND)),
+            "resp": Out(stream.Signature(self.response)),
+            "query": In(stream.Signature(COMMAND)),
+            "qresp": Out(stream.Signature(self.response)),
+            "n_issue": Out(stream.Signature(ISSUE)),
+            "m_issue": Out(stream.Signature(ISSUE)),
+            "n_done": In(stream.Signature(DONE)),
+            "m_done": In(stream.Signature(DONE)),
+            "status": Out(wiring.Signature({
+                "free_records": Out(range(records + 1)),
+                "free_entities": Out(range(entities + 1)),
+                "free_lines": Out(range(lines + 1)),
+                "error": Out(1),
+            })),
+        })
+
+    def config(self):
+        """The parameters as keyword arguments (``golden.qcc.QCCModel`` takes the same)."""
+        return {"records": self.records, "entities": self.entities, "lines": self.lines,
+                "frames": self.frames, "programs": self.programs}
+
+    def elaborate(self, platform):
+        m = Module()
+        s = self._state(m)
+        ev = SimpleNamespace()
+        self._lookup(m, s, ev)
+        self._select(m, s, ev)
+        ev.done = [self._completion(m, s, k, port)
+                   for k, port in zip(Kind, (self.n_done, self.m_done))]
+        self._allocator(m, s, ev)
+        self._command(m, s, ev)
+        self._configure(m, s, ev)
+        self._fifo_counts(m, s, ev)
+        self._update_records(m, s, ev)
+        self._write_tables(m, s, ev)
+        self._update_entities(m, s, ev)
+        self._update_lines(m, s, ev)
+        for k, port in zip(Kind, (self.n_issue, self.m_issue)):
+            self._issue_port(m, s, ev, k, port)
+        self._response_ports(m, s, ev)
+        self._status(m, s)
+        return m
+
+    # ------------------------------------------------------------ state
+
+    def _state(self, m):
+        """Every register and memory of the block, named as in a waveform."""
+        R, A = self.records, self.addr_width
+        s = SimpleNamespace()
+        # The entity descriptor table. What the CAM compares and what changes while a
+        # record lives are flip-flops, one signal per record and field (1-bit fields are
+        # also seen as vectors across the records, e.g. ``valid``).
+
+        def field(name, width):
+            return [Signal(width, name=f"rec{r}_{name}") for r in range(R)]
+        s.valid_bit = field("valid", 1)
+        s.busy_bit = field("busy", 1)
+        s.queued_bit = field("queued", 1)     # in the logical FIFO of its (etype, stage)
+        s.busy_d_bit = field("busy_d", 1)     # busy one clock ago, for search reads
+        s.kind_bit = field("kind", 1)         # kind of the current stage
+        s.last_bit = field("last", 1)         # the current stage is the program's last
+        s.valid, s.busy = Cat(s.valid_bit), Cat(s.busy_bit)
+        s.queued, s.busy_d = Cat(s.queued_bit), Cat(s.busy_d_bit)
+        s.kind, s.last = Cat(s.kind_bit), Cat(s.last_bit)
+        s.entity = field("entity", 8)
+        s.frame = field("frame", 4)
+        s.etype = field("etype", 3)
+        s.stage = field("stage", 4)
+        s.stage_d = field("stage_d", 4)
+        s.pos = field("pos", max(1, (R - 1).bit_length()))
+        # Fields written once, at ALLOC or MAP, and read by record index: RAMs. ``meta``
+        # copies entity and etype and holds ``hold``; ``art`` is the address rename
+        # table (first line and length of the buffer of each record).
+        s.meta = m.submodules.meta = Memory(shape=META, depth=R, init=[])
+        s.art = m.submodules.art = Memory(shape=ART(A), depth=R, init=[])
+        s.art_len = m.submodules.art_len = Memory(shape=4, depth=R, init=[])
+        # Free entity numbers, free lines and the entity owning each used line.
+        s.ent_free = Signal(self.entities, init=(1 << self.entities) - 1)
+        s.line_free = Signal(self.lines, init=(1 << self.lines) - 1)
+        s.owner = [Signal(8, name=f"line{i}_owner") for i in range(self.lines)]
+        # The stage parser: programs, FIFO lengths, round-robin pointers.
+        progs = self.programs
+        s.nstages = [Signal(4, init=len(p), name=f"prog{t}_nstages")
+                     for t, p in enumerate(progs)]
+        s.kinds = [Signal(MAX_STAGES, init=sum(int(k) << i for i, (k, _) in enumerate(p)),
+                          name=f"prog{t}_kinds") for t, p in enumerate(progs)]
+        s.desc = [[Signal(8, init=p[i][1] if i < len(p) else 0, name=f"prog{t}_desc{i}")
+                   for i in range(MAX_STAGES)] for t, p in enumerate(progs)]
+        s.count = [[Signal(range(R + 1), name=f"fifo{t}_{i}_count")
+                    for i in range(MAX_STAGES)] for t in range(N_TYPES)]
+        s.rr = [Signal(range(N_TYPES), init=N_TYPES - 1, name=f"rr_{k.name.lower()}")
+                for k in Kind]
+        s.error = Signal()
+        return s
+
+    def _index(self, value):
+        """A record number from a port, cut to the width of a record index."""
+        return value[:self.index_width]
+
+    def _pick(self, vector, index):
+        """Bit ``index`` of a per-record bit vector (a multiplexer)."""
+        return vector.bit_select(index, 1)
+
+    # ------------------------------------------------------------ the CAM
+
+    def _lookup(self, m, s, ev):
+        """CAM comparisons of ``cmd`` and ``query`` against every record and line."""
+        R, W, c, q = self.records, self.index_width, self.cmd.payload, self.query.payload
+        ev.take = _sig(m, self.cmd.valid & self.cmd.ready, "cmd_take")
+        ev.qtake = _sig(m, self.query.valid & self.query.ready, "query_take")
+        cmd_ent = _wire(R, "cmd_entity_match")
+        rec0_now = _wire(R, "cmd_rec0_match")
+        ev.cmd_match = _wire(R, "cmd_match")        # (entity, frame) of cmd
+        ev.query_match = _wire(R, "query_match")    # (entity, frame) of query
+        m.d.comb += [
+            cmd_ent.eq(s.valid & Cat(s.entity[r] == c.entity for r in range(R))),
+            rec0_now.eq(cmd_ent & Cat(s.frame[r] == 0 for r in range(R))),
+            ev.cmd_match.eq(cmd_ent & Cat(s.frame[r] == c.frame for r in range(R))),
+            ev.query_match.eq(s.valid & Cat((s.entity[r] == q.entity)
+                                            & (s.frame[r] == q.frame) for r in range(R))),
+        ]
+        ev.cmd_index = _sig(m, _encode(ev.cmd_match, W), "cmd_match_index")
+        ev.query_index = _sig(m, _encode(ev.query_match, W), "query_match_index")
+        ev.rec0_now_index = _sig(m, _encode(rec0_now, W), "lookup_frame0_index_now")
+        # Registered every clock for the command offered; used when it is taken later.
+        ev.looked = Signal()          # the command offered now was offered last clock
+        ent_reg = Signal(R)           # records of the entity
+        ev.rec0_index = Signal(W)     # its frame-0 record
+        rec0_any = Signal()
+        match_index, match_any = Signal(W), Signal()     # its record of (entity, frame)
+        ev.lines_reg = Signal(self.lines)                  # lines it owns
+        m.d.sync += [
+            ev.looked.eq(self.cmd.valid & ~self.cmd.ready),
+            ent_reg.eq(cmd_ent),
+            ev.rec0_index.eq(ev.rec0_now_index), rec0_any.eq(rec0_now.any()),
+            match_index.eq(ev.cmd_index), match_any.eq(ev.cmd_match.any()),
+            ev.lines_reg.eq(~s.line_free & Cat(s.owner[i] == c.entity
+                                                for i in range(self.lines))),
+        ]
+        # Nothing adds a record of the entity between the look-up and the take; records
+        # freed in between are masked out with ``valid``.
+        ev.ent = _sig(m, ent_reg & s.valid, "cmd_entity_records")
+        ev.rec0_any = _sig(m, rec0_any & self._pick(s.valid, ev.rec0_index), "lookup_found")
+        ev.match_any = _sig(m, match_any & self._pick(s.valid, match_index), "match_found")
+
+    # ------------------------------------------------------------ issue selection
+
+    def _select(self, m, s, ev):
+        """Per kind: each type offers its latest waiting stage of that kind, a type is
+        picked round-robin, and the head record of that FIFO is issued."""
+        R = self.records
+        ev.nonempty = [[_sig(m, s.count[t][i] != 0, f"fifo{t}_{i}_nonempty")
+                        for i in range(MAX_STAGES)] for t in range(N_TYPES)]
+        ev.popped = [[Const(0, 1)] * MAX_STAGES for _ in range(N_TYPES)]
+        ev.issue, ev.go, ev.sel_type, ev.sel_stage, ev.sel_desc = [], [], [], [], []
+        ev.in_fifo = []
+        ev.head = _wire(R, "head")
+        m.d.comb += ev.head.eq(s.queued & Cat(s.pos[r] == 0 for r in range(R)))
+        for k, port in zip(Kind, (self.n_issue, self.m_issue)):
+            name = k.name.lower()
+            waiting = [[_sig(m, ev.nonempty[t][i] & (s.kinds[t][i] == k),
+                             f"waiting_{name}_{t}_{i}") for i in range(MAX_STAGES)]
+                       for t in range(N_TYPES)]
+            latest = [_highest_index(m, waiting[t], f"latest_{name}_{t}")
+                      for t in range(N_TYPES)]
+            offers = _sig(m, Cat(_any(w) for w in waiting), f"offers_{name}")
+            winner = _round_robin(m, offers, s.rr[k], f"winner_{name}")
+            go = _wire(1, f"go_{name}")
+            sel_type = _wire(3, f"sel_type_{name}")
+            sel_stage = _wire(3, f"sel_stage_{name}")
+            issue = _wire(R, f"issue_{name}")
+            in_fifo = _wire(R, f"in_fifo_{name}")     # in the FIFO selected now
+            m.d.comb += [
+                go.eq((~port.valid | port.ready) & offers.any()),
+                sel_type.eq(_encode(winner, 3)),
+                sel_stage.eq(_read(winner, latest)),
+                in_fifo.eq(Cat((s.etype[r] == sel_type) & (s.stage[r][:3] == sel_stage)
+                               for r in range(R))),
+                issue.eq(Mux(go, ev.head & in_fifo, 0)),
+            ]
+            ev.in_fifo.append(in_fifo)
+            with m.If(go):
+                m.d.sync += s.rr[k].eq(sel_type)
+            for t in range(N_TYPES):
+                for i in range(MAX_STAGES):
+                    ev.popped[t][i] |= go & winner[t] & (latest[t] == i) & waiting[t][i]
+            descs = [Cat(s.desc[t]) for t in range(N_TYPES)]
+            ev.sel_desc.append(Array(descs)[sel_type].word_select(sel_stage, 8))
+            ev.issue.append(issue)
+            ev.go.append(go)
+            ev.sel_type.append(sel_type)
+            ev.sel_stage.append(sel_stage)
+        ev.popped = [[_sig(m, ev.popped[t][i], f"fifo{t}_{i}_popped") for i in range(MAX_STAGES)]
+                     for t in range(N_TYPES)]
+        ev.issued = _sig(m, ev.issue[0] | ev.issue[1], "issued")
+
+    # ------------------------------------------------------------ completions
+
+    def _completion(self, m, s, kind, port):
+        """Check the completion on ``port`` against the state and decide what it does."""
+        R, name = self.records, kind.name.lower()
+        rec = self._index(port.payload.record)
+        m.d.comb += port.ready.eq(1)
+        meta = s.meta.read_port(domain="comb")
+        m.d.comb += meta.addr.eq(rec)
+        etype = _sig(m, meta.data.etype, f"{name}_done_etype")
+        stage = _sig(m, Array(s.stage)[rec], f"{name}_done_stage")
+        d = SimpleNamespace(etype=etype)
+        # Kind and "last stage" of the stage it enters (the record keeps them as bits).
+        d.next_kind, d.next_last = self._stage_bits(m, s, etype, stage[:3] + 1,
+                                                    f"{name}_done")
+        d.ok = _wire(1, f"{name}_done_ok")
+        d.bad = _wire(1, f"{name}_done_bad")
+        d.onehot = _wire(R, f"{name}_done_rec")
+        d.advance = _wire(1, f"{name}_done_advance")   # into the next stage's FIFO
+        d.kill = _wire(1, f"{name}_done_kill")         # last stage without hold
+        d.entity = _sig(m, meta.data.entity, f"{name}_done_entity")
+        d.next_stage = _sig(m, stage[:3] + 1, f"{name}_done_next", 3)
+        last = self._pick(s.last, rec)
+        m.d.comb += [
+            d.ok.eq(port.valid & (port.payload.record < R) & self._pick(s.valid, rec)
+                    & self._pick(s.busy, rec) & (self._pick(s.kind, rec) == kind)),
+            d.bad.eq(port.valid & ~d.ok),
+            d.onehot.eq(Mux(d.ok, _decode(rec, R), 0)),
+            d.advance.eq(d.ok & ~last),
+            d.kill.eq(d.ok & last & ~meta.data.hold),
+        ]
+        return d
+
+    @staticmethod
+    def _stage_bits(m, s, etype, stage, name):
+        """Kind of ``stage`` of ``etype``'s program, and whether it is the last stage."""
+        kinds = Array(s.kinds + [Const(0, MAX_STAGES)] * 3)[etype]
+        nstages = Array(s.nstages + [Const(1, 4)] * 3)[etype]
+        return (_sig(m, kinds.bit_select(stage[:3], 1), f"{name}_kind"),
+                _sig(m, stage + 1 >= nstages, f"{name}_last"))
+
+    # ------------------------------------------------------------ allocation
+
+    def _allocator(self, m, s, ev):
+        """Lowest free record and entity number; first fit of the lines the command
+        asks for (runs of free lines, then the lowest start)."""
+        L = self.lines
+        ev.free_rec, ev.any_rec = _lowest(m, ~s.valid, "free_record")
+        ev.free_ent, ev.any_ent = _lowest(m, s.ent_free, "free_entity")
+        n = self.cmd.payload.lines
+        need = _sig(m, Cat(n > j for j in range(MAX_BUF_LINES)), "fit_need")
+        free = [s.line_free[i] for i in range(L)] + [Const(0, 1)] * MAX_BUF_LINES
+        fits = _sig(m, Cat(Cat(free[b + j] | ~need[j] for j in range(MAX_BUF_LINES)).all()
+                           for b in range(L)), "fit_runs")
+        start, ev.fit_any = _lowest(m, fits, "fit_start")
+        ev.fit_base = _sig(m, _encode(start, self.addr_width), "fit_base")
+        ev.fit_mask = _sig(m, Cat(_any(start[b - j] & need[j] for j in range(MAX_BUF_LINES)
+                                       if b - j >= 0) for b in range(L)), "fit_mask")
+
+    # ------------------------------------------------------------ commands
+
+    def _command(self, m, s, ev):
+        """Check the command offered on ``cmd`` and build its response."""
+        c = self.cmd.payload
+        needs_lookup = (c.op == Op.MAP) | (c.op == Op.DELETE) | (c.op == Op.RELEASE)
+        ev.room = Signal()
+        self._rec0(m, s, ev)
+        m.d.comb += self.cmd.ready.eq(ev.room & (~needs_lookup | ev.rec0_ready))
+        ev.is_alloc = _sig(m, c.op == Op.ALLOC, "is_alloc")
+        ev.new_record = _sig(m, _encode(ev.free_rec, 8), "new_record")
+        ev.new_entity = _sig(m, Mux(ev.is_alloc, _encode(ev.free_ent, 8), c.entity),
+                             "new_entity")
+        ev.new_etype = _sig(m, Mux(ev.is_alloc, c.etype, ev.rec0_etype), "new_etype")
+        ev.new_hold = _sig(m, Mux(ev.is_alloc, c.hold, ev.rec0_hold), "new_hold")
+        lines_ok = (c.lines >= 1) & (c.lines <= MAX_BUF_LINES)
+        resp = ev.resp = Signal(self.response)
+        ev.resp_kind = Signal(_Pending)
+        code = Signal(Code)
+        m.d.comb += [resp.op.eq(c.op), resp.code.eq(code)]
+        with m.Switch(c.op):
+            with m.Case(Op.CONFIG):
+                in_flight = Array(self._in_flight(m, s, ev) + [Const(0, 1)] * 3)[c.etype]
+                bad = (c.etype >= N_TYPES) | (c.nstages == 0) | (c.nstages > MAX_STAGES)
+                m.d.comb += code.eq(_first((bad, Code.BAD_ARG), (in_flight, Code.BUSY)))
+                m.d.comb += resp.etype.eq(Mux(code == Code.OK, c.etype, 0))
+            with m.Case(Op.ALLOC, Op.MAP):
+                self._allocate_code(m, ev, code, lines_ok)
+                with m.If(code == Code.OK):
+                    m.d.comb += [resp.entity.eq(ev.new_entity), resp.record.eq(ev.new_record),
+                                 resp.frame.eq(Mux(ev.is_alloc, 0, c.frame)),
+                                 resp.etype.eq(ev.new_etype), resp.hold.eq(ev.new_hold),
+                                 resp.buf.eq(ev.new_record), resp.addr.eq(ev.fit_base),
+                                 resp.lines.eq(c.lines)]
+            with m.Case(Op.SEARCH):
+                m.d.comb += ev.resp_kind.eq(_Pending.SEARCH)
+            with m.Case(Op.DELETE):
+                m.d.comb += code.eq(_first((~ev.rec0_any, Code.UNKNOWN),
+                                           (ev.rec0_busy, Code.BUSY)))
+                m.d.comb += resp.entity.eq(Mux(code == Code.OK, c.entity, 0))
+            with m.Case(Op.RELEASE):
+                m.d.comb += code.eq(_first((~ev.rec0_any, Code.UNKNOWN),
+                                           (ev.rec0_stage != DONE_STAGE, Code.NOT_HELD)))
+                m.d.comb += resp.entity.eq(Mux(code == Code.OK, c.entity, 0))
+            with m.Case(Op.TRANSLATE):
+                m.d.comb += [code.eq(self._translate_code(m, s, c, "cmd")),
+                             ev.resp_kind.eq(_Pending.TRANSLATE)]
+            with m.Default():
+                m.d.comb += code.eq(Code.BAD_OP)
+        self._accept(m, s, ev, lines_ok)
+        ev.removing = _sig(m, ev.delete_ok & ev.rec0_queued, "removing")
+        # The same, without the late "issued now" check: a member of the FIFO knows
+        # from its own pop bit whether the head it would be behind is being issued.
+        ev.removing_early = _sig(m, ev.take & (c.op == Op.DELETE) & ev.rec0_any
+                                 & ~ev.rec0_busy_before & ev.rec0_queued, "removing_early")
+
+    def _accept(self, m, s, ev, lines_ok):
+        """Whether the command taken now is carried out: the AND of its checks (the same
+        checks as its response code, without the precedence chain, so that the state
+        updates get them early)."""
+        c = self.cmd.payload
+        take = ev.take
+        ev.alloc_ok = _sig(m, take & ev.is_alloc & (c.etype < N_TYPES) & lines_ok & ev.any_rec
+                           & ev.any_ent & ev.fit_any, "alloc_ok")
+        ev.map_ok = _sig(m, take & (c.op == Op.MAP) & lines_ok & (c.frame < self.frames)
+                         & (c.frame != 0) & ev.rec0_any & ~ev.match_any & ev.any_rec
+                         & ev.fit_any, "map_ok")
+        ev.config_ok = _sig(m, take & (c.op == Op.CONFIG) & (ev.resp.code == Code.OK),
+                            "config_ok")
+        ev.delete_ok = _sig(m, take & (c.op == Op.DELETE) & ev.rec0_any & ~ev.rec0_busy,
+                            "delete_ok")
+        release_ok = take & (c.op == Op.RELEASE) & ev.rec0_any & (ev.rec0_stage == DONE_STAGE)
+        ev.kill_cmd = _sig(m, ev.delete_ok | release_ok, "kill_cmd")
+
+    def _rec0(self, m, s, ev):
+        """The looked-up entity's frame-0 record, for MAP, DELETE and RELEASE.
+
+        In the clock after the comparison its changing fields are read by the
+        registered index into registers, corrected for what that clock does to them (a
+        pop of its FIFO, its issue); the RAM fields are read then too. The command is
+        taken in the clock after that, unless the record was completed in between (its
+        stage and FIFO changed): then it is read once more.
+        """
+        index = ev.rec0_index
+        looked2 = Signal()
+        changed = Signal()
+        m.d.sync += [looked2.eq(ev.looked & self.cmd.valid & ~self.cmd.ready),
+                     changed.eq(_any(self._pick(d.onehot, index) for d in ev.done))]
+        ev.rec0_ready = _sig(m, looked2 & ~changed, "lookup_ready")
+        ev.meta_cmd = meta = s.meta.read_port()
+        ev.rec0_etype = _sig(m, meta.data.etype, "lookup_etype")
+        ev.rec0_hold = _sig(m, meta.data.hold, "lookup_hold")
+        etype = Array(s.etype)[index]
+        stage = _sig(m, Array(s.stage)[index], "lookup_stage_now")
+        pos = _sig(m, Array(s.pos)[index], "lookup_pos_now")
+        issued = self._pick(ev.issued, index)
+        popped = Array(Cat(ev.popped[t]) for t in range(N_TYPES))[etype].bit_select(stage[:3], 1)
+        ev.rec0_stage, ev.rec0_pos = _wire(4, "lookup_stage"), _wire(pos.shape(), "lookup_pos")
+        ev.rec0_queued, busy = _wire(1, "lookup_queued"), Signal()
+        m.d.sync += [ev.rec0_stage.eq(stage), ev.rec0_pos.eq(Mux(popped, pos - 1, pos)),
+                     ev.rec0_queued.eq(self._pick(s.queued, index) & ~issued),
+                     busy.eq(self._pick(s.busy, index) | issued)]
+        ev.rec0_head = _sig(m, ev.rec0_queued & (ev.rec0_pos == 0), "lookup_head")
+        issued_now = _any(ev.go[k] & (ev.sel_type[k] == ev.rec0_etype)
+                          & (ev.sel_stage[k] == ev.rec0_stage[:3]) for k in range(2))
+        ev.rec0_busy = _sig(m, busy | (ev.rec0_head & issued_now), "lookup_busy")
+        ev.rec0_busy_before = busy     # busy, or issued in the look-up clocks
+
+    def _allocate_code(self, m, ev, code, lines_ok):
+        """Response code of ALLOC or MAP, checks in the model's order of precedence."""
+        c = self.cmd.payload
+        with m.If(ev.is_alloc):
+            m.d.comb += code.eq(_first(
+                ((c.etype >= N_TYPES) | ~lines_ok, Code.BAD_ARG),
+                (~ev.any_rec, Code.NO_RECORD), (~ev.any_ent, Code.NO_ENTITY),
+                (~ev.fit_any, Code.NO_LINES)))
+        with m.Else():
+            m.d.comb += code.eq(_first(
+                (~lines_ok | (c.frame >= self.frames), Code.BAD_ARG),
+                (~ev.rec0_any, Code.UNKNOWN), ((c.frame == 0) | ev.match_any, Code.MAPPED),
+                (~ev.any_rec, Code.NO_RECORD), (~ev.fit_any, Code.NO_LINES)))
+
+    def _in_flight(self, m, s, ev):
+        """Per type: whether an entity of that type is queued or busy."""
+        flags = []
+        for t in range(N_TYPES):
+            busy = _any(s.busy_bit[r] & (s.etype[r] == t) for r in range(self.records))
+            flags.append(_sig(m, _any(ev.nonempty[t]) | busy, f"in_flight_{t}"))
+        return flags
+
+    def _translate_code(self, m, s, request, name):
+        """Response code of TRANSLATE ``request`` (the address is read a clock later)."""
+        buf, offset = request.buf, request.offset
+        length = s.art_len.read_port(domain="comb")
+        m.d.comb += length.addr.eq(self._index(buf))
+        known = (buf < self.records) & self._pick(s.valid, self._index(buf))
+        return _sig(m, _first((~known, Code.UNKNOWN), (offset >= length.data, Code.RANGE)),
+                    f"{name}_translate_code", 4)
+
+    def _configure(self, m, s, ev):
+        """CONFIG: write a whole stage program at once."""
+        c = self.cmd.payload
+        for t in range(N_TYPES):
+            with m.If(ev.config_ok & (c.etype == t)):
+                m.d.sync += [s.nstages[t].eq(c.nstages), s.kinds[t].eq(c.kinds)]
+                m.d.sync += [s.desc[t][i].eq(c.descs[8 * i:8 * i + 8])
+                             for i in range(MAX_STAGES)]
+
+    # ------------------------------------------------------------ state updates
+
+    def _fifo_counts(self, m, s, ev):
+        """FIFO lengths after this clock's pops, removal and pushes, and the position a
+        push takes. ``count - 2 .. count + 1`` are computed from the registers; the late
+        pop, removal and push signals only choose among them."""
+        c = self.cmd.payload
+        W = max(1, (self.records - 1).bit_length())
+        ev.removed = [[_sig(m, ev.removing & (ev.rec0_etype == t) & (ev.rec0_stage == i),
+                            f"fifo{t}_{i}_removed") for i in range(MAX_STAGES)]
+                      for t in range(N_TYPES)]
+        minus = {}
+        for t in range(N_TYPES):
+            for i in range(MAX_STAGES):
+                count = s.count[t][i]
+                name = f"fifo{t}_{i}"
+                less = [count] + [_sig(m, count - k, f"{name}_minus{k}", count.shape())
+                                  for k in (1, 2)]
+                minus[t, i] = less
+                popped, removed = ev.popped[t][i], ev.removed[t][i]
+                at = Mux(removed, Mux(popped, less[2], less[1]), Mux(popped, less[1], less[0]))
+                pushed = (ev.alloc_ok & (c.etype == t) & (i == 0)) | _any(
+                    d.advance & (d.etype == t) & (d.next_stage == i) for d in ev.done)
+                plus = Mux(removed, Mux(popped, less[1], less[0]),
+                           Mux(popped, less[0], count + 1))
+                m.d.sync += count.eq(Mux(pushed, plus, at))
+        # ALLOC pushes into stage 0 of its type (no removal in its clock), a completion
+        # into the next stage of its entity.
+        stage0 = Array(minus[t, 0][k] for t in range(N_TYPES) for k in range(2))
+        popped0 = Array(ev.popped[t][0] for t in range(N_TYPES))[c.etype]
+        ev.alloc_pos = _sig(m, stage0[Cat(popped0, c.etype)], "alloc_pos", W)
+        for k, d in zip(Kind, ev.done):
+            fifo = Cat(d.next_stage, d.etype)
+            less = [Array(minus.get((t, i), [Const(0, 1)] * 3)[j] for t in range(8)
+                          for i in range(MAX_STAGES))[fifo] for j in range(3)]
+            popped = _any(ev.go[j] & (ev.sel_type[j] == d.etype)
+                          & (ev.sel_stage[j] == d.next_stage) for j in range(2))
+            removed = ev.removing & (ev.rec0_etype == d.etype) & (ev.rec0_stage == d.next_stage)
+            d.push_pos = _sig(m, Mux(removed, Mux(popped, less[2], less[1]),
+                                     Mux(popped, less[1], less[0])),
+                              f"{k.name.lower()}_done_pos", W)
+
+    def _update_records(self, m, s, ev):
+        """Next state of every record, from a few events per record.
+
+        ``fresh``: it is the lowest free record, written every clock with what ALLOC or
+        MAP would put there (it is free, so nothing reads it); only ``valid`` and
+        ``queued`` wait for the decision. ``kill``: its entity is deleted. ``issued``:
+        it is the head of a FIFO a port selects. ``done``: a completion of it was taken.
+        ``pos`` matters only while the record is queued, so it is simply: the push
+        position when it enters a FIFO, else itself less this clock's pops of its FIFO
+        and a removal ahead of it (``pos - 1`` and ``pos - 2`` come from the register).
+        """
+        R, c = self.records, self.cmd.payload
+        d_n, d_m = ev.done
+        kill = _wire(R, "kill")
+        m.d.comb += kill.eq(s.valid & (Mux(ev.kill_cmd, ev.ent, 0) | Cat(
+            _any(d.kill & (s.entity[r] == d.entity) for d in (d_n, d_m)) for r in range(R))))
+        # A frame mapped in the clock its entity finishes is deleted with it.
+        ev.new_killed = _sig(m, ev.map_ok & _any(d.kill & (d.entity == c.entity)
+                                                 for d in (d_n, d_m)), "new_killed")
+        new_valid = _sig(m, (ev.alloc_ok | ev.map_ok) & ~ev.new_killed, "new_valid")
+        new_frame = _sig(m, Mux(ev.is_alloc, 0, c.frame), "new_frame")
+        new_kind, new_last = self._stage_bits(m, s, ev.new_etype, Const(0, 3), "new")
+        m.d.sync += [s.busy_d.eq(s.busy)] + [s.stage_d[r].eq(s.stage[r]) for r in range(R)]
+        for r in range(R):
+            fresh, issued = ev.free_rec[r], ev.issued[r]
+            done = _sig(m, d_n.onehot[r] | d_m.onehot[r], f"rec{r}_done")
+            advance = _sig(m, Mux(d_n.onehot[r], d_n.advance, d_m.advance) & done,
+                           f"rec{r}_advance")
+            for bits, new, n_next, m_next in (
+                    (s.kind_bit, new_kind, d_n.next_kind, d_m.next_kind),
+                    (s.last_bit, new_last, d_n.next_last, d_m.next_last)):
+                m.d.sync += bits[r].eq(Mux(fresh, new, Mux(advance, Mux(
+                    d_n.onehot[r], n_next, m_next), bits[r])))
+            m.d.sync += [
+                s.valid_bit[r].eq(Mux(fresh, new_valid, s.valid_bit[r] & ~kill[r])),
+                s.busy_bit[r].eq(~fresh & ~kill[r] & (issued | (s.busy_bit[r] & ~done))),
+                s.queued_bit[r].eq(Mux(fresh, ev.alloc_ok, ~kill[r] & ~issued
+                                       & Mux(done, advance, s.queued_bit[r]))),
+                s.stage[r].eq(Mux(fresh, 0, Mux(done, Mux(advance, s.stage[r] + 1, DONE_STAGE),
+                                                s.stage[r]))),
+                s.pos[r].eq(Mux(fresh, ev.alloc_pos, Mux(advance, Mux(
+                    d_n.onehot[r], d_n.push_pos, d_m.push_pos), self._pos_left(m, s, ev, r)))),
+            ]
+            with m.If(fresh):
+                m.d.sync += [s.entity[r].eq(ev.new_entity), s.frame[r].eq(new_frame),
+                             s.etype[r].eq(ev.new_etype)]
+
+    def _pos_left(self, m, s, ev, r):
+        """Position of queued record ``r`` after this clock's pops and removal."""
+        pos = s.pos[r]
+        less = [_sig(m, pos - k, f"rec{r}_pos_minus{k}", pos.shape()) for k in (1, 2)]
+        popped = _any(ev.go[k] & ev.in_fifo[k][r] for k in range(2))
+        behind = ev.removing_early & (s.etype[r] == ev.rec0_etype) \
+            & (s.stage[r] == ev.rec0_stage) & (pos > ev.rec0_pos) & ~(popped & ev.rec0_head)
+        return Mux(behind, Mux(popped, less[1], less[0]), Mux(popped, less[0], pos))
+
+    def _write_tables(self, m, s, ev):
+        """The RAM fields of a record taken by ALLOC or MAP."""
+        c = self.cmd.payload
+        for memory, value in ((s.meta, Cat(ev.new_entity, ev.new_etype, ev.new_hold)),
+                              (s.art, Cat(ev.fit_base, c.lines)), (s.art_len, c.lines)):
+            port = memory.write_port()
+            m.d.comb += [port.addr.eq(self._index(ev.new_record)), port.data.eq(value),
+                         port.en.eq(ev.any_rec)]     # the free record: see _update_records
+
+    def _update_entities(self, m, s, ev):
+        """Entity numbers taken by ALLOC, freed by DELETE, RELEASE and completions."""
+        E, c = self.entities, self.cmd.payload
+        freed = Mux(ev.kill_cmd, _decode(c.entity, E), 0)
+        for d in ev.done:
+            freed = freed | Mux(d.kill, _decode(d.entity, E), 0)
+        taken = Mux(ev.alloc_ok, ev.free_ent, 0)
+        m.d.sync += s.ent_free.eq((s.ent_free & ~taken) | freed)
+
+    def _update_lines(self, m, s, ev):
+        """Lines taken by ALLOC/MAP; lines of deleted entities freed."""
+        L = self.lines
+        owned = Cat(_any(d.kill & (s.owner[i] == d.entity) for d in ev.done) for i in range(L))
+        freed = ~s.line_free & (Mux(ev.kill_cmd, ev.lines_reg, 0) | owned)
+        taken = _sig(m, Mux(ev.alloc_ok | ev.map_ok, ev.fit_mask, 0), "lines_taken")
+        kept = Mux(ev.new_killed, taken, 0)      # a run freed in the clock it is taken
+        m.d.sync += s.line_free.eq(((s.line_free | freed) & ~taken) | kept)
+        for i in range(L):           # free lines: written whether taken or not
+            with m.If(ev.fit_mask[i]):
+                m.d.sync += s.owner[i].eq(ev.new_entity)
+
+    # ------------------------------------------------------------ outputs
+
+    def _issue_port(self, m, s, ev, k, port):
+        """Issue register of kind ``k``: loaded with the selection, read out of the table
+        in the next clock (then held until taken)."""
+        R, name = self.records, k.name.lower()
+        chosen = Signal(R, name=f"{name}_issue_rec")
+        fresh = Signal(name=f"{name}_issue_fresh")
+        held = Signal(ISSUE, name=f"{name}_issue_held")
+        etype = Signal(3, name=f"{name}_issue_etype")
+        stage = Signal(3, name=f"{name}_issue_stage")
+        desc = Signal(8, name=f"{name}_issue_desc")
+        live = Signal(ISSUE, name=f"{name}_issue_live")
+        record = _sig(m, _encode(chosen, self.index_width), f"{name}_issue_index")
+        meta = s.meta.read_port(domain="comb")
+        m.d.comb += [meta.addr.eq(record),
+                     live.record.eq(record), live.buf.eq(record),
+                     live.entity.eq(meta.data.entity), live.etype.eq(etype),
+                     live.stage.eq(stage), live.desc.eq(desc),
+                     port.payload.eq(Mux(fresh, live, held))]
+        with m.If(ev.go[k]):
+            m.d.sync += [port.valid.eq(1), chosen.eq(ev.issue[k]), fresh.eq(1),
+                         etype.eq(ev.sel_type[k]), stage.eq(ev.sel_stage[k]),
+                         desc.eq(ev.sel_desc[k])]
+        with m.Elif(port.ready):
+            m.d.sync += port.valid.eq(0)
+        with m.Elif(fresh):
+            m.d.sync += [held.eq(live), fresh.eq(0)]
+
+    def _response_ports(self, m, s, ev):
+        """``resp`` and ``qresp``: a pending register, then a queue with a bypass."""
+        q = self.query.payload
+        qresp = Signal(self.response)
+        q_kind = Signal(_Pending)
+        m.d.comb += [qresp.op.eq(q.op), qresp.code.eq(Code.BAD_OP)]
+        with m.Switch(q.op):
+            with m.Case(Op.SEARCH):
+                m.d.comb += q_kind.eq(_Pending.SEARCH)
+            with m.Case(Op.TRANSLATE):
+                m.d.comb += [q_kind.eq(_Pending.TRANSLATE),
+                             qresp.code.eq(self._translate_code(m, s, q, "query"))]
+        err_cmd = ev.take & (ev.resp_kind != _Pending.SEARCH) & ev.resp.code[3]
+        err_query = ev.qtake & (q_kind != _Pending.SEARCH) & qresp.code[3]
+        with m.If(err_cmd | err_query | ev.done[0].bad | ev.done[1].bad):
+            m.d.sync += s.error.eq(1)
+        c = self.cmd.payload
+        ports = (
+            ("resp", self.resp, ev.take, c, ev.resp_kind, ev.resp, ev.cmd_match, ev.cmd_index,
+             ev.meta_cmd, Mux(c.op == Op.SEARCH, ev.cmd_index, ev.rec0_index)),
+            ("qresp", self.qresp, ev.qtake, q, q_kind, qresp, ev.query_match, ev.query_index,
+             None, ev.query_index),
+        )
+        for name, port, take, request, kind, direct, match, index, meta, meta_addr in ports:
+            if meta is None:
+                meta = s.meta.read_port()
+            art = s.art.read_port()
+            m.d.comb += [meta.addr.eq(meta_addr),
+                         art.addr.eq(Mux(kind == _Pending.TRANSLATE,
+                                         self._index(request.buf), index))]
+            pending = self._pending(m, name, take, request, kind, direct, match, index)
+            queue = m.submodules[f"{name}_queue"] = _ResponseQueue(self.response)
+            m.d.comb += [queue.fresh.eq(pending.valid),
+                         queue.payload.eq(self._resolve(m, s, name, pending, meta, art))]
+            wiring.connect(m, queue.o, wiring.flipped(port))
+            if name == "resp":
+                m.d.comb += ev.room.eq(queue.room)
+            else:
+                m.d.comb += self.query.ready.eq(queue.room)
+
+    def _pending(self, m, name, take, request, kind, direct, match, index):
+        """The request taken this clock, registered for its response in the next one."""
+        p = SimpleNamespace(valid=Signal(name=f"{name}_pending"),
+                            kind=Signal(_Pending, name=f"{name}_kind"),
+                            direct=Signal(self.response, name=f"{name}_direct"),
+                            hit=Signal(name=f"{name}_hit"),
+                            index=Signal(self.index_width, name=f"{name}_index"),
+                            entity=Signal(8, name=f"{name}_key_entity"),
+                            frame=Signal(4, name=f"{name}_key_frame"),
+                            offset=Signal(4, name=f"{name}_offset"))
+        m.d.sync += [p.valid.eq(take), p.kind.eq(kind), p.direct.eq(direct),
+                     p.hit.eq(match.any()),
+                     p.index.eq(Mux(kind == _Pending.TRANSLATE, self._index(request.buf),
+                                    index)),
+                     p.entity.eq(request.entity), p.frame.eq(request.frame),
+                     p.offset.eq(request.offset)]
+        return p
+
+    def _resolve(self, m, s, name, p, meta, art):
+        """The response of a pending request: SEARCH and TRANSLATE read the tables now."""
+        resp = Signal(self.response, name=f"{name}_payload")
+        m.d.comb += resp.eq(p.direct)
+        with m.If(p.kind == _Pending.SEARCH):
+            m.d.comb += [resp.op.eq(Op.SEARCH), resp.code.eq(Mux(p.hit, Code.OK, Code.MISS))]
+            with m.If(p.hit):
+                m.d.comb += [
+                    resp.entity.eq(p.entity), resp.record.eq(p.index), resp.frame.eq(p.frame),
+                    resp.etype.eq(meta.data.etype), resp.stage.eq(Array(s.stage_d)[p.index]),
+                    resp.busy.eq(self._pick(s.busy_d, p.index)), resp.hold.eq(meta.data.hold),
+                    resp.buf.eq(p.index), resp.addr.eq(art.data.base),
+                    resp.lines.eq(art.data.length)]
+        with m.Elif((p.kind == _Pending.TRANSLATE) & (p.direct.code == Code.OK)):
+            m.d.comb += [resp.buf.eq(p.index), resp.addr.eq(art.data.base + p.offset),
+                         resp.lines.eq(art.data.length)]
+        return resp
+
+    def _status(self, m, s):
+        """Counts of free records, entity numbers and lines, and the error flag."""
+        st = self.status
+        m.d.comb += [st.free_records.eq(_popcount(~s.valid)),
+                     st.free_entities.eq(_popcount(s.ent_free)),
+                     st.free_lines.eq(_popcount(s.line_free)),
+                     st.error.eq(s.error)]
+
+
+class _Pending(hdl_enum.Enum, shape=2):
+    """What a pending response still has to read: nothing, a search hit, a translation."""
+    DIRECT = 0
+    SEARCH = 1
+    TRANSLATE = 2
+
+
+#: The RAM fields of a record: a copy of ``entity`` and ``etype``, and ``hold``.
+META = data.StructLayout({"entity": 8, "etype": 3, "hold": 1})
+
+
+def ART(addr_bits):
+    """An address rename table entry: first line and length of a buffer."""
+    return data.StructLayout({"base": addr_bits, "length": 4})
+
+
+def _first(*checks):
+    """Response code of the first failing check, in order; OK if none fails."""
+    code = Const(Code.OK, 4)
+    for failed, failure in reversed(checks):
+        code = Mux(failed, failure, code)
+    return code
+
+
+class QCCTiming(wiring.Component):
+    """:class:`QCC` with a flip-flop on every port bit, for timing only.
+
+    Out of context, the FPGA flow times paths between flip-flops only, so paths that
+    start at an input port (a command's key into the comparators, a completion's record
+    into the table reads) or end at an output port would not count. With every port
+    registered here, they are timed as they would be between registered neighbours.
+    The extra clock on every port breaks the handshakes: this design is not for use.
+    Parameters as :class:`QCC`.
+    """
+
+    def __init__(self, **params):
+        self.core = QCC(**params)
+        super().__init__(dict(self.core.signature.members))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.core = core = self.core
+        for path, member, outer in self.signature.flatten(self):
+            inner = core
+            for part in path:
+                inner = getattr(inner, part)
+            if member.flow == wiring.In:
+                m.d.sync += inner.eq(outer)
+            else:
+                m.d.sync += outer.eq(inner)
+        return m
+
+
+def _timing(*, records=256, entities=256, lines=256, frames=16):
+    return QCCTiming(records=records, entities=entities, lines=lines, frames=frames)
+
+
+#: Designs that ``python -m hw.gen`` can build.
+DESIGNS = {
+    "qcc": QCC,
+    "qcc_timing": _timing,
+}

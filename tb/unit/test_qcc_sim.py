@@ -1,0 +1,184 @@
+"""Fast amaranth.sim tests of ``hw/qcc.py``: clock-by-clock against the golden model.
+
+The same :class:`tb.test_qcc.CycleChecker` as the cocotb testbenches, driven from
+Python without building Verilog, at small sizes.
+"""
+
+import os
+import random
+from collections import deque
+
+import numpy as np
+import pytest
+from amaranth.sim import Simulator
+
+from golden.qcc import Command, EType, Kind
+from hw.qcc import QCC
+from tb.test_qcc import (CycleChecker, Sample, encode_command, model_of, random_command,
+                         random_query)
+
+SMALL = dict(records=8, entities=6, lines=24, frames=4)
+
+
+class SimBench:
+    """Drives a QCC in amaranth.sim: sources with gaps, sinks with stalls, processors
+    with random latency that complete out of order."""
+
+    def __init__(self, dut, rng, *, gap=0.3, stall=0.3, latency=(1, 8)):
+        self.dut = dut
+        self.rng = rng
+        self.gap, self.stall, self.latency = gap, stall, latency
+        self.model = model_of(dut.config())
+        self.checker = CycleChecker(self.model, dut.lines)
+        self.sources = {"cmd": deque(), "query": deque()}
+        self.presenting = {"cmd": None, "query": None}
+        self.due = {Kind.NUMERIC: [], Kind.MOVE: []}
+
+    def send(self, port, commands):
+        self.sources[port].extend(encode_command(c) for c in commands)
+
+    @property
+    def idle(self):
+        return not any(self.sources.values()) and not any(self.presenting.values()) \
+            and not any(self.due.values()) and not self.checker.pending() \
+            and self.model.idle()
+
+    async def clock(self, ctx):
+        dut, rng = self.dut, self.rng
+        for port in ("cmd", "query"):
+            if self.presenting[port] is None and self.sources[port] and rng.random() >= self.gap:
+                self.presenting[port] = self.sources[port].popleft()
+            stream = getattr(dut, port)
+            ctx.set(stream.valid, self.presenting[port] is not None)
+            ctx.set(stream.payload.as_value(), self.presenting[port] or 0)
+        done = {}
+        for kind, port in ((Kind.NUMERIC, dut.n_done), (Kind.MOVE, dut.m_done)):
+            ready_now = [i for i, (t, _) in enumerate(self.due[kind]) if t <= self.checker.clocks]
+            if ready_now:
+                done[kind] = self.due[kind].pop(ready_now[int(rng.integers(len(ready_now)))])[1]
+            ctx.set(port.valid, kind in done)
+            ctx.set(port.payload.as_value(), done.get(kind, 0))
+        for name in CycleChecker.PORTS:
+            ctx.set(getattr(dut, name).ready, rng.random() >= self.stall)
+        sample = Sample(n_done=done.get(Kind.NUMERIC), m_done=done.get(Kind.MOVE),
+                        outputs={}, status=tuple(ctx.get(getattr(dut.status, f)) for f in
+                                                 ("free_records", "free_entities",
+                                                  "free_lines", "error")))
+        for port in ("cmd", "query"):
+            stream = getattr(dut, port)
+            if self.presenting[port] is not None and ctx.get(stream.ready):
+                setattr(sample, port, self.presenting[port])
+                self.presenting[port] = None
+        for name in CycleChecker.PORTS:
+            stream = getattr(dut, name)
+            sample.outputs[name] = (ctx.get(stream.valid), ctx.get(stream.ready),
+                                    ctx.get(stream.payload.as_value()))
+        sample.n_ready = not sample.outputs["n_issue"][0] or sample.outputs["n_issue"][1]
+        sample.m_ready = not sample.outputs["m_issue"][0] or sample.outputs["m_issue"][1]
+        before = {k: len(self.checker.seen[p]) for k, p in
+                  ((Kind.NUMERIC, "n_issue"), (Kind.MOVE, "m_issue"))}
+        self.checker.clock(sample)
+        for kind, port in ((Kind.NUMERIC, "n_issue"), (Kind.MOVE, "m_issue")):
+            for issue in self.checker.seen[port][before[kind]:]:
+                lat = int(rng.integers(self.latency[0], self.latency[1] + 1))
+                self.due[kind].append((self.checker.clocks + lat, issue.record))
+        await ctx.tick()
+
+
+def simulate(dut, body, *, seed=None):
+    seed = int(os.environ.get("SEED") or random.SystemRandom().randrange(1 << 31)) \
+        if seed is None else seed
+    print(f"seed {seed} (rerun with SEED={seed})")
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    rng = np.random.default_rng(seed)
+
+    async def testbench(ctx):
+        await body(ctx, rng)
+    sim.add_testbench(testbench)
+    sim.run()
+
+
+async def run_until_idle(ctx, bench, limit):
+    for _ in range(limit):
+        await bench.clock(ctx)
+        if bench.idle:
+            return
+    raise AssertionError(f"not idle after {limit} clocks")
+
+
+def test_directed_sequence():
+    """A short script of every op, no gaps, no stalls."""
+    dut = QCC(**SMALL)
+
+    async def body(ctx, rng):
+        bench = SimBench(dut, rng, gap=0, stall=0, latency=(1, 1))
+        bench.send("cmd", [Command.alloc(EType.VERTEX, 2),
+                           Command.alloc(EType.PIXEL, 3, hold=True),
+                           Command.map(0, 1, 2), Command.search(0, 1), Command.translate(1, 2),
+                           Command.translate(1, 3), Command.delete(3), Command(7)])
+        bench.send("query", [Command.search(1, 0), Command.translate(0, 1)])
+        await run_until_idle(ctx, bench, 300)
+        assert len(bench.checker.responses) == 8
+    simulate(dut, body)
+
+
+@pytest.mark.parametrize("gap, stall", [(0.0, 0.0), (0.3, 0.3), (0.6, 0.1)])
+def test_random(gap, stall):
+    """Random mixes of every request, with gaps, stalls and random latencies."""
+    dut = QCC(**SMALL)
+    config = dut.config()
+
+    async def body(ctx, rng):
+        bench = SimBench(dut, rng, gap=gap, stall=stall, latency=(1, 6))
+        bench.send("cmd", [random_command(rng, config) for _ in range(300)])
+        bench.send("query", [random_query(rng, config) for _ in range(200)])
+        await run_until_idle(ctx, bench, 6000)
+    simulate(dut, body)
+
+
+# ---------------------------------------------------------------- parameters and encodings
+
+@pytest.mark.parametrize("kw, exc, msg", [
+    (dict(records=0), ValueError, "records must be an integer from 1 to 256, not 0"),
+    (dict(records=257), ValueError, "records must be an integer from 1 to 256, not 257"),
+    (dict(records="8"), TypeError, "records must be an integer, not '8'"),
+    (dict(records=True), TypeError, "records must be an integer, not True"),
+    (dict(entities=0), ValueError, "entities must be an integer from 1 to 256, not 0"),
+    (dict(lines=1025), ValueError, "lines must be an integer from 1 to 1024, not 1025"),
+    (dict(lines=2.0), TypeError, "lines must be an integer, not 2.0"),
+    (dict(frames=17), ValueError, "frames must be an integer from 1 to 16, not 17"),
+    (dict(programs=5), TypeError, "programs must be a sequence of 5 stage programs"),
+    (dict(programs=[[(0, 1)]] * 4), ValueError, "programs must have 5 entries, not 4"),
+    (dict(programs=[[(0, 1)]] * 4 + [[]]), ValueError,
+     r"programs\[4\] must be a sequence of 1 to 8 \(kind, desc\) stages"),
+    (dict(programs=[[(0, 1)]] * 4 + [[(0, 1)] * 9]), ValueError,
+     r"programs\[4\] must be a sequence of 1 to 8"),
+    (dict(programs=[[(2, 1)]] * 5), ValueError,
+     r"programs\[0\]\[0\] kind must be an integer from 0 to 1, not 2"),
+    (dict(programs=[[(0, 256)]] * 5), ValueError,
+     r"programs\[0\]\[0\] desc must be an integer from 0 to 255, not 256"),
+    (dict(programs=[[0]] * 5), TypeError, r"programs\[0\]\[0\] must be a \(kind, desc\) pair"),
+])
+def test_bad_parameters(kw, exc, msg):
+    with pytest.raises(exc, match=msg):
+        QCC(**kw)
+
+
+def test_hw_constants_match_the_golden_model():
+    """The RTL's enumerations, reset programs and port widths are the model's."""
+    import golden.qcc as g
+    import hw.qcc as h
+    for name in ("Kind", "EType", "Op", "Code"):
+        assert {e.name: e.value for e in getattr(h, name)} == \
+            {e.name: e.value for e in getattr(g, name)}, name
+    assert [[(int(k), d) for k, d in p] for p in h.DEFAULT_PROGRAMS] == \
+        [[(int(s.kind), s.desc) for s in p] for p in g.DEFAULT_PROGRAMS]
+    assert (h.N_TYPES, h.MAX_STAGES, h.MAX_BUF_LINES, h.DONE_STAGE) == \
+        (g.N_TYPES, g.MAX_STAGES, g.MAX_BUF_LINES, g.DONE_STAGE)
+    assert h.COMMAND.size == 111 and h.ISSUE.size == 39
+    for lines in (1, 2, 24, 256, 1000):
+        assert h.addr_width(lines) == g.addr_width(lines)
+        assert h.response_layout(lines).size == 48 + g.addr_width(lines)
+    dut = QCC(records=8, entities=6, lines=24, frames=4)
+    assert model_of(dut.config()).status() == (8, 6, 24, False)
