@@ -31,10 +31,11 @@ FAST_BUILD = {"OPT_FAST": "-O0"}
 LATENCY = 5          # clocks from the input handshake to the output word (documented)
 
 BUILDS = {
-    "default": ({}, ["random_blocks", "raw_blocks", "malformed"]),
+    "default": ({}, ["random_blocks", "raw_blocks", "huge_and_quads", "malformed"]),
     "small": ({"int_bits": 7, "subpix": 4},
               ["random_blocks", "raw_blocks", "mesh_watertight", "scissor_cuts",
-               "directed_corners", "stall_and_release", "schedule"]),
+               "directed_corners", "sample_point_edges", "huge_and_quads",
+               "stall_and_release", "schedule"]),
     "tri": ({"edges": 3, "modes": (1, 4), "int_bits": 6, "subpix": 4, "tag_bits": 8},
             ["random_blocks", "malformed", "schedule"]),
 }
@@ -52,15 +53,23 @@ def test_block(build, simulator):
 
 @pytest.mark.parametrize("kwargs, error, message", [
     ({"edges": 5}, ValueError, r"edges must be an integer from 3 to 4, not 5"),
+    ({"edges": 2}, ValueError, r"edges must be an integer from 3 to 4, not 2"),
     ({"edges": 3.0}, TypeError, r"edges must be an integer, not 3\.0"),
     ({"modes": (1, 3)}, ValueError, r"modes must hold sample counts from 1, 2, 4, 8, 16, not 3"),
     ({"modes": ()}, ValueError, r"modes must hold 1 to 5 distinct sample counts"),
     ({"modes": (4, 4)}, ValueError, r"modes must hold 1 to 5 distinct sample counts"),
     ({"modes": 4}, TypeError, r"modes must be a sequence of sample counts, not 4"),
     ({"modes": ("4",)}, TypeError, r"modes must hold integers, not '4'"),
+    ({"modes": (1, 32)}, ValueError, r"modes must hold sample counts from 1, 2, 4, 8, 16, not 32"),
     ({"subpix": 3}, ValueError, r"subpix must be an integer from 4 to 12, not 3"),
+    ({"subpix": 13}, ValueError, r"subpix must be an integer from 4 to 12, not 13"),
+    ({"subpix": "8"}, TypeError, r"subpix must be an integer, not '8'"),
     ({"int_bits": 17}, ValueError, r"int_bits must be an integer from 5 to 16, not 17"),
+    ({"int_bits": 4}, ValueError, r"int_bits must be an integer from 5 to 16, not 4"),
+    ({"int_bits": 12.0}, TypeError, r"int_bits must be an integer, not 12\.0"),
     ({"tag_bits": True}, TypeError, r"tag_bits must be an integer, not True"),
+    ({"tag_bits": 0}, ValueError, r"tag_bits must be an integer from 1 to 64, not 0"),
+    ({"tag_bits": 65}, ValueError, r"tag_bits must be an integer from 1 to 64, not 65"),
 ])
 def test_parameter_errors(kwargs, error, message):
     from hw.raster import BlockRasterizer
@@ -102,13 +111,14 @@ class Fmt:
     def golden(self, **kwargs):
         return dict(subpix=self.subpix, int_bits=self.int_bits, **kwargs)
 
-    def pack_in(self, rec, tag, *, msaa=None, n_edges=None):
-        """Input word of a :class:`golden.raster.BlockRecord` (4-edge builds get an
-        unused edge 3 for triangles)."""
+    def pack_in(self, rec, tag, *, msaa=None, n_edges=None, rng=None):
+        """Input word of a :class:`golden.raster.BlockRecord`. On 4-edge builds a
+        triangle's unused edge 3 holds random values when ``rng`` is given (the design
+        must ignore them), else zeros."""
         k = len(rec.A)
-        zero = {"lo16": 0, "A": 0, "B": 0, "bias": 0}
         edges = [{"lo16": int(rec.lo16[e]), "A": int(rec.A[e]), "B": int(rec.B[e]),
-                  "bias": int(rec.bias[e])} for e in range(k)] + [zero] * (self.edges - k)
+                  "bias": int(rec.bias[e])} for e in range(k)]
+        edges += [self._junk_edge(rng) for _ in range(self.edges - k)]
         x0, y0, x1, y1 = rec.bbox
         word = self.in_layout.const({
             "bx": rec.bx, "by": rec.by, "bbox": {"x0": x0, "y0": y0, "x1": x1, "y1": y1},
@@ -116,6 +126,13 @@ class Fmt:
             "n_edges": k if n_edges is None else n_edges, "tag": tag & self.tag_mask,
             "edge": edges[:self.edges]})
         return word.as_value().value
+
+    def _junk_edge(self, rng):
+        if rng is None:
+            return {"lo16": 0, "A": 0, "B": 0, "bias": 0}
+        signed = lambda bits: int(rng.integers(-(1 << (bits - 1)), 1 << (bits - 1)))
+        return {"lo16": signed(self.rtl.lo16_bits), "A": signed(self.rtl.coef_bits),
+                "B": signed(self.rtl.coef_bits), "bias": int(rng.integers(0, 2))}
 
     def expect(self, rec, tag):
         """Output word the golden record asks for (unused edges report zeros)."""
@@ -202,12 +219,14 @@ class Bench:
         self.monitor = StreamMonitor(dut, "o", rng, stall=stall)
         self.expected = []
         self.tag = 0
+        self.rng = rng
 
     def send(self, records, **kwargs):
-        """Queue golden records; returns their expected output words."""
+        """Queue golden records (random junk in unused edges); returns their expected
+        output words."""
         words, want = [], []
         for rec in records:
-            words.append(self.fmt.pack_in(rec, self.tag, **kwargs))
+            words.append(self.fmt.pack_in(rec, self.tag, rng=self.rng, **kwargs))
             want.append(self.fmt.expect(rec, self.tag))
             self.tag += 1
         self.driver.send(words)
@@ -293,7 +312,7 @@ async def mesh_watertight(dut):
     bench = Bench(dut, rng, gap=0.2, stall=0.3)
     fmt = bench.fmt
     side = 48
-    for n in (1, 4, 16) if 16 in fmt.modes else fmt.modes[:2]:
+    for n in fmt.modes:
         mesh = S.mesh(side, side, 40, int(rng.integers(1 << 30)), **_fmt(fmt))
         bench.send(R.block_records(mesh, side, side, n, **fmt.golden()))
     await bench.finish()
@@ -394,9 +413,109 @@ def _degenerate(fmt):
 
 
 @cocotb.test()
+async def sample_point_edges(dut):
+    """Edges exactly through sample points, in every mode and for several samples of
+    each pattern: a square whose sides run along a row and a column of sample ``s``
+    (horizontal and vertical edges), split along either diagonal (45-degree edges
+    through sample ``s`` of every pixel on them), and a slope-2 edge, each triangle in a
+    random winding; on 4-edge builds the square itself as a quad in both windings. Then
+    random triangles with every vertex on the 4-pixel span-corner lattice (edges
+    through span and block corners). All against the golden records."""
+    rng = await start(dut)
+    bench = Bench(dut, rng, gap=0.2, stall=0.4)
+    fmt = bench.fmt
+    side = 64
+    for n in fmt.modes:
+        picks = sorted({0, *(int(v) for v in rng.choice(n, min(n, 2), replace=False))})
+        prims = [_sample_square(fmt, rng, n, s, side) for s in picks]
+        tris = np.concatenate([p[0] for p in prims])
+        bench.send(_thin(rng, R.block_records(tris, side, side, n, **fmt.golden()), 40))
+        if fmt.edges == 4:
+            quads = np.concatenate([p[1] for p in prims])
+            bench.send(_thin(rng, R.block_records(quads, side, side, n, **fmt.golden()), 16))
+    lattice = rng.integers(0, side // 4 + 1, (12, 3, 2)) * (4 << fmt.subpix)
+    lattice = np.minimum(lattice, (side << fmt.subpix) - 1)
+    bench.send(_thin(rng, scene_records(fmt, rng, lattice, side, side, fmt.modes), 80))
+    await bench.finish()
+
+
+def _sample_square(fmt, rng, n, s, side):
+    """Triangles and quads whose edges pass exactly through sample ``s`` (mode ``n``)
+    of pixels all along them: ``(triangles (6, 3, 2), quads (2, 4, 2))``, triangles in
+    random windings, the quad in both."""
+    u = 1 << fmt.subpix
+    ox, oy = R.sample_offsets(n)[s] << (fmt.subpix - 4)
+    length = int(rng.integers(4, 20))
+    x, y = (int(v) * u + u // 2 + o for v, o in zip(rng.integers(1, side - 2 * length - 2, 2),
+                                                     (ox, oy)))
+    d = length * u
+    a, b, c, e = (x, y), (x + d, y), (x + d, y + d), (x, y + d)
+    tris = [[a, b, c], [a, c, e], [a, b, e], [b, c, e],
+            [a, (x + d, y + 2 * d), (x, y + 2 * d)],                  # slope-2 edge
+            [a, (x + d, y + 2 * d), (x + d, y)]]
+    tris = [t[::-1] if rng.random() < 0.5 else t for t in tris]
+    quads = [[a, b, c, e], [e, c, b, a]]
+    return np.array(tris, dtype=np.int64), np.array(quads, dtype=np.int64)
+
+
+@cocotb.test()
+async def huge_and_quads(dut):
+    """Huge triangles -- vertices at the ends of the coordinate range, both windings --
+    seen through scissor windows where one of their edges crosses (blocks far from the
+    vertices: large lo16, A and B), and random convex quads from slivers to the frame's
+    size in both windings (4-edge builds), in every mode, against the golden records."""
+    rng = await start(dut)
+    bench = Bench(dut, rng, gap=0.3, stall=0.3)
+    fmt = bench.fmt
+    top = (fmt.size << fmt.subpix) - 1
+    count = 8 if fmt.size > 256 else 16
+    for _ in range(count):
+        ends = rng.choice([0, top, int(rng.integers(0, top))], (3, 2))
+        ends[int(rng.integers(3)), int(rng.integers(2))] = int(rng.choice([0, top]))
+        tri = ends[None] if rng.random() < 0.5 else ends[None, ::-1]
+        scissor = _window(fmt, rng, tri[0], 32)
+        n = int(rng.choice(fmt.modes))
+        bench.send(R.block_records(tri, fmt.size, fmt.size, n, scissor=scissor,
+                                   **fmt.golden()))
+    if fmt.edges == 4:
+        side = frame(fmt, 64)
+        quads = _convex_quads(fmt, rng, side, 24)
+        bench.send(_thin(rng, scene_records(fmt, rng, quads, side, side, fmt.modes), 120))
+    dut._log.info("%d blocks", len(bench.expected))
+    await bench.finish()
+
+
+def _window(fmt, rng, tri, size):
+    """A ``size``-pixel scissor around a random point of a random edge of ``tri``."""
+    e = int(rng.integers(3))
+    t = rng.uniform(0, 1)
+    point = (tri[e] + t * (tri[(e + 1) % 3] - tri[e])) / (1 << fmt.subpix)
+    lo = [int(np.clip(c - size // 2, 0, fmt.size - size)) for c in point]
+    return (lo[0], lo[1], lo[0] + size, lo[1] + size)
+
+
+def _convex_quads(fmt, rng, side, count):
+    """Random convex quads: 4 points at increasing angles on a rotated ellipse (axes
+    from 1/8 pixel to the frame's size, so slivers too), half of them reversed."""
+    out = []
+    for _ in range(count):
+        centre = rng.uniform(0, side, 2)
+        axes = np.exp(rng.uniform(np.log(0.125), np.log(side), 2))
+        angles = np.sort(rng.uniform(0, 2 * np.pi, 4))
+        turn = rng.uniform(0, np.pi)
+        pts = np.stack([axes[0] * np.cos(angles), axes[1] * np.sin(angles)], -1)
+        rot = np.array([[np.cos(turn), -np.sin(turn)], [np.sin(turn), np.cos(turn)]])
+        quad = centre + pts @ rot.T
+        out.append(quad[::-1] if rng.random() < 0.5 else quad)
+    coords = np.clip(np.array(out), 0, ((fmt.size << fmt.subpix) - 1) / (1 << fmt.subpix))
+    return R.snap(coords, fmt.subpix, fmt.int_bits)
+
+
+@cocotb.test()
 async def malformed(dut):
-    """Unsupported MSAA codes and edge counts are dropped with the sticky error flag;
-    the good blocks around them come out intact; reset clears the flag."""
+    """Unsupported MSAA codes and edge counts are dropped with the sticky error flag:
+    a burst of them into a stalled output is taken at once and nothing comes out; mixed
+    with good blocks, the good ones come out intact and in order; reset clears the flag."""
     rng = await start(dut)
     bench = Bench(dut, rng, gap=0.2, stall=0.4)
     fmt = bench.fmt
@@ -408,6 +527,21 @@ async def malformed(dut):
     bad_edges = [c for c in range(8) if c not in ((3, 4) if fmt.edges == 4 else (3,))]
     await ClockCycles(dut.clk, 2)
     assert not int(dut.error.value), "error flag set after reset"
+    # Only malformed blocks, back to back, into a stalled output: each is taken and
+    # dropped (no hang, no pipeline slot), none comes out.
+    bench.monitor.stall = 1.0
+    burst = [fmt.pack_in(good[0], 0xED, msaa=int(rng.choice(bad_msaa))) if k % 2 else
+             fmt.pack_in(good[0], 0xED, n_edges=int(rng.choice(bad_edges))) for k in range(12)]
+    bench.send_raw(burst)
+    await wait_until(dut, lambda: bench.driver.accepted >= len(burst), timeout=4 * len(burst)
+                     + 20, what="the malformed burst to be taken")
+    assert int(dut.error.value) == 1, "error flag not set by malformed blocks"
+    await ClockCycles(dut.clk, 2 * LATENCY)
+    await ReadOnly()
+    assert not int(dut.o__valid.value) and not bench.monitor.items, \
+        "a malformed block came out"
+    await FallingEdge(dut.clk)
+    bench.monitor.stall = 0.4
     for i, rec in enumerate(good):
         bench.send([rec])
         if i % 3 == 1:
@@ -416,7 +550,6 @@ async def malformed(dut):
         if i % 3 == 2:
             bench.send_raw([fmt.pack_in(rec, 0xEF, n_edges=int(rng.choice(bad_edges)))])
     await bench.finish()
-    assert int(dut.error.value) == 1, "error flag not set by malformed blocks"
     await ClockCycles(dut.clk, 20)
     assert int(dut.error.value) == 1, "error flag not sticky"
     bench.stop()

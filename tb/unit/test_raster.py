@@ -330,6 +330,31 @@ def test_parameter_errors(kwargs, exc, msg):
             fn(**args)
 
 
+@pytest.mark.parametrize("kwargs, exc, msg", [
+    (dict(int_bits=3), ValueError, r"int_bits must be in 4\.\.16, not 3"),
+    (dict(int_bits=17), ValueError, r"int_bits must be in 4\.\.16, not 17"),
+    (dict(subpix=13), ValueError, r"subpix must be in 4\.\.12, not 13"),
+    (dict(front_ccw=1), TypeError, r"front_ccw must be a bool, not int"),
+])
+def test_format_and_winding_errors(kwargs, exc, msg):
+    with pytest.raises(exc, match=msg):
+        R.coverage(px((0, 0), (4, 0), (0, 4)), 16, 16, **kwargs)
+
+
+@pytest.mark.parametrize("call, exc, msg", [
+    (lambda: R.rasterize_block([1], [1], [0], [0], (0, 0, 15, 15), 0, 0, samples=3),
+     ValueError, r"samples must be one of 1, 2, 4, 8, 16, not 3"),
+    (lambda: R.rasterize_block([1], [1], [0], [0], (0, 0, 15, 15), 0, 0, subpix=13),
+     ValueError, r"subpix must be in 4\.\.12, not 13"),
+    (lambda: R.sample_offsets(32), ValueError, r"samples must be one of 1, 2, 4, 8, 16, not 32"),
+    (lambda: R.snap([[1.0, 2.0]], subpix=2), ValueError, r"subpix must be in 4\.\.12, not 2"),
+    (lambda: R.benchmark_coverage(repeat=0), ValueError, r"repeat must be in 1\.\.1000, not 0"),
+])
+def test_other_entry_point_errors(call, exc, msg):
+    with pytest.raises(exc, match=msg):
+        call()
+
+
 def test_scene_parameter_errors():
     with pytest.raises(ValueError, match="name must be one of mesh, random"):
         S.scene("teapot", 16, 16)
@@ -337,6 +362,14 @@ def test_scene_parameter_errors():
         S.mesh(16, 16, 8, jitter=0.5)
     with pytest.raises(ValueError, match="n_triangles must be in 0"):
         S.random_triangles(16, 16, -1)
+    with pytest.raises(ValueError, match=r"n_lines must be in 0\.\.16777216, not -1"):
+        S.wide_lines(16, 16, -1)
+    with pytest.raises(ValueError, match=r"width must be in 1\.\.65536, not 0"):
+        S.fan(0, 16)
+    with pytest.raises(ValueError, match=r"seed must be in 0\.\.9223372036854775807, not -1"):
+        S.mesh(16, 16, 8, seed=-1)
+    with pytest.raises(TypeError, match=r"seed must be an int, not float"):
+        S.random_triangles(16, 16, 4, seed=1.5)
 
 
 # ------------------------------------------------------------------ blocks and spans
