@@ -2218,21 +2218,23 @@ class Scoreboard:
                 first = [x for x in local if x in lst]
                 return first, first + [x for x in lst if x not in first]
 
-            first, cands = candidates()
             pos, refused, k = 0, set(), 0
             for j, r in enumerate(rq):
-                apply_cfg(r.start)          # a configuration word may land mid-packet
-                nd = (max(1, mins[s][0]), max(mins[s][1], pkt.size))
-                first, now = candidates()
-                changed = now != cands
-                cands = now
+                # A pass keeps the candidate list and minimum it started with (configuration
+                # words taken meanwhile count from the next pass). A new pass: the first
+                # request, one not in the clock after the previous answer (a refusal is
+                # followed by the next request in the very next clock unless the pass
+                # ends), or one that goes back up (or off) the pass's list.
+                new = j == 0 or r.start > rq[j - 1].end + 1
+                if not new:
+                    new = r.eu not in cands or cands.index(r.eu) < pos
+                if new:
+                    apply_cfg(r.start)
+                    nd = (max(1, mins[s][0]), max(mins[s][1], pkt.size))
+                    first, cands = candidates()
+                    pos, refused, k = 0, set(), j
                 assert r.eu in cands, f"log at {t}: request to EU {r.eu}, not in {cands}"
                 i = cands.index(r.eu)
-                if changed or i < pos or (j and r.start > rq[j - 1].end + 1):
-                    # a new list, back up the list, or not the clock after the previous
-                    # answer (a refusal is followed by the next request in the very next
-                    # clock unless the pass ends): a new pass
-                    pos, refused, k = 0, set(), j
                 for c in cands[pos:i]:
                     assert not sp.meets(EUStatus(*r.status[c]), nd), \
                         (f"log at {t}: EU {r.eu} asked at {r.start} while the earlier "

@@ -41,18 +41,29 @@ How it is built, and why
 * **A true CAM in flip-flops.** Each record keeps ``valid``, ``entity``, ``frame``,
   ``etype``, ``stage``, ``busy``, ``queued``, its FIFO position ``pos``, the kind of
   its stage and whether that stage is the last in flip-flops, with its own
-  comparators: a search compares every record at once and one search can start every
-  clock on each of ``cmd`` and ``query``; DELETE clears every record of an entity in
-  one clock (a multi-match invalidate). RAM-based FPGA CAMs cannot do
-  this: in the open-source ``alexforencich/verilog-cam``, ``cam_srl`` answers a search
-  one clock later too but writes or deletes one entry in 16 clocks (it shifts an
-  SRL16 per key slice) and ``cam_bram`` takes four clocks per write; both update one
-  address at a time, never "every entry whose key part matches".
+  comparators. A search compares every record at once into a one-hot match vector;
+  its hit and index are registered, so the result is out one clock later and a search
+  can start every clock on each of ``cmd`` and ``query``. DELETE clears every record
+  whose ``entity`` matches, whatever its frame, in one clock (a multi-match invalidate
+  on part of the key); ALLOC and MAP write a record in the clock they are taken.
+  Flip-flops cost logic per record (a comparator, update logic), where a RAM-based
+  CAM costs RAM bits per key value instead, but RAM CAMs update one address per
+  operation over several clocks. The open-source ones we read:
+  ``alexforencich/verilog-cam`` ``cam_srl`` keeps each key slice of 4 bits as one-hot
+  bits in an SRL16 per entry and registers the match vector (result one clock after
+  the key), but a write or delete shifts the 16 SRL bits of one address in 16 clocks
+  (``write_busy``); ``cam_bram`` stores a match vector per 9-bit key slice value in
+  block RAM and takes four clocks after a write is accepted (clear the old content's
+  bits, then set the new) and two for a delete. ``open-logic`` ``olo_base_cam``
+  (RAM-based, after AMD XAPP1151) documents that reads take one clock cycle and
+  writes two, not both at once, with a "clear this content from every address"
+  operation (a multi-match delete of one whole key value).
 * **Write-once fields in RAM.** ``entity``, ``etype`` and ``hold`` are copied into a
   small RAM (``meta``) and the buffer's first line and length are the address rename
   table (``art``), both indexed by record. Reads by index (completions, issues, search
   results, TRANSLATE) cost a RAM read port instead of a multiplexer across every
-  record, which keeps the design within an ECP5-85F at 256 records.
+  record. Even so the logic per record dominates: on an ECP5-85F, 64 records take
+  half of the LUTs and 256 records do not fit (README, block 2).
 * **Search results are read one clock later.** A search registers whether it hit and
   the index of the record; in the next clock the response is read from the RAMs (read
   started in the search's clock) and from per-record copies of ``stage`` and ``busy``
@@ -90,6 +101,11 @@ How it is built, and why
 * **Lines are freed by entity**: each line remembers the entity owning it, so freeing
   up to three entities in one clock (DELETE or RELEASE and two completions) is a
   comparison per line rather than a decode of every freed buffer.
+* **CONFIG's "type in flight" check** reads one counter per type of its busy
+  entities (plus its FIFOs' "not empty" bits) instead of searching every record: an
+  entity becomes busy only by an issue and stops only by an accepted completion, and
+  up to two of each can happen in a clock, so the counter adds the clock's issues of
+  that type and subtracts its accepted completions.
 * **Responses** go through a two-entry queue with a bypass; ``cmd.ready`` and
   ``query.ready`` come from registers (and ``cmd``'s ``op``), never from
   ``resp.ready``/``qresp.ready``. ``status`` counts are population counts of the state.
@@ -533,6 +549,7 @@ class QCC(wiring.Component):
                     for i in range(MAX_STAGES)] for t in range(N_TYPES)]
         s.rr = [Signal(range(N_TYPES), init=N_TYPES - 1, name=f"rr_{k.name.lower()}")
                 for k in Kind]
+        s.busy_count = [Signal(range(R + 1), name=f"busy{t}_count") for t in range(N_TYPES)]
         s.error = Signal()
         return s
 
@@ -716,11 +733,14 @@ class QCC(wiring.Component):
         ev.resp_kind = Signal(_Pending)
         code = Signal(Code)
         m.d.comb += [resp.op.eq(c.op), resp.code.eq(code)]
+        ev.config_bad = _sig(m, (c.etype >= N_TYPES) | (c.nstages == 0)
+                             | (c.nstages > MAX_STAGES), "config_bad")
+        ev.config_busy = _sig(m, Array(self._in_flight(m, s, ev) + [Const(0, 1)] * 3)[c.etype],
+                              "config_busy")
         with m.Switch(c.op):
             with m.Case(Op.CONFIG):
-                in_flight = Array(self._in_flight(m, s, ev) + [Const(0, 1)] * 3)[c.etype]
-                bad = (c.etype >= N_TYPES) | (c.nstages == 0) | (c.nstages > MAX_STAGES)
-                m.d.comb += code.eq(_first((bad, Code.BAD_ARG), (in_flight, Code.BUSY)))
+                m.d.comb += code.eq(_first((ev.config_bad, Code.BAD_ARG),
+                                           (ev.config_busy, Code.BUSY)))
                 m.d.comb += resp.etype.eq(Mux(code == Code.OK, c.etype, 0))
             with m.Case(Op.ALLOC, Op.MAP):
                 self._allocate_code(m, ev, code, lines_ok)
@@ -763,7 +783,7 @@ class QCC(wiring.Component):
         ev.map_ok = _sig(m, take & (c.op == Op.MAP) & lines_ok & (c.frame < self.frames)
                          & (c.frame != 0) & ev.rec0_any & ~ev.match_any & ev.any_rec
                          & ev.fit_any, "map_ok")
-        ev.config_ok = _sig(m, take & (c.op == Op.CONFIG) & (ev.resp.code == Code.OK),
+        ev.config_ok = _sig(m, take & (c.op == Op.CONFIG) & ~ev.config_bad & ~ev.config_busy,
                             "config_ok")
         ev.delete_ok = _sig(m, take & (c.op == Op.DELETE) & ev.rec0_any & ~ev.rec0_busy,
                             "delete_ok")
@@ -819,11 +839,18 @@ class QCC(wiring.Component):
                 (~ev.any_rec, Code.NO_RECORD), (~ev.fit_any, Code.NO_LINES)))
 
     def _in_flight(self, m, s, ev):
-        """Per type: whether an entity of that type is queued or busy."""
+        """Per type: whether an entity of that type is queued or busy.
+
+        A count of busy entities per type stands in for a search of every record: an
+        entity becomes busy only by an issue and stops only by an accepted completion.
+        """
         flags = []
         for t in range(N_TYPES):
-            busy = _any(s.busy_bit[r] & (s.etype[r] == t) for r in range(self.records))
-            flags.append(_sig(m, _any(ev.nonempty[t]) | busy, f"in_flight_{t}"))
+            busy = s.busy_count[t]
+            issued = _popcount(Cat(ev.go[k] & (ev.sel_type[k] == t) for k in range(2)))
+            done = _popcount(Cat(d.ok & (d.etype == t) for d in ev.done))
+            m.d.sync += busy.eq(busy + issued - done)
+            flags.append(_sig(m, _any(ev.nonempty[t]) | (busy != 0), f"in_flight_{t}"))
         return flags
 
     def _translate_code(self, m, s, request, name):

@@ -13,12 +13,18 @@ are those of ``golden.spreader.Spreader.layout``.
 Figures (measured 2026-11-22)
 -----------------------------
 ``make bench`` (Verilator, 4 EUs, 32/128 records, EUs answering in the request's clock):
-triangle-only stream 1.0 allocation per clock when every first candidate accepts, 0.77
-with 30 % refusals (one extra clock per refusal); mixed stream 1.0 packet per clock.
-Scene ``mesh`` load balance and local-reference share depend on the EUs' random
-latencies (two seeds: largest/smallest EU share 0.31/0.17 and 0.54/0.02, local 0.80
-and 0.47). ECP5-85F, 4 EUs, 32/32 records: 19,224 LUT4 (CCU2C counted as 2), 4,530 FF,
-198 DPR16X4, Fmax 20 MHz after routing -- the combinational front end of decision 1.
+triangle-only stream 1.0 allocation per clock when every first candidate accepts,
+0.72-0.77 with 30 % refusals (one extra clock per refusal; the refusals are random);
+mixed stream 1.0 packet per clock. Load balance and locality on the ``mesh`` scene
+(64x64, 32 triangles, 475 packets; means over three fixed EU seeds) are in README.md:
+the priority lists fill the first EUs of the list first, so the balance is poor (up to
+one EU with no allocation) unless the driver configures lists that differ per type.
+ECP5-85F, 4 EUs, 32/32 records: 19,224 LUT4 (CCU2C counted as 2), 4,530 FF,
+198 DPR16X4, Fmax 20 MHz after routing -- the combinational front end of decision 1
+(critical path: anti-starvation compare, arbitration, the candidate list's sort, the
+status scan, the answer multiplexer, the table and FIFO writes; 11 ns logic, 39 ns
+routing). The 8-EU synthesis did not finish on the shared machine (over 25 minutes in
+Yosys's ABC9 alone).
 
 Decisions
 ---------
@@ -47,7 +53,10 @@ Decisions
    clock's pop, which a plain synchronous FIFO cannot do), and the :class:`Scoreboard`
    starts a new pass also when a request does not start in the clock after the previous
    answer (a pass that ended with no candidate meeting the minimum was otherwise merged
-   with the next one, wrongly mixing their refusals).
+   with the next one, wrongly mixing their refusals). Later the :class:`Scoreboard`
+   was made to keep a pass's candidate list and minimum for the whole pass, as the model
+   and the RTL do: a configuration word taken mid-pass had made it start a new pass and
+   fail a correct run (``dedicated_eus``, seed 870733251).
 5. Known difference, not tested: a patch in the very last group of the index space
    (``base >> 3 == 2**(index_bits-3) - 1``) stores its second half with a tag that the
    model keeps one bit wider; the RTL truncates it. The producer contract never sends
@@ -55,6 +64,21 @@ Decisions
 6. Candidate lists are a stable sort of the type's priority list by how many of the
    packet's referenced data each EU holds (triangle: vertices, pixel: its triangle), which
    is the model's "local EUs by count, ties in list order, then the rest of the list".
+7. :class:`SpreaderQCC` is the co-simulation design with real QCCs (``hw/qcc.py``): its
+   docstring says how requests, answers, releases, completions and status map onto the
+   QCC's commands, responses, issues and status. Each allocation request there costs
+   two clocks per tried EU (the QCC answers one clock after its command), and no ALLOC
+   goes to an EU while one of its entity completions waits to reach the spreader, because
+   the QCC reuses the number of an entity without ``hold`` in the clock after its last
+   stage completes (the spreader would see an answer naming an entity still in flight).
+8. Fmax was not improved: the spreader's contract (one allocation per clock, answer in
+   the request's clock) makes arbitration, lookups, candidate list, scan and commit one
+   combinational clock. Computing each stream's sorted candidate list in parallel with
+   the arbitration (and choosing by the winner afterwards) and registering the
+   anti-starvation flags would keep the behaviour clock for clock but shortens only the
+   head of the path; a real gain needs a pipeline register between the candidate list
+   and the scan (one more clock per pass, or a look-ahead evaluation of the next head)
+   and the golden model's timing changed to match.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -63,7 +87,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["Spreader", "DESIGNS"]
+__all__ = ["Spreader", "SpreaderQCC", "DESIGNS"]
 
 MAX_EUS, GROUP = 16, 8
 EU_W, ENTITY_W, SEQ_W, SIZE_W, ELEM_W, CODE_W = 4, 8, 16, 4, 4, 4
@@ -812,6 +836,227 @@ class Spreader(wiring.Component):
         return m
 
 
+class SpreaderQCC(wiring.Component):
+    """The spreader driving ``n_eus`` real QCCs (:class:`hw.qcc.QCC`): the co-simulation
+    design of issue 5 ("one test must run it against real QCC instances").
+
+    The spreader's EU interface is a request/answer handshake (the answer rides on the
+    ``alloc[e]`` transfer), a ``status`` per EU, one ``done`` stream and one ``release``
+    stream; the QCC has a command/response port, status outputs and stage issue and
+    completion ports. A small adapter per EU maps one onto the other:
+
+    * ``status[e]`` is the QCC's ``status`` (``free_records``, ``free_entities``,
+      ``free_lines``), so the spreader's minimum check reads the QCC's own counts.
+    * An allocation request becomes the QCC command ``ALLOC`` (``etype`` = the request's
+      type, the numbers agree: vertex 0, triangle 1, pixel 2, patch 3; ``lines`` = the
+      packet's size; ``hold`` = the request's ``hold``, 0 only for pixel packets). The
+      QCC answers one clock later; that response is the answer: ``alloc[e].ready`` = 1,
+      ``accept[e]`` = (code is OK), ``entity[e]`` = the response's entity. NO_RECORD,
+      NO_ENTITY and NO_LINES (e.g. enough lines but no contiguous run) are refusals, so
+      the spreader tries its next candidate. An allocation therefore costs two clocks
+      per tried EU (request, then answer), which the spreader's contract allows (it
+      holds the request until it is answered).
+    * A command is offered only while none is outstanding (one response per command,
+      in order); the release of the spreader (``release``, one stream, routed by its
+      ``eu`` into a one-entry register per EU) has priority over an allocation and
+      becomes the QCC command ``RELEASE`` of its entity (taken two or three clocks after
+      it is offered, as the QCC contract says).
+    * ``done``: the adapter remembers, for every issue the processors take, the record's
+      entity and whether the issued stage is the last of its type's stage program. A
+      completion (``n_done``/``m_done``) of a last stage is the entity's completion: it
+      is queued (one FIFO per EU and issue kind, ``records`` deep, so it cannot overflow)
+      and the queues are merged onto the spreader's ``done``, lowest EU and NUMERIC
+      first, one per clock.
+    * An entity without ``hold`` (a pixel packet) is deleted by the QCC in the clock of
+      its last completion, and its number can be handed out again from the next clock.
+      The spreader must have taken the completion before it sees that number in an
+      answer (else it reports BAD_ANSWER), so no ALLOC is offered to an EU while a
+      completion of that EU waits in its queues.
+
+    The processors (thread controller, data move machine) are the testbench's: each QCC's
+    ``n_issue``/``m_issue`` and ``n_done``/``m_done`` are ports of this design, as are
+    taps of what crosses the adapters (plain outputs, for the scoreboard).
+
+    Parameters
+    ----------
+    n_eus : int
+        EUs (QCCs), 1..16. Default 2.
+    records, entities, lines : int
+        Parameters of every QCC (its ``frames`` is 1: the spreader maps no frames).
+        Defaults 8, 8, 16.
+    vdt_records, pt_records, fifo_depth, starve_limit : int
+        Parameters of the spreader (:class:`Spreader`); defaults 8, 4, 2, 8. The
+        spreader's ``eu_records`` and ``eu_lines`` are the QCC's ``records`` and
+        ``lines``, its ``max_lines`` is ``min(8, lines)``.
+
+    Attributes
+    ----------
+    spreader_params : dict
+        The parameters of the spreader inside (a golden model built with them agrees).
+    alloc_tap[e] : out
+        ``valid``, ``ready``, ``accept``, ``entity`` and ``payload`` of the spreader's
+        ``alloc[e]`` and its answer, every clock.
+    status_tap[e], release_tap, done_tap : out
+        The status the spreader reads; the ``release`` and ``done`` transfers
+        (``valid`` = transferred this clock).
+    qcc_error : out
+        Per EU, the QCC's sticky ``error``.
+    adapter_error : out
+        Sticky: a RELEASE not answered OK, an answer without a request, or an ALLOC not
+        taken in the clock it was offered (none can happen when the rules above hold).
+    """
+
+    def __init__(self, *, n_eus=2, records=8, entities=8, lines=16, vdt_records=8,
+                 pt_records=4, fifo_depth=2, starve_limit=8):
+        from hw.qcc import DONE, ISSUE, QCC     # only here: the plain spreader needs none
+        self.n_eus = _check_int("n_eus", n_eus, 1, MAX_EUS)
+        self.spreader_params, self.qcc_params = self.split_params(
+            n_eus=n_eus, records=records, entities=entities, lines=lines,
+            vdt_records=vdt_records, pt_records=pt_records, fifo_depth=fifo_depth,
+            starve_limit=starve_limit)
+        self._qccs = [QCC(**self.qcc_params) for _ in range(n_eus)]   # validates them
+        self._spreader = Spreader(**self.spreader_params)
+        L = self._spreader.lay
+        self.lay = L
+        tap = data.StructLayout({"valid": 1, "ready": 1, "accept": 1, "entity": ENTITY_W,
+                                 "payload": L["alloc"]})
+        members = {n: In(stream.Signature(L[n]))
+                   for n in ("i_vtx", "i_tri", "i_pix", "i_pat", "cfg")}
+        members |= {n: Out(stream.Signature(L[n])) for n in ("move", "log", "err")}
+        members |= {
+            "n_issue": Out(stream.Signature(ISSUE)).array(n_eus),
+            "m_issue": Out(stream.Signature(ISSUE)).array(n_eus),
+            "n_done": In(stream.Signature(DONE)).array(n_eus),
+            "m_done": In(stream.Signature(DONE)).array(n_eus),
+            "alloc_tap": Out(tap).array(n_eus),
+            "status_tap": Out(L["status"]).array(n_eus),
+            "release_tap": Out(data.StructLayout({"valid": 1, "payload": L["release"]})),
+            "done_tap": Out(data.StructLayout({"valid": 1, "payload": L["done"]})),
+            "error": Out(1), "lost": Out(1),
+            "qcc_error": Out(n_eus), "adapter_error": Out(1),
+        }
+        super().__init__(members)
+
+    @staticmethod
+    def split_params(*, n_eus=2, records=8, entities=8, lines=16, vdt_records=8,
+                     pt_records=4, fifo_depth=2, starve_limit=8):
+        """``(spreader parameters, QCC parameters)`` of a parameter set, unchecked."""
+        qcc = {"records": records, "entities": entities, "lines": lines, "frames": 1}
+        spreader = {"n_eus": n_eus, "vdt_records": vdt_records, "pt_records": pt_records,
+                    "eu_records": records, "eu_lines": lines,
+                    "max_lines": max(1, min(8, lines)), "fifo_depth": fifo_depth,
+                    "starve_limit": starve_limit}
+        return spreader, qcc
+
+    def elaborate(self, platform):
+        from hw.qcc import Code, Op
+        m = Module()
+        N = self.n_eus
+        m.submodules.spreader = sp = self._spreader
+        for n in ("i_vtx", "i_tri", "i_pix", "i_pat", "cfg"):
+            wiring.connect(m, wiring.flipped(getattr(self, n)), getattr(sp, n))
+        for n in ("move", "log", "err"):
+            wiring.connect(m, getattr(sp, n), wiring.flipped(getattr(self, n)))
+        m.d.comb += [self.error.eq(sp.error), self.lost.eq(sp.lost)]
+        adapter_error = Signal()
+        m.d.comb += self.adapter_error.eq(adapter_error)
+        bad = []
+
+        # release: one register per EU, loaded from the spreader's single stream
+        rel = sp.release
+        rel_v = [Signal(name=f"rel_v{e}") for e in range(N)]
+        rel_ent = [Signal(ENTITY_W, name=f"rel_ent{e}") for e in range(N)]
+        m.d.comb += rel.ready.eq(~Array(rel_v)[rel.payload.eu])
+        m.d.comb += [self.release_tap.valid.eq(rel.valid & rel.ready),
+                     self.release_tap.payload.eq(rel.payload)]
+
+        queues = []
+        for e in range(N):
+            m.submodules[f"qcc{e}"] = q = self._qccs[e]
+            for k in ("n_issue", "m_issue"):
+                wiring.connect(m, getattr(q, k), wiring.flipped(getattr(self, k)[e]))
+            for k in ("n_done", "m_done"):
+                wiring.connect(m, wiring.flipped(getattr(self, k)[e]), getattr(q, k))
+            m.d.comb += [q.query.valid.eq(0), q.qresp.ready.eq(1), q.resp.ready.eq(1)]
+            st = sp.status[e]
+            m.d.comb += [st.free_records.eq(q.status.free_records),
+                         st.free_entities.eq(q.status.free_entities),
+                         st.free_lines.eq(q.status.free_lines),
+                         self.status_tap[e].eq(st), self.qcc_error[e].eq(q.status.error)]
+            with m.If(rel.valid & rel.ready & (rel.payload.eu == e)):
+                m.d.sync += [rel_v[e].eq(1), rel_ent[e].eq(rel.payload.entity)]
+            eq = [self._completions(m, q, e, kind) for kind in ("n", "m")]
+            queues += eq
+            blocked = eq[0].r_rdy | eq[1].r_rdy
+            bad += self._commands(m, q, sp.alloc[e], sp, e, rel_v[e], rel_ent[e], blocked,
+                                  Op, Code)
+
+        # completions: the queues merged onto the spreader's ``done``, lowest first
+        for i in reversed(range(2 * N)):
+            with m.If(queues[i].r_rdy):
+                m.d.comb += [sp.done.valid.eq(1), sp.done.payload.eu.eq(i // 2),
+                             sp.done.payload.entity.eq(queues[i].r_data)]
+        for i in range(2 * N):
+            first = queues[i].r_rdy & ~Cat(f.r_rdy for f in queues[:i]).any() if i \
+                else queues[i].r_rdy
+            m.d.comb += queues[i].r_en.eq(first & sp.done.ready)
+        m.d.comb += [self.done_tap.valid.eq(sp.done.valid & sp.done.ready),
+                     self.done_tap.payload.eq(sp.done.payload)]
+        with m.If(Cat(bad).any()):
+            m.d.sync += adapter_error.eq(1)
+        return m
+
+    def _completions(self, m, q, e, kind):
+        """The queue of entity completions of one issue kind of EU ``e``."""
+        records = self.qcc_params["records"]
+        iss, done = getattr(q, f"{kind}_issue"), getattr(q, f"{kind}_done")
+        last = Array(Signal(name=f"{kind}last{e}_{r}") for r in range(records))
+        ent = Array(Signal(ENTITY_W, name=f"{kind}ent{e}_{r}") for r in range(records))
+        # the last stage of each type's program (etype 5..7 is never issued)
+        final = Array([Const(len(p) - 1, 4) for p in q.programs] + [Const(15, 4)] * 3)
+        with m.If(iss.valid & iss.ready):
+            m.d.sync += [last[iss.payload.record].eq(iss.payload.stage
+                                                     == final[iss.payload.etype]),
+                         ent[iss.payload.record].eq(iss.payload.entity)]
+        f = SyncFIFO(width=ENTITY_W, depth=records)
+        m.submodules[f"done_{kind}{e}"] = f
+        m.d.comb += [f.w_en.eq(done.valid & last[done.payload.record]),
+                     f.w_data.eq(ent[done.payload.record])]
+        return f
+
+    def _commands(self, m, q, a, sp, e, rel_v, rel_ent, blocked, Op, Code):
+        """EU ``e``'s command port: RELEASE first, else the spreader's ALLOC; returns
+        the conditions that set ``adapter_error``."""
+        c, r = q.cmd, q.resp
+        wait = Signal(name=f"wait{e}")
+        with m.If(~wait):
+            with m.If(rel_v):
+                m.d.comb += [c.valid.eq(1), c.payload.op.eq(Op.RELEASE),
+                             c.payload.entity.eq(rel_ent)]
+                with m.If(c.ready):
+                    m.d.sync += rel_v.eq(0)
+            with m.Elif(a.valid & ~blocked):
+                m.d.comb += [c.valid.eq(1), c.payload.op.eq(Op.ALLOC),
+                             c.payload.etype.eq(a.payload.etype),
+                             c.payload.hold.eq(a.payload.hold),
+                             c.payload.lines.eq(a.payload.lines)]
+        with m.If(c.valid & c.ready):
+            m.d.sync += wait.eq(1)
+        with m.Elif(r.valid):
+            m.d.sync += wait.eq(0)
+        answer = r.valid & (r.payload.op == Op.ALLOC)
+        m.d.comb += [a.ready.eq(answer), sp.accept[e].eq(r.payload.code == Code.OK),
+                     sp.entity[e].eq(r.payload.entity)]
+        t = self.alloc_tap[e]
+        m.d.comb += [t.valid.eq(a.valid), t.ready.eq(a.ready), t.accept.eq(sp.accept[e]),
+                     t.entity.eq(sp.entity[e]), t.payload.eq(a.payload)]
+        return [answer & ~a.valid,
+                r.valid & (r.payload.op == Op.RELEASE) & (r.payload.code != Code.OK),
+                r.valid & r.payload.code[3],
+                c.valid & ~c.ready & (c.payload.op == Op.ALLOC)]
+
+
 DESIGNS = {
     "spreader": Spreader,
+    "spreader_qcc": SpreaderQCC,
 }

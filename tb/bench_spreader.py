@@ -1,9 +1,11 @@
 """Benchmarks of the global spreader: allocations per clock and EU load balance.
 
-Run by ``make bench`` (``tb/bench.py``) on Verilator. Every run is the lock-step closed
-loop of ``tb/test_spreader.py`` (the golden model checks every clock, the scoreboard the
-whole run) with no input gaps and no output back-pressure; the EUs answer in the clock of
-the request (``ready`` = 1), so refusals are the only cause of extra clocks.
+Run by ``make bench`` (``tb/bench.py``) on Verilator. Every run of the spreader alone is
+the lock-step closed loop of ``tb/test_spreader.py`` (the golden model checks every clock,
+the scoreboard the whole run) with no input gaps and no output back-pressure; the EUs
+answer in the clock of the request (``ready`` = 1), so refusals are the only cause of
+extra clocks. :func:`bench_scene_qcc` runs on ``spreader.spreader_qcc``, the spreader with
+real QCCs (``tb/test_spreader_qcc.py``, checked by the scoreboard).
 """
 
 import cocotb
@@ -14,6 +16,7 @@ from golden.spreader import (EType, Item, PixelPacket, TrianglePacket, VertexPac
 from tb.bench import emit_figure
 from tb.harness import params, reset, start
 from tb.test_spreader import _min_config, run_env
+from tb.test_spreader_qcc import run_qcc
 
 FAST_EU = {"records": 200, "entities": 200, "not_ready": 0.0, "refuse": 0.0,
            "latency": (4, 40)}
@@ -82,22 +85,77 @@ async def bench_mixed(dut):
                 stats.allocations_per_clock, "allocations/clock", params())
 
 
+def placement(res, stats):
+    """Load balance and locality of a run: ``(largest EU's share of the allocations,
+    smallest EU's share, share of triangles placed on an EU holding one of their
+    vertices, share of pixel packets placed on their triangle's EU)``, from the move
+    commands."""
+    tri = [mv for _, mv in res.move if mv.etype == EType.TRIANGLE]
+    pix = [mv for _, mv in res.move if mv.etype == EType.PIXEL]
+    tri_local = sum(mv.eu in {s.eu for s in mv.src} for mv in tri) / max(1, len(tri))
+    pix_local = sum(mv.eu == mv.src[0].eu for mv in pix) / max(1, len(pix))
+    total = max(1, sum(stats.per_eu))
+    return max(stats.per_eu) / total, min(stats.per_eu) / total, tri_local, pix_local
+
+
+def _emit_placement(dut, label, runs):
+    """Print each run's placement figures (with max/min allocations per EU) and emit
+    their means (shares, so that an EU without allocations stays a finite figure)."""
+    for seed, (hi, lo, tri, pix, per_eu) in runs:
+        ratio = f"{max(per_eu) / min(per_eu):.2f}" if min(per_eu) else "inf"
+        dut._log.info("%s, EU seed %d: allocations per EU %s (max/min %s), triangles on a "
+                      "vertex-holding EU %.3f, pixel packets on their triangle's EU %.3f",
+                      label, seed, per_eu, ratio, tri, pix)
+    mean = np.mean([r[1][:4] for r in runs], axis=0)
+    emit_figure(f"{label}, largest EU share of allocations", float(mean[0]), "fraction",
+                params())
+    emit_figure(f"{label}, smallest EU share of allocations", float(mean[1]), "fraction",
+                params())
+    emit_figure(f"{label}, triangles placed on a vertex-holding EU", float(mean[2]),
+                "fraction", params())
+    emit_figure(f"{label}, pixel packets placed on their triangle's EU", float(mean[3]),
+                "fraction", params())
+
+
+#: fixed EU random seeds of the scene benchmarks (the figures are means over them)
+SCENE_SEEDS = (1, 2, 3)
+
+
 @cocotb.test()
 async def bench_scene(dut):
-    """EU load balance and locality on the built-in ``mesh`` scene."""
-    rng = await start(dut)
+    """EU load balance and locality on the built-in ``mesh`` scene (64x64 pixels, 32
+    triangles; the raster golden model's pixel packets), testbench EUs of 12 records with
+    completion latencies of 2-24 clocks; three fixed EU seeds."""
+    await start(dut)
     p = params()
     wl = scene_workload("mesh", width=64, height=64, n=32, seed=0,
                         vdt_records=p["vdt_records"], pt_records=p["pt_records"])
-    res, stats = await run_env(dut, rng, wl, config=_min_config(),
-                               eu={**FAST_EU, "records": 12, "entities": 16,
-                                   "latency": (2, 24)},
-                               gap=0, stall=0, name="scene")
-    share = np.array(stats.per_eu) / max(1, stats.allocations)
-    emit_figure("scene mesh, largest EU share of allocations", float(share.max()),
-                "fraction", params())
-    emit_figure("scene mesh, smallest EU share of allocations", float(share.min()),
-                "fraction", params())
-    emit_figure("scene mesh, local references", stats.local
-                / max(1, stats.local + stats.global_), "fraction", params())
+    runs = []
+    for seed in SCENE_SEEDS:
+        await reset(dut)
+        res, stats = await run_env(dut, np.random.default_rng(seed), wl,
+                                   config=_min_config(),
+                                   eu={**FAST_EU, "records": 12, "entities": 16,
+                                       "latency": (2, 24)},
+                                   gap=0, stall=0, name=f"scene seed {seed}")
+        runs.append((seed, (*placement(res, stats), stats.per_eu)))
+    _emit_placement(dut, "scene mesh, testbench EUs", runs)
     emit_figure("scene mesh, allocations", stats.allocations, "packets", params())
+
+
+@cocotb.test()
+async def bench_scene_qcc(dut):
+    """The same scene on real QCCs (design ``spreader.spreader_qcc``): processors with
+    completion latencies of 1-6 clocks per stage, no gaps or back-pressure."""
+    await start(dut)
+    p = params()
+    wl = scene_workload("mesh", width=64, height=64, n=32, seed=0,
+                        vdt_records=p["vdt_records"], pt_records=p["pt_records"])
+    runs = []
+    for seed in SCENE_SEEDS:
+        await reset(dut)
+        res, stats = await run_qcc(dut, np.random.default_rng(seed), wl,
+                                   config=_min_config(), gap=0, stall=0,
+                                   name=f"scene on QCCs, seed {seed}")
+        runs.append((seed, (*placement(res, stats), stats.per_eu)))
+    _emit_placement(dut, "scene mesh, QCC EUs", runs)

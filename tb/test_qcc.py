@@ -606,6 +606,10 @@ async def random_mix(dut):
         await bench.run([random_command(rng, config, bad=0.02) for _ in range(length)],
                         timeout=100 * length)
         followed = bench.flow()
+        # Drained, so no type is in flight: CONFIG of each type's own program is taken
+        # (the RTL's per-type counts of busy entities came back to zero).
+        await bench.run([Command.config(t, bench.model.program(t)) for t in range(N_TYPES)])
+        assert all(r.code == Code.OK for _, _, r in bench.checker.commands[-N_TYPES:])
         await bench.clear()
         dut._log.info("gap %s stall %s: %d clocks, %d entities, %d issues, coverage %s",
                       gap, stall, bench.checker.clocks, followed, len(bench.checker.issues),
