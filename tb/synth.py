@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from hw.gen import generate
+from tb.harness import venv_tools_first
 from tb.results import print_table, record, save
 
 BUILD = Path(__file__).resolve().parent.parent / "build" / "synth"
@@ -93,6 +94,7 @@ def _fmax(log_path):
 
 
 def main(argv):
+    venv_tools_first()
     wanted = set(argv)
     records = []
     for design, params in TARGETS:
