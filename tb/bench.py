@@ -32,14 +32,9 @@ HARDWARE = [
      ["bench_search", "bench_alloc", "bench_issue", "bench_issue_seed", "bench_mixed"]),
 ]
 
-#: Extra ``run_cocotb`` options per design: a wide design builds several times faster
-#: with only its ports visible and -O0 C++ (the figures count clocks, not seconds).
-BUILD_OPTIONS = {
-    "spreader.spreader_qcc": {"ports_only": True, "verilator_make": {
-        "OPT_FAST": "-O0", "OPT_SLOW": "-O0", "OPT_GLOBAL": "-O0"}},
-    "qcc.qcc": {"ports_only": True, "verilator_make": {
-        "OPT_FAST": "-O0", "OPT_SLOW": "-O0", "OPT_GLOBAL": "-O0"}},
-}
+#: Wide designs, built with the harness's WIDE_DESIGN options (the figures count clocks,
+#: not seconds).
+WIDE = {"spreader.spreader_qcc", "qcc.qcc"}
 
 #: (block, module) of golden-model benchmarks: ``module.GOLDEN`` lists plain functions
 #: that return ``(metric, value, unit, params)`` tuples.
@@ -61,7 +56,7 @@ def emit_figure(metric, value, unit, params):
 
 
 def run_hardware(blocks):
-    from tb.harness import SIM_BUILD, run_cocotb
+    from tb.harness import SIM_BUILD, WIDE_DESIGN, run_cocotb
     records = []
     for block, design, params, module, tests in HARDWARE:
         if blocks and block not in blocks:
@@ -73,7 +68,7 @@ def run_hardware(blocks):
         print(f"bench {design} {params} ...", flush=True)
         run_cocotb(design, module, os.environ.get("SIM", "verilator"), params,
                    testcase=tests, folder=folder, extra_env={BENCH_OUT: str(out)},
-                   **BUILD_OPTIONS.get(design, {}))
+                   **(WIDE_DESIGN if design in WIDE else {}))
         records += [json.loads(line) for line in out.read_text().splitlines()]
     return records
 

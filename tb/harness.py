@@ -47,10 +47,15 @@ VERILATOR_ARGS = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "--no-tim
 # these command-line variables from $MAKEFLAGS.
 VERILATOR_MAKE_VARS = {"CFG_CXXFLAGS_PCH_I": "-include"}
 PARAMS_ENV = "FRESCO_PARAMS"
+#: :func:`run_cocotb` options for a wide design whose testbench touches only its ports:
+#: cocotb sees only the ports and Verilator's C++ is built without optimisation, which
+#: builds several times faster; such runs are bound by Python, not by the model.
+WIDE_DESIGN = {"ports_only": True,
+               "verilator_make": {"OPT_FAST": "-O0", "OPT_SLOW": "-O0", "OPT_GLOBAL": "-O0"}}
 
 __all__ = [
     "simulators", "run_cocotb", "params", "start", "reset", "StreamDriver", "StreamMonitor",
-    "check_equal", "wait_until", "venv_tools_first",
+    "check_equal", "wait_until", "venv_tools_first", "WIDE_DESIGN",
 ]
 
 

@@ -26,8 +26,8 @@ from golden.qcc import (
     DEFAULT_PROGRAMS, DONE_STAGE, N_TYPES, Code, Command, EType, Issue, Kind, Op, QCCModel,
     Response, addr_width,
 )
-from tb.harness import (StreamDriver, StreamMonitor, params, reset, run_cocotb, simulators,
-                        start, wait_until)
+from tb.harness import (WIDE_DESIGN, StreamDriver, StreamMonitor, params, reset, run_cocotb,
+                        simulators, start, wait_until)
 
 # ---------------------------------------------------------------- port encoding
 
@@ -552,16 +552,13 @@ TESTS = ["random_mix", "fill_to_the_brim", "bad_input", "delete_cases", "program
          "query_every_clock", "reset_midway"]
 
 
-#: The QCC is wide (a comparator and update logic per record): on Verilator, cocotb sees
-#: only the ports and the C++ is compiled without optimisation, which builds the
-#: 256-record design several times faster; the tests are bound by Python, not the model.
-FAST_BUILD = {"ports_only": True,
-              "verilator_make": {"OPT_FAST": "-O0", "OPT_SLOW": "-O0", "OPT_GLOBAL": "-O0"}}
+#: The QCC is wide (a comparator and update logic per record): WIDE_DESIGN builds the
+#: 256-record design several times faster.
 
 
 def run_qcc(simulator, params, tests, scale="small"):
     run_cocotb("qcc.qcc", "tb.test_qcc", simulator, params, testcase=tests,
-               extra_env={"QCC_SCALE": scale}, **FAST_BUILD)
+               extra_env={"QCC_SCALE": scale}, **WIDE_DESIGN)
 
 
 @pytest.mark.parametrize("simulator", simulators())

@@ -177,23 +177,8 @@ async def run_env(dut, rng, workload, *, config=(), eu=None, gap=0.3, stall=0.3,
     alloc_r = [getattr(dut, f"alloc__{e}__ready") for e in range(n)]
     while True:
         await FallingEdge(dut.clk)
-        # producer: present a stream's next packet once its dependencies were consumed
-        for s in range(4):
-            while qn[s] < len(streams[s]):
-                it = streams[s][qn[s]]
-                if not (it.at <= t and all(acked.get(d, t) < t for d in it.after)):
-                    break
-                drivers[s].send([model.pack(PORTS[s], it.packet)])
-                qn[s] += 1
-        # configuration
-        cfg_word = None
-        if cfgq and cfgq[0][0] <= t:
-            cfg_word = cfgq.pop(0)[1]
-            dut.cfg__payload.value = (cfg_word if isinstance(cfg_word, int)
-                                      else model.pack("cfg", cfg_word))
-            dut.cfg__valid.value = 1
-        else:
-            dut.cfg__valid.value = 0
+        present_ready_packets(drivers, model, streams, qn, acked, t)
+        drive_config(dut, model, cfgq, t)
         # completions, one per clock; sometimes a bogus one
         done_drv, bogus = None, False
         due = [c for c in pending if c[0] <= t]
@@ -318,6 +303,30 @@ async def run_env(dut, rng, workload, *, config=(), eu=None, gap=0.3, stall=0.3,
                   stats.allocations, stats.per_eu, stats.local, stats.global_,
                   stats.refusals, stats.allocations_per_clock)
     return res, stats
+
+
+def present_ready_packets(drivers, model, streams, queued, consumed_at, t):
+    """Hand each stream's next packets to its driver once they are due and the packets
+    they depend on were consumed (a triangle only after its vertices, as a front end)."""
+    for s, stream in enumerate(streams):
+        while queued[s] < len(stream):
+            item = stream[queued[s]]
+            if not (item.at <= t and all(consumed_at.get(d, t) < t for d in item.after)):
+                break
+            drivers[s].send([model.pack(PORTS[s], item.packet)])
+            queued[s] += 1
+
+
+def drive_config(dut, model, cfgq, t):
+    """Drive the next due word of ``cfgq`` (``(time, Config or raw int)``, in time order)
+    on ``cfg`` for this clock; returns it, or None."""
+    if not (cfgq and cfgq[0][0] <= t):
+        dut.cfg__valid.value = 0
+        return None
+    word = cfgq.pop(0)[1]
+    dut.cfg__payload.value = word if isinstance(word, int) else model.pack("cfg", word)
+    dut.cfg__valid.value = 1
+    return word
 
 
 def _soak():

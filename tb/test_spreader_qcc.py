@@ -31,13 +31,12 @@ from cocotb.triggers import FallingEdge, ReadOnly
 from golden.spreader import (Config, EType, EUStatus, ReqRecord, RunResult, Scoreboard,
                              Spreader, Workload, scene_workload, synthetic_workload)
 from hw.spreader import SpreaderQCC
-from tb.harness import StreamDriver, StreamMonitor, params, run_cocotb, simulators, start
+from tb.harness import (WIDE_DESIGN, StreamDriver, StreamMonitor, params, run_cocotb,
+                        simulators, start)
+from tb.test_spreader import PORTS, drive_config, present_ready_packets
 
-PORTS = ("i_vtx", "i_tri", "i_pix", "i_pat")
 OUTS = ("move", "log", "err")
 SOAK_ENV = "FRESCO_SOAK"
-#: a wide design: -O0 C++ builds several times faster, the runs are short
-FAST_BUILD = {"OPT_FAST": "-O0", "OPT_SLOW": "-O0", "OPT_GLOBAL": "-O0"}
 QCC_SMALL = {"n_eus": 3, "records": 8, "entities": 8, "lines": 16, "vdt_records": 8,
              "pt_records": 4, "fifo_depth": 2}
 
@@ -45,8 +44,7 @@ QCC_SMALL = {"n_eus": 3, "records": 8, "entities": 8, "lines": 16, "vdt_records"
 @pytest.mark.parametrize("simulator", simulators())
 def test_spreader_qcc(simulator):
     run_cocotb("spreader.spreader_qcc", "tb.test_spreader_qcc", simulator, QCC_SMALL,
-               testcase=["qcc_traffic", "qcc_sizes", "qcc_scene"], ports_only=True,
-               verilator_make=FAST_BUILD)
+               testcase=["qcc_traffic", "qcc_sizes", "qcc_scene"], **WIDE_DESIGN)
 
 
 @pytest.mark.slow
@@ -56,8 +54,8 @@ def test_spreader_qcc_soak(simulator):
     run_cocotb("spreader.spreader_qcc", "tb.test_spreader_qcc", simulator,
                {"n_eus": 4, "records": 16, "entities": 12, "lines": 32, "vdt_records": 16,
                 "pt_records": 8, "fifo_depth": 3},
-               testcase=["qcc_traffic", "qcc_sizes"], ports_only=True,
-               verilator_make=FAST_BUILD, extra_env={SOAK_ENV: "5"})
+               testcase=["qcc_traffic", "qcc_sizes"],
+               **WIDE_DESIGN, extra_env={SOAK_ENV: "5"})
 
 
 # ---------------------------------------------------------------- the processors
@@ -143,20 +141,8 @@ async def run_qcc(dut, rng, workload, *, config=(), gap=0.3, stall=0.3, work=(1,
     t, last_progress, quiet = 0, 0, 0
     while True:
         await FallingEdge(dut.clk)
-        for s in range(4):           # a packet is presented once its dependencies were taken
-            while qn[s] < len(streams[s]):
-                it = streams[s][qn[s]]
-                if not (it.at <= t and all(acked.get(d, t) < t for d in it.after)):
-                    break
-                drivers[s].send([model.pack(PORTS[s], it.packet)])
-                qn[s] += 1
-        cfg = None
-        if cfgq and cfgq[0][0] <= t:
-            cfg = cfgq.pop(0)[1]
-            dut.cfg__payload.value = model.pack("cfg", cfg)
-            dut.cfg__valid.value = 1
-        else:
-            dut.cfg__valid.value = 0
+        present_ready_packets(drivers, model, streams, qn, acked, t)
+        cfg = drive_config(dut, model, cfgq, t)
         for p in procs:
             p.drive(t)
 
