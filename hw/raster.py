@@ -329,11 +329,7 @@ class BlockRasterizer(wiring.Component):
     def out_layout(self):
         """A block's result: position, tag, mode, classes (bit k = span k), mask."""
         return data.StructLayout({
-            "bx": unsigned(self.int_bits - 4),
-            "by": unsigned(self.int_bits - 4),
-            "tag": unsigned(self.tag_bits),
-            "msaa": unsigned(3),
-            "n_edges": unsigned(3),
+            **self._block_fields(),
             "edge_full": data.ArrayLayout(SPANS, self.edges),
             "edge_partial": data.ArrayLayout(SPANS, self.edges),
             "span_full": unsigned(SPANS),
@@ -341,14 +337,20 @@ class BlockRasterizer(wiring.Component):
             "mask": unsigned(256 * self.max_samples),
         })
 
-    def _meta_layout(self):
-        """What travels with a block through the stages unchanged."""
-        return data.StructLayout({
+    def _block_fields(self):
+        """The fields a block carries from input to output: position, tag, mode, edges."""
+        return {
             "bx": unsigned(self.int_bits - 4),
             "by": unsigned(self.int_bits - 4),
             "tag": unsigned(self.tag_bits),
             "msaa": unsigned(3),
             "n_edges": unsigned(3),
+        }
+
+    def _meta_layout(self):
+        """What travels with a block through the stages unchanged."""
+        return data.StructLayout({
+            **self._block_fields(),
             "mode": unsigned(len(self.modes)),      # one-hot over self.modes
             "used": unsigned(self.edges),           # the edges that take part
         })

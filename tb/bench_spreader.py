@@ -121,11 +121,10 @@ def _emit_placement(dut, label, runs):
 SCENE_SEEDS = (1, 2, 3)
 
 
-@cocotb.test()
-async def bench_scene(dut):
-    """EU load balance and locality on the built-in ``mesh`` scene (64x64 pixels, 32
-    triangles; the raster golden model's pixel packets), testbench EUs of 12 records with
-    completion latencies of 2-24 clocks; three fixed EU seeds."""
+async def _scene_runs(dut, run):
+    """The built-in ``mesh`` scene (64x64 pixels, 32 triangles) once per seed of
+    SCENE_SEEDS through ``run(rng, workload, seed)``; returns the placement figures per
+    seed and the last run's scoreboard statistics."""
     await start(dut)
     p = params()
     wl = scene_workload("mesh", width=64, height=64, n=32, seed=0,
@@ -133,12 +132,20 @@ async def bench_scene(dut):
     runs = []
     for seed in SCENE_SEEDS:
         await reset(dut)
-        res, stats = await run_env(dut, np.random.default_rng(seed), wl,
-                                   config=_min_config(),
-                                   eu={**FAST_EU, "records": 12, "entities": 16,
-                                       "latency": (2, 24)},
-                                   gap=0, stall=0, name=f"scene seed {seed}")
+        res, stats = await run(np.random.default_rng(seed), wl, seed)
         runs.append((seed, (*placement(res, stats), stats.per_eu)))
+    return runs, stats
+
+
+@cocotb.test()
+async def bench_scene(dut):
+    """EU load balance and locality on the built-in ``mesh`` scene (64x64 pixels, 32
+    triangles; the raster golden model's pixel packets), testbench EUs of 12 records with
+    completion latencies of 2-24 clocks; three fixed EU seeds."""
+    runs, stats = await _scene_runs(dut, lambda rng, wl, seed: run_env(
+        dut, rng, wl, config=_min_config(),
+        eu={**FAST_EU, "records": 12, "entities": 16, "latency": (2, 24)},
+        gap=0, stall=0, name=f"scene seed {seed}"))
     _emit_placement(dut, "scene mesh, testbench EUs", runs)
     emit_figure("scene mesh, allocations", stats.allocations, "packets", params())
 
@@ -147,15 +154,7 @@ async def bench_scene(dut):
 async def bench_scene_qcc(dut):
     """The same scene on real QCCs (design ``spreader.spreader_qcc``): processors with
     completion latencies of 1-6 clocks per stage, no gaps or back-pressure."""
-    await start(dut)
-    p = params()
-    wl = scene_workload("mesh", width=64, height=64, n=32, seed=0,
-                        vdt_records=p["vdt_records"], pt_records=p["pt_records"])
-    runs = []
-    for seed in SCENE_SEEDS:
-        await reset(dut)
-        res, stats = await run_qcc(dut, np.random.default_rng(seed), wl,
-                                   config=_min_config(), gap=0, stall=0,
-                                   name=f"scene on QCCs, seed {seed}")
-        runs.append((seed, (*placement(res, stats), stats.per_eu)))
+    runs, _ = await _scene_runs(dut, lambda rng, wl, seed: run_qcc(
+        dut, rng, wl, config=_min_config(), gap=0, stall=0,
+        name=f"scene on QCCs, seed {seed}"))
     _emit_placement(dut, "scene mesh, QCC EUs", runs)

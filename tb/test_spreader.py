@@ -287,14 +287,10 @@ async def run_env(dut, rng, workload, *, config=(), eu=None, gap=0.3, stall=0.3,
         if finished and model.idle() and not pending and not cfgq \
                 and all(not x.busy for x in eus):
             break
-        assert t < max_cycles, f"{name}: not drained within {max_cycles} clocks"
-        assert t - last_progress < stall_cycles, (
-            f"{name}: deadlock, nothing consumed for {stall_cycles} clocks (clock {t})")
+        check_progress(name, t, last_progress, max_cycles, stall_cycles)
     await FallingEdge(dut.clk)
-    for d in drivers:
-        d.stop()
-    for mo in monitors:
-        mo.stop()
+    for x in drivers + monitors:
+        x.stop()
     res.cycles = t
     res.error, res.lost = model.error, model.lost
     stats = Scoreboard(_model(), workload).check(res)
@@ -315,6 +311,14 @@ def present_ready_packets(drivers, model, streams, queued, consumed_at, t):
                 break
             drivers[s].send([model.pack(PORTS[s], item.packet)])
             queued[s] += 1
+
+
+def check_progress(name, t, last_progress, max_cycles, stall_cycles):
+    """Fail a run that does not drain within ``max_cycles`` or consumes nothing for
+    ``stall_cycles`` clocks (a deadlock) instead of letting it hang."""
+    assert t < max_cycles, f"{name}: not drained within {max_cycles} clocks"
+    assert t - last_progress < stall_cycles, (
+        f"{name}: deadlock, nothing consumed for {stall_cycles} clocks (clock {t})")
 
 
 def drive_config(dut, model, cfgq, t):

@@ -33,7 +33,7 @@ from golden.spreader import (Config, EType, EUStatus, ReqRecord, RunResult, Scor
 from hw.spreader import SpreaderQCC
 from tb.harness import (WIDE_DESIGN, StreamDriver, StreamMonitor, params, run_cocotb,
                         simulators, start)
-from tb.test_spreader import PORTS, drive_config, present_ready_packets
+from tb.test_spreader import PORTS, check_progress, drive_config, present_ready_packets
 
 OUTS = ("move", "log", "err")
 SOAK_ENV = "FRESCO_SOAK"
@@ -203,13 +203,9 @@ async def run_qcc(dut, rng, workload, *, config=(), gap=0.3, stall=0.3, work=(1,
         quiet = quiet + 1 if settled else 0
         if quiet > 16:
             break
-        assert t < max_cycles, f"{name}: not drained within {max_cycles} clocks"
-        assert t - last_progress < stall_cycles, (
-            f"{name}: deadlock, nothing consumed for {stall_cycles} clocks (clock {t})")
+        check_progress(name, t, last_progress, max_cycles, stall_cycles)
     await FallingEdge(dut.clk)
-    for x in drivers:
-        x.stop()
-    for x in monitors:
+    for x in drivers + monitors:
         x.stop()
     res.cycles = t
     res.error, res.lost = bool(int(dut.error.value)), bool(int(dut.lost.value))
