@@ -15,7 +15,7 @@ sixteen 4x4-pixel *spans*: EMPTY, FULL or PARTIAL.
 Every edge value it needs is ``lo16`` plus a constant multiple of ``A`` and ``B``, so the
 unit has no multiplier: odd multiples (3A, 5A, 7A) are one adder each, the rest shifts.
 
-Pipeline (one clock per row, latency 5 clocks from input handshake to output valid)
+Pipeline (one clock per row, latency 6 clocks from input handshake to output valid)
 ------------------------------------------------------------------------------------
 0. *Input buffer*: a two-entry FIFO whose ``ready`` comes from its own registers, so no
    combinational path runs from ``o.ready`` to ``i.ready``. Malformed blocks are dropped
@@ -36,12 +36,13 @@ Pipeline (one clock per row, latency 5 clocks from input handshake to output val
 4. *Lane select* (one row per *batch*): 16 lanes per edge each take one (span, sample)
    pair and form ``b = c_span + lo_msaa``, kept folded: ``b`` or ``-b - 1`` (its bits
    inverted when negative) and its sign. Also ``|lo_pixel|`` once per edge.
-5. *Edge determination and final mask*: each lane tests its 16 pixels ``b + lo_pixel``
-   with 8 comparators by the same +-symmetry (the seed's Fig. 18a "8 columns"): one
-   unsigned comparison of folded ``b`` with ``|lo_pixel|`` decides both pixels of a
-   pair (:func:`_folded_signs`). The lane ANDs
-   the edges (FULL edges give ones) and the pixel-level box mask, and writes the result
-   into the output register, which is the output port's payload.
+5. *Edge determination*: each lane tests its 16 pixels ``b + lo_pixel`` with 8
+   comparators by the same +-symmetry (the seed's Fig. 18a "8 columns"): one unsigned
+   comparison of folded ``b`` with ``|lo_pixel|`` decides both pixels of a pair
+   (:func:`_folded_signs`). FULL edges and unused edges give ones. The per-edge lane
+   masks are registered here, apart from the AND over the edges (Timing, below).
+6. *Final mask*: each lane ANDs its edges' masks and the pixel-level box mask, and writes
+   the result into the output register, which is the output port's payload.
 
 Throughput: the MSAA schedule
 -----------------------------
@@ -54,7 +55,7 @@ batch and cost nothing. Earlier stages hold while a block's batches go through.
 
 Flow control
 ------------
-The stages form a rigid pipeline: stage 4 and the output register move together
+The stages form a rigid pipeline: stages 4, 5 and the output register move together
 whenever the output word is not complete or is being taken (``~o.valid | o.ready``);
 stages 1-3 and the input buffer move with them unless stage 3 still has batches of its
 block to issue. Every register enable is thus two LUT levels from ``o.ready`` and a few
@@ -75,13 +76,12 @@ wherever its result is used; elsewhere the class (FULL/EMPTY) decides.
 
 Timing
 ------
-On the ECP5-85F (1x build, 12.8 coordinates, ``make synth`` flow) the design runs at
-70.8 MHz after routing. The critical path starts at a stage-4 ``|lo_pixel|`` register
-(fanned out to all 16 lanes), runs through one lane's comparator chain and then, over
-long routes, into the AND over the edges and the output mask register: 14.1 ns, 10.8 ns
-of it routing. A register on the per-edge pixel hits between the comparators and that
-AND (1024 flip-flops, one more clock of latency: 6 of the spec's 7) and per-lane copies
-of ``|lo_pixel|`` would split it; not done yet.
+Before stage 5 had its registers (latency 5), the 1x build ran at 70.8 MHz on the
+ECP5-85F (``make synth`` flow): the critical path ran from a ``|lo_pixel|`` register
+through one lane's comparator chain and then, over long routes, into the AND over the
+edges and the output mask register (14.1 ns, 10.8 ns of it routing). The registers on the
+per-edge lane masks (1024 flip-flops at 4 edges) cut that path in two for one clock of
+latency. The README's Block 4 section has the current figures.
 
 Decisions where the spec is open
 --------------------------------
@@ -376,29 +376,30 @@ class BlockRasterizer(wiring.Component):
         m = Module()
         head, head_valid, take = self._input(m)
 
-        v1, v2, v3, v4 = Signal(), Signal(), Signal(), Signal()
-        s1, s2, s3, s4 = _Stage("s1"), _Stage("s2"), _Stage("s3"), _Stage("s4")
+        v1, v2, v3, v4, v5 = (Signal(name=f"v{k}") for k in range(1, 6))
+        s1, s2, s3, s4, s5 = (_Stage(f"s{k}") for k in range(1, 6))
         r1 = self._offsets(m, head, s1)
         r2 = self._corners(m, r1, s2)
         r3 = self._span_select(m, r2, s3)
         batch = Signal(4)                       # batch of the block in stage 3
         r4 = self._lane_select(m, r3, batch, s4)
-        adv = Signal()                          # stage 4 and the output register move
-        out_full = self._output(m, r4, v4, adv)
+        r5 = self._edge_masks(m, r4, s5)
+        adv = Signal()                          # stages 4, 5 and the output register move
+        out_full = self._output(m, r5, v5, adv)
 
         # A rigid pipeline (see the module docstring): two LUT levels from o.ready.
         load = Signal()                         # stages 1-3 and the input buffer move
         m.d.comb += [adv.eq(~out_full | self.o.ready),
                      load.eq(adv & ~(v3 & (batch != r3["n_last"]))),
                      take.eq(load)]
-        for stage, enable in ((s1, load), (s2, load), (s3, load), (s4, adv)):
+        for stage, enable in ((s1, load), (s2, load), (s3, load), (s4, adv), (s5, adv)):
             stage.commit(m, enable)
         with m.If(load):
             m.d.sync += [v1.eq(head_valid), v2.eq(v1), v3.eq(v2), batch.eq(0)]
         with m.Elif(adv & v3):
             m.d.sync += batch.eq(batch + 1)
         with m.If(adv):
-            m.d.sync += v4.eq(v3)
+            m.d.sync += [v4.eq(v3), v5.eq(v4)]
         return m
 
     def _input(self, m):
@@ -647,22 +648,36 @@ class BlockRasterizer(wiring.Component):
                                                   edge["mag_neg"][j], f"{name}_{p}")
         return Cat(hits)
 
-    def _output(self, m, r4, v4, adv):
-        """Stage 5: lane masks, AND over edges, box mask, written into the output word
-        when ``adv``. Returns the register "the output word is complete" (``o.valid``).
-        """
-        meta = r4["meta"]
-        lanes = []
-        for lane in range(LANES):
-            result = Const((1 << 16) - 1, 16)
-            for e, edge in enumerate(r4["edges"]):
+    def _edge_masks(self, m, r4, st):
+        """Stage 5: each edge's 16-pixel mask per lane (the lane's 8 comparators, FULL
+        gives ones, an unused edge ones), registered apart from the AND over the edges:
+        the comparators of different edges sit far apart on the device."""
+        edges = []
+        for e, edge in enumerate(r4["edges"]):
+            unused = ~r4["meta"].used[e]
+            masks = []
+            for lane in range(LANES):
                 hits = _wire(m, self._lane_hits(m, edge, lane, f"hit{e}_{lane}"),
                              f"hits{e}_{lane}")
-                hit = edge["full"][lane].replicate(16) | \
-                    (edge["part"][lane].replicate(16) & hits)
-                result = result & (hit | ~meta.used[e].replicate(16))
-            lanes.append(_wire(m, result, f"lane{lane}"))
-        inside = _wire(m, Cat(r4["col"][4 * (k % 4) + p % 4] & r4["row"][4 * (k // 4) + p // 4]
+                masks.append(edge["full"][lane].replicate(16) | unused.replicate(16) |
+                             (edge["part"][lane].replicate(16) & hits))
+            edges.append({"mask": st.regs(masks, f"mask{e}_"),
+                          "class_full": st.reg(edge["class_full"], f"cfull{e}"),
+                          "class_part": st.reg(edge["class_part"], f"cpart{e}")})
+        passed = {k: st.reg(r4[k], k) for k in
+                  ("write", "first", "last", "col", "row", "span_full", "span_part")}
+        return {"edges": edges, **passed,
+                "group": st.regs(r4["group"], "group"),
+                "meta": self._meta_layout()(st.reg(r4["meta"].as_value(), "meta"))}
+
+    def _output(self, m, r5, v5, adv):
+        """Stage 6: AND over the edges and the box mask, written into the output word
+        when ``adv``. Returns the register "the output word is complete" (``o.valid``).
+        """
+        meta = r5["meta"]
+        lanes = [_wire(m, self._and_all([edge["mask"][lane] for edge in r5["edges"]]),
+                       f"lane{lane}") for lane in range(LANES)]
+        inside = _wire(m, Cat(r5["col"][4 * (k % 4) + p % 4] & r5["row"][4 * (k // 4) + p // 4]
                               for k in range(SPANS) for p in range(16)), "inside")
         box = [[inside[16 * k + p] for p in range(16)] for k in range(SPANS)]
 
@@ -670,22 +685,22 @@ class BlockRasterizer(wiring.Component):
         full = Signal()
         m.d.comb += self.o.valid.eq(full)
         with m.If(adv):
-            m.d.sync += full.eq(v4 & r4["last"])
-        with m.If(adv & v4):
-            self._write_mask(m, r4, lanes, box, out.mask)
+            m.d.sync += full.eq(v5 & r5["last"])
+        with m.If(adv & v5):
+            self._write_mask(m, r5, lanes, box, out.mask)
             m.d.sync += [out.bx.eq(meta.bx), out.by.eq(meta.by), out.tag.eq(meta.tag),
                          out.msaa.eq(meta.msaa), out.n_edges.eq(meta.n_edges),
-                         out.span_full.eq(r4["span_full"]),
-                         out.span_partial.eq(r4["span_part"])]
-            for e, edge in enumerate(r4["edges"]):
+                         out.span_full.eq(r5["span_full"]),
+                         out.span_partial.eq(r5["span_part"])]
+            for e, edge in enumerate(r5["edges"]):
                 m.d.sync += [out.edge_full[e].eq(edge["class_full"]),
                              out.edge_partial[e].eq(edge["class_part"])]
         return full
 
-    def _write_mask(self, m, r4, lanes, box, mask):
+    def _write_mask(self, m, r5, lanes, box, mask):
         """Write this batch's spans into ``mask``; the first batch also writes the FULL
         spans (box mask) and clears everything else."""
-        mode, first = r4["meta"].mode, r4["first"]
+        mode, first = r5["meta"].mode, r5["first"]
         with m.Switch(mode):
             for index, n in enumerate(self.modes):
                 fields = self._group_fields(m, lanes, n)
@@ -694,11 +709,11 @@ class BlockRasterizer(wiring.Component):
                         field = mask[16 * n * k:16 * n * (k + 1)]
                         inside = Cat(box[k][p].replicate(n) for p in range(16))
                         data = fields[k] if n == 1 else (
-                            Array(fields)[r4["group"][k]] if len(fields) > 1 else fields[0])
-                        with m.If(r4["write"][k]):
+                            Array(fields)[r5["group"][k]] if len(fields) > 1 else fields[0])
+                        with m.If(r5["write"][k]):
                             m.d.sync += field.eq(data & inside)
                         with m.Elif(first):
-                            m.d.sync += field.eq(Mux(r4["span_full"][k], inside, 0))
+                            m.d.sync += field.eq(Mux(r5["span_full"][k], inside, 0))
                     if 256 * n < len(mask):
                         with m.If(first):
                             m.d.sync += mask[256 * n:].eq(0)

@@ -28,7 +28,7 @@ from tb.harness import (StreamDriver, StreamMonitor, params, reset, run_cocotb, 
 DESIGN = "raster.block"
 # The design is wide and a test runs few clocks: an unoptimised C++ build is much faster.
 FAST_BUILD = {"OPT_FAST": "-O0"}
-LATENCY = 5          # clocks from the input handshake to the output word (documented)
+LATENCY = 6          # clocks from the input handshake to the output word (documented)
 
 BUILDS = {
     "default": ({}, ["random_blocks", "raw_blocks", "huge_and_quads", "malformed"]),
