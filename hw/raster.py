@@ -17,9 +17,9 @@ unit has no multiplier: odd multiples (3A, 5A, 7A) are one adder each, the rest 
 
 Pipeline (one clock per row, latency 6 clocks from input handshake to output valid)
 ------------------------------------------------------------------------------------
-0. *Input buffer*: a two-entry FIFO whose ``ready`` comes from its own registers, so no
-   combinational path runs from ``o.ready`` to ``i.ready``. Malformed blocks are dropped
-   here (below).
+0. *Input buffer*: a two-entry skid buffer of registers whose ``ready`` is one of its
+   own registers, so no combinational path runs from ``o.ready`` to ``i.ready``.
+   Malformed blocks are dropped here (below).
 1. *Offsets*: per edge the 12 corner offsets ``a*A + b*B`` (``a, b`` in -2..2, the
    lattice half with ``b > 0`` or ``b = 0 < a``), the odd multiples of A and B, and
    ``lo = sat(lo16) - bias`` (the bias is folded in once, so every later test is ``>= 0``).
@@ -102,7 +102,7 @@ Decisions where the spec is open
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["SAMPLE_COUNTS", "SAMPLE_PATTERNS", "BlockRasterizer", "DESIGNS"]
@@ -403,25 +403,40 @@ class BlockRasterizer(wiring.Component):
         return m
 
     def _input(self, m):
-        """The two-entry input FIFO and the malformed-block filter.
+        """The two-entry input buffer and the malformed-block filter.
+
+        The buffer is a skid buffer: two registers, the head always in the first, so
+        stage 1 reads it with no multiplexer or RAM in the way and ``i.ready`` is the
+        register "the spare is empty". (With a LUT-RAM FIFO here the long route from its
+        read pointer to the RAM was the critical path.)
 
         Returns ``(head, valid, take)``: the well-formed block at the head, whether there
         is one, and a signal to drive high when stage 1 can take it.
         """
-        m.submodules.skid = skid = fifo.SyncFIFO(width=self.in_layout().size, depth=2)
-        m.d.comb += [skid.w_data.eq(self.i.payload), skid.w_en.eq(self.i.valid),
-                     self.i.ready.eq(skid.w_rdy)]
-        head = self.in_layout()(skid.r_data)
+        width = self.in_layout().size
+        head_bits = Signal(width, reset_less=True)
+        spare_bits = Signal(width, reset_less=True)
+        head_valid, spare_valid = Signal(), Signal()
+        m.d.comb += self.i.ready.eq(~spare_valid)
+        push = self.i.valid & ~spare_valid
+
+        head = self.in_layout()(head_bits)
         mode_ok = Cat(head.msaa == _log2(s) for s in self.modes).any()
         edges_ok = (head.n_edges == 3) | ((head.n_edges == 4) if self.edges == 4 else 0)
-        bad = skid.r_rdy & ~(mode_ok & edges_ok)
+        bad = head_valid & ~(mode_ok & edges_ok)
         take = Signal()
-        m.d.comb += skid.r_en.eq(bad | take)
+        with m.If(bad | take | ~head_valid):      # the head leaves or is empty
+            m.d.sync += [head_bits.eq(Mux(spare_valid, spare_bits, self.i.payload)),
+                         head_valid.eq(spare_valid | push),
+                         spare_valid.eq(0)]
+        with m.Elif(push):
+            m.d.sync += [spare_bits.eq(self.i.payload), spare_valid.eq(1)]
+
         error = Signal()
         with m.If(bad):
             m.d.sync += error.eq(1)
         m.d.comb += self.error.eq(error)
-        return head, skid.r_rdy & ~bad, take
+        return head, head_valid & ~bad, take
 
     def _offsets(self, m, head, st):
         """Stage 1: saturated ``lo``, corner offsets, odd multiples, box relative to block."""
