@@ -376,7 +376,8 @@ class BlockRasterizer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        head, head_valid, take = self._input(m)
+        move = Signal()                         # the input buffer's head moves on
+        head, head_ok, head_ok_next = self._input(m, move)
 
         v1, v2, v3, v4, v5 = (Signal(name=f"v{k}") for k in range(1, 6))
         s1, s2, s3, s4, s5 = (_Stage(f"s{k}") for k in range(1, 6))
@@ -388,37 +389,52 @@ class BlockRasterizer(wiring.Component):
         r4 = self._lane_select(m, r3, batch, more, s4)
         r5 = self._edge_masks(m, r4, s5)
         adv = Signal()                          # stages 4, 5 and the output register move
-        out_full = self._output(m, r5, v5, adv)
+        load = Signal()                         # stages 1-3 move
+        self._output(m, r5, v5, adv)
 
-        # A rigid pipeline (see the module docstring): each enable is one LUT of o.ready
-        # and registers, because its net fans out across the whole block.
-        load = Signal()                         # stages 1-3 and the input buffer move
-        m.d.comb += [adv.eq(~out_full | self.o.ready),
-                     load.eq(adv & ~more),
-                     take.eq(load)]
+        # A rigid pipeline (see the module docstring). Its state:
+        out_full = Signal()                     # the output word is complete: o.valid
+        out_full_next = Mux(adv, v5 & r5["last"], out_full)
+        more_next = Mux(load, v2 & (r3["n_last_in"] != 0),
+                        Mux(adv, batch + 1 != r3["n_last"], more))
+        m.d.sync += [out_full.eq(out_full_next), more.eq(more_next)]
+        # adv = ~out_full | o.ready, load = adv & ~more, move = load | ~head_ok, each one
+        # LUT of o.ready and registers of its own: the nets fan out across the block, and
+        # a LUT shared between them would put two long routes on one path.
+        load_free, load_if_ready, move_free, move_if_ready = (
+            Signal(init=1, name=n) for n in
+            ("load_free", "load_if_ready", "move_free", "move_if_ready"))
+        m.d.sync += [load_free.eq(~out_full_next & ~more_next),
+                     load_if_ready.eq(~more_next),
+                     move_free.eq((~out_full_next & ~more_next) | ~head_ok_next),
+                     move_if_ready.eq(~more_next | ~head_ok_next)]
+        m.d.comb += [self.o.valid.eq(out_full),
+                     adv.eq(~out_full | self.o.ready),
+                     load.eq(load_free | (self.o.ready & load_if_ready)),
+                     move.eq(move_free | (self.o.ready & move_if_ready))]
+
         for stage, enable in ((s1, load), (s2, load), (s3, load), (s4, adv), (s5, adv)):
             stage.commit(m, enable)
         with m.If(load):
-            m.d.sync += [v1.eq(head_valid), v2.eq(v1), v3.eq(v2), batch.eq(0),
-                         more.eq(v2 & (r3["n_last_in"] != 0))]
+            m.d.sync += [v1.eq(head_ok), v2.eq(v1), v3.eq(v2), batch.eq(0)]
         with m.Elif(adv):                       # here more = 1: the next batch
-            m.d.sync += [batch.eq(batch + 1), more.eq(batch + 1 != r3["n_last"])]
+            m.d.sync += batch.eq(batch + 1)
         with m.If(adv):
             m.d.sync += [v4.eq(v3), v5.eq(v4)]
         return m
 
-    def _input(self, m):
+    def _input(self, m, move):
         """The two-entry input buffer and the malformed-block filter.
 
         The buffer is a skid buffer: two registers, the head always in the first, so
         stage 1 reads it with no multiplexer or RAM in the way and ``i.ready`` is the
         register "the spare is empty". (With a LUT-RAM FIFO here the long route from its
         read pointer to the RAM was the critical path.) Each entry's "malformed" bit is
-        decoded as it enters, so that the head's enable is one LUT of ``take`` and
-        registers.
+        decoded as it enters. ``move`` (stage 1 takes the head, or the head is empty or
+        malformed) refills the head.
 
-        Returns ``(head, valid, take)``: the well-formed block at the head, whether there
-        is one, and a signal to drive high when stage 1 can take it.
+        Returns ``(head, ok, ok_next)``: the block at the head, whether it is a
+        well-formed block, and that flag's next value.
         """
         width = self.in_layout().size
         head_bits = Signal(width, reset_less=True)
@@ -427,11 +443,10 @@ class BlockRasterizer(wiring.Component):
         spare_valid, spare_bad = Signal(), Signal()
         m.d.comb += self.i.ready.eq(~spare_valid)
         push = self.i.valid & ~spare_valid
-        take = Signal()
 
-        src_valid = spare_valid | push          # what enters the head, when it moves
+        src_valid = spare_valid | push          # what enters the head when it moves
         src_bad = Mux(spare_valid, spare_bad, self._malformed(self.i.payload))
-        with m.If(take | ~head_ok):             # the head leaves, is dropped or is empty
+        with m.If(move):
             m.d.sync += [head_bits.eq(Mux(spare_valid, spare_bits, self.i.payload)),
                          head_ok.eq(src_valid & ~src_bad),
                          head_bad.eq(src_valid & src_bad),
@@ -445,7 +460,7 @@ class BlockRasterizer(wiring.Component):
         with m.If(head_bad):
             m.d.sync += error.eq(1)
         m.d.comb += self.error.eq(error)
-        return self.in_layout()(head_bits), head_ok, take
+        return self.in_layout()(head_bits), head_ok, Mux(move, src_valid & ~src_bad, head_ok)
 
     def _malformed(self, block):
         """An ``msaa`` code the build lacks, or an ``n_edges`` it does not take."""
@@ -703,8 +718,7 @@ class BlockRasterizer(wiring.Component):
 
     def _output(self, m, r5, v5, adv):
         """Stage 6: AND over the edges and the box mask, written into the output word
-        when ``adv``. Returns the register "the output word is complete" (``o.valid``).
-        """
+        when ``adv``."""
         meta = r5["meta"]
         lanes = [_wire(m, self._and_all([edge["mask"][lane] for edge in r5["edges"]]),
                        f"lane{lane}") for lane in range(LANES)]
@@ -713,10 +727,6 @@ class BlockRasterizer(wiring.Component):
         box = [[inside[16 * k + p] for p in range(16)] for k in range(SPANS)]
 
         out = self.o.payload
-        full = Signal()
-        m.d.comb += self.o.valid.eq(full)
-        with m.If(adv):
-            m.d.sync += full.eq(v5 & r5["last"])
         with m.If(adv & v5):
             self._write_mask(m, r5, lanes, box, out.mask)
             m.d.sync += [out.bx.eq(meta.bx), out.by.eq(meta.by), out.tag.eq(meta.tag),
@@ -726,7 +736,6 @@ class BlockRasterizer(wiring.Component):
             for e, edge in enumerate(r5["edges"]):
                 m.d.sync += [out.edge_full[e].eq(edge["class_full"]),
                              out.edge_partial[e].eq(edge["class_part"])]
-        return full
 
     def _write_mask(self, m, r5, lanes, box, mask):
         """Write this batch's spans into ``mask``; the first batch also writes the FULL
