@@ -78,12 +78,14 @@ wherever its result is used; elsewhere the class (FULL/EMPTY) decides.
 
 Timing
 ------
-Before stage 5 had its registers (latency 5), the 1x build ran at 70.8 MHz on the
-ECP5-85F (``make synth`` flow): the critical path ran from a ``|lo_pixel|`` register
-through one lane's comparator chain and then, over long routes, into the AND over the
-edges and the output mask register (14.1 ns, 10.8 ns of it routing). The registers on the
-per-edge lane masks (1024 flip-flops at 4 edges) cut that path in two for one clock of
-latency. The README's Block 4 section has the current figures.
+The 1x build (12.8 coordinates, ``make synth`` flow, ECP5-85F) runs at 74.4 MHz after
+routing. Its critical path runs from a stage-4 register through one lane's comparator
+chain and, over long routes, into a stage-5 lane-mask register: 13.5 ns, 10.4 ns of it
+routing. Three changes got it there from 70.8 MHz: the stage-5 registers between the
+comparators and the AND over the edges (latency 5 -> 6; the spec allows 7), the skid
+buffer at the input instead of a LUT-RAM FIFO, and every stage enable computed by one
+LUT from ``o.ready`` and registers of its own (the enable nets span the whole block, so
+any logic shared between two of them chains two long routes on one path).
 
 Decisions where the spec is open
 --------------------------------
