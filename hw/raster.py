@@ -218,13 +218,10 @@ def _folded_signs(m, folded, negative, magnitude, offset_neg, name):
 
 
 def _popcount(bits):
-    """Number of set bits, as a balanced adder tree (a chain of adds was the critical
-    path of the MSAA builds: ``log2`` levels instead of one per bit)."""
-    values = [bit for bit in bits] or [Const(0, 1)]
-    while len(values) > 1:
-        pairs = [values[k] + values[k + 1] for k in range(0, len(values) - 1, 2)]
-        values = pairs + values[len(values) - len(values) % 2:]
-    return values[0]
+    total = Const(0, 1)
+    for bit in bits:
+        total = total + bit
+    return total
 
 
 def _encode(one_hot):
