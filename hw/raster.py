@@ -87,6 +87,11 @@ buffer at the input instead of a LUT-RAM FIFO, and every stage enable computed b
 LUT from ``o.ready`` and registers of its own (the enable nets span the whole block, so
 any logic shared between two of them chains two long routes on one path).
 
+The MSAA builds are harder to route (the lane multiplexers of stage 4 and the crossbar
+into the output mask). The ``(1, 4)`` build routed at 33.8 MHz; its critical path is the
+chain of adders that counts the span ranks in stage 3. The ``(1, 2, 4)`` build fits the
+device by cell count but did not route. The README's Block 4 section has the details.
+
 Decisions where the spec is open
 --------------------------------
 * **Ports.** ``i`` takes :meth:`BlockRasterizer.in_layout`, ``o`` gives
