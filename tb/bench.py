@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-from tb.results import RESULTS, print_table, record, save
+from tb.results import RESULTS, build_name, print_table, record, save
 
 #: (block, design, parameters, cocotb module, tests)
 HARDWARE = [
@@ -61,7 +61,7 @@ def run_hardware(blocks):
     for block, design, params, module, tests in HARDWARE:
         if blocks and block not in blocks:
             continue
-        folder = SIM_BUILD / "bench" / (design + "".join(f"_{k}{v}" for k, v in params.items()))
+        folder = SIM_BUILD / "bench" / build_name(design, params)
         folder.mkdir(parents=True, exist_ok=True)
         out = folder / "figures.jsonl"
         out.unlink(missing_ok=True)

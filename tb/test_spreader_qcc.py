@@ -22,21 +22,21 @@ clear, and progress within a bounded number of clocks (no deadlock).
 """
 
 import dataclasses
-import os
 
 import cocotb
 import pytest
 from cocotb.triggers import FallingEdge, ReadOnly
 
 from golden.spreader import (Config, EType, EUStatus, ReqRecord, RunResult, Scoreboard,
-                             Spreader, Workload, scene_workload, synthetic_workload)
+                             Spreader, Workload)
 from hw.spreader import SpreaderQCC
 from tb.harness import (WIDE_DESIGN, StreamDriver, StreamMonitor, params, run_cocotb,
                         simulators, start)
-from tb.test_spreader import PORTS, check_progress, drive_config, present_ready_packets
+from tb.test_spreader import (PORTS, SOAK_ENV, check_progress, drive_config, mesh_scene,
+                              min_config, present_ready_packets, record_consumed, soak,
+                              traffic)
 
 OUTS = ("move", "log", "err")
-SOAK_ENV = "FRESCO_SOAK"
 QCC_SMALL = {"n_eus": 3, "records": 8, "entities": 8, "lines": 16, "vdt_records": 8,
              "pt_records": 4, "fifo_depth": 2}
 
@@ -172,10 +172,7 @@ async def run_qcc(dut, rng, workload, *, config=(), gap=0.3, stall=0.3, work=(1,
                                               bool(accept) and bool(taken), entity))
                 req_open = None
         if taken:
-            s = taken[0]
-            acked[(s, nxt[s])] = t
-            nxt[s] += 1
-            res.consumed.append((t, s))
+            record_consumed(res, acked, nxt, t, taken[0])
             last_progress = t
         if not any(int(getattr(dut, f"{p}__valid").value) for p in PORTS):
             last_progress = t
@@ -220,20 +217,6 @@ async def run_qcc(dut, rng, workload, *, config=(), gap=0.3, stall=0.3, work=(1,
     return res, stats
 
 
-def _min_config():
-    # held vertex data must not crowd out the triangles and pixels that free it
-    return [(0, Config.minimum(EType.VERTEX, 4, 1)), (1, Config.minimum(EType.TRIANGLE, 2, 1)),
-            (2, Config.minimum(EType.PIXEL, 1, 1))]
-
-
-def _workload(rng, n_triangles):
-    p = params()
-    n_triangles *= int(os.environ.get(SOAK_ENV, "1"))
-    return synthetic_workload(seed=int(rng.integers(1 << 30)), n_triangles=n_triangles,
-                              cols=4, max_pixels=3, n_patches=2,
-                              vdt_records=p["vdt_records"], pt_records=p["pt_records"])
-
-
 def _resized(workload, rng, smallest, largest):
     """``workload`` with vertex and patch packets of random sizes ``smallest..largest``
     lines."""
@@ -250,7 +233,7 @@ def _resized(workload, rng, smallest, largest):
 async def qcc_traffic(dut):
     """A synthetic mesh with pixels and patches on the QCCs, random processors."""
     rng = await _start(dut)
-    await run_qcc(dut, rng, _workload(rng, 60), config=_min_config(), name="qcc_traffic")
+    await run_qcc(dut, rng, traffic(rng, 60 * soak()), config=min_config(), name="qcc_traffic")
 
 
 @cocotb.test()
@@ -270,7 +253,7 @@ async def qcc_sizes(dut):
     lines (two left), and triangles only to one with 2 (one left for their pixel
     packets)."""
     rng = await _start(dut)
-    wl = _resized(_workload(rng, 60), rng, 5, 8)
+    wl = _resized(traffic(rng, 60 * soak()), rng, 5, 8)
     config = [(0, Config.minimum(EType.VERTEX, 4, 10)),
               (1, Config.minimum(EType.TRIANGLE, 2, 2)), (2, Config.minimum(EType.PIXEL, 1, 1)),
               (3, Config.minimum(EType.PATCH, 4, 10))]
@@ -281,7 +264,5 @@ async def qcc_sizes(dut):
 async def qcc_scene(dut):
     """A built-in scene's triangles and pixel packets on the QCCs."""
     rng = await _start(dut)
-    p = params()
-    wl = scene_workload("mesh", width=32, height=32, n=12, seed=int(rng.integers(1000)),
-                        vdt_records=p["vdt_records"], pt_records=p["pt_records"])
-    await run_qcc(dut, rng, wl, config=_min_config(), gap=0.2, stall=0.2, name="qcc_scene")
+    await run_qcc(dut, rng, mesh_scene(rng, 12), config=min_config(), gap=0.2, stall=0.2,
+                  name="qcc_scene")
