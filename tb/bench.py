@@ -66,7 +66,7 @@ def run_hardware(blocks):
         out = folder / "figures.jsonl"
         out.unlink(missing_ok=True)
         print(f"bench {design} {params} ...", flush=True)
-        run_cocotb(design, module, os.environ.get("SIM", "verilator"), params,
+        run_cocotb(design, module, os.environ.get("SIM") or "verilator", params,
                    testcase=tests, folder=folder, extra_env={BENCH_OUT: str(out)},
                    **(WIDE_DESIGN if design in WIDE else {}))
         records += [json.loads(line) for line in out.read_text().splitlines()]

