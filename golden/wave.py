@@ -57,7 +57,7 @@ __all__ = [
     "check_wave_size", "check_max_k", "vertices_per_primitive", "draw_problem", "assemble",
     "resolve_mode", "fibers_per_primitive", "build_waves", "schedule", "pack_draw",
     "record_fields", "pack_wave", "unpack_wave", "geometry_shader", "Execution", "execute",
-    "reference_outputs", "grid_mesh",
+    "reference_outputs", "grid_mesh", "assembler_words", "Kind",
 ]
 
 RESTART = 0xFFFF_FFFF
@@ -350,6 +350,42 @@ def pack_draw(draw):
         word |= (int(getattr(draw, name)) & ((1 << bits) - 1)) << shift
         shift += bits
     return word
+
+
+class Kind:
+    """What an assembler word is (bits 0-1 of the word)."""
+    DRAW = 0
+    PRIM = 1
+    END = 2
+
+
+SETTINGS_FIELDS = (("mode", 2), ("k", 6), ("n", 11), ("vs_size", 8), ("gs_size", 8),
+                   ("threshold", 32))
+
+
+def assembler_words(draws, max_k=MAX_K):
+    """The assembler's output words for ``draws`` (a list of ``(Draw, indices)``).
+
+    Per good draw (topology and patch size; mode settings are the builder's to check): a
+    DRAW word (``kind`` in bits 0-1, then the settings, ``k`` = vertices per primitive),
+    one PRIM word per primitive (``kind``, then vertex j in bits ``2 + 32j``; vertices
+    from K on are unspecified), an END word. A bad draw gives no word.
+    """
+    words = []
+    for draw, indices in draws:
+        k = vertices_per_primitive(draw)
+        if k is None or not 1 <= k <= max_k:
+            continue
+        settings, shift = 0, 0
+        for name, bits in SETTINGS_FIELDS:
+            value = k if name == "k" else int(getattr(draw, name))
+            settings |= (value & ((1 << bits) - 1)) << shift
+            shift += bits
+        words.append(Kind.DRAW | settings << 2)
+        for prim in assemble(draw, indices):
+            words.append(Kind.PRIM | sum(v << (32 * j) for j, v in enumerate(prim)) << 2)
+        words.append(Kind.END)
+    return words
 
 
 def record_fields(wave_size, max_k):
