@@ -30,16 +30,19 @@ HARDWARE = [
      "tb.bench_spreader", ["bench_scene_qcc"]),
     ("qcc", "qcc.qcc", {}, "tb.bench_qcc",
      ["bench_search", "bench_alloc", "bench_issue", "bench_issue_seed", "bench_mixed"]),
+    ("wave", "wave.scheduler", {"wave_size": 32, "max_k": 12}, "tb.bench_wave",
+     "bench_throughput"),
 ]
 
 #: Wide designs, built with the harness's WIDE_DESIGN options (the figures count clocks,
 #: not seconds).
-WIDE = {"spreader.spreader_qcc", "qcc.qcc"}
+WIDE = {"spreader.spreader_qcc", "qcc.qcc", "wave.scheduler"}
 
 #: (block, module) of golden-model benchmarks: ``module.GOLDEN`` lists plain functions
 #: that return ``(metric, value, unit, params)`` tuples.
 GOLDEN = [
     ("raster", "tb.bench_raster"),
+    ("wave", "tb.bench_wave"),
 ]
 
 BENCH_OUT = "FRESCO_BENCH_OUT"
