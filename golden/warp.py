@@ -293,6 +293,8 @@ class WarpResult:
         ``uint32[words]``, the final storage bank.
     clocks, transactions : int
         Clocks run and bank accesses made.
+    instructions : int
+        Instructions executed (a faulting one is not).
     error : Error
         The sticky error code (``Error.NONE`` if none).
     done : bool
@@ -306,6 +308,7 @@ class WarpResult:
     transactions: int
     error: Error
     done: bool
+    instructions: int = 0
 
 
 class WarpModel:
@@ -346,7 +349,7 @@ class WarpModel:
             state.issue(warp)
         return WarpResult(state.trace, state.visible_regs(), state.shared.copy(),
                           state.bank, state.clocks, state.transactions, state.error,
-                          bool(state.exited.all()))
+                          bool(state.exited.all()), state.instructions)
 
 
 class _State:
@@ -366,7 +369,7 @@ class _State:
         self.pc = np.zeros((W, L), np.int64)
         self.exited = np.zeros((W, L), bool)
         self.last = W - 1             # so warp 0 goes first
-        self.trace, self.clocks, self.transactions = [], 0, 0
+        self.trace, self.clocks, self.transactions, self.instructions = [], 0, 0, 0
         self.error = Error.NONE
 
     def next_warp(self):
@@ -418,6 +421,7 @@ class _State:
         self.execute(Op(op), warp, active, lanes, rd, a, b, imm)
         self.advance(Op(op), warp, active, pc, a, imm)
         self.last = warp
+        self.instructions += 1
 
     def addresses(self, op, a, imm):
         offset = _sext16(imm) if op in (Op.LD, Op.ST) else 0

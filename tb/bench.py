@@ -30,6 +30,12 @@ HARDWARE = [
      "tb.bench_spreader", ["bench_scene_qcc"]),
     ("qcc", "qcc.qcc", {}, "tb.bench_qcc",
      ["bench_search", "bench_alloc", "bench_issue", "bench_issue_seed", "bench_mixed"]),
+    ("warp", "warp.unit", {"lanes": 2}, "tb.bench_warp",
+     ["bench_ipc", "bench_lock", "bench_counter"]),
+    ("warp", "warp.unit", {"lanes": 4}, "tb.bench_warp",
+     ["bench_ipc", "bench_lock", "bench_counter"]),
+    ("warp", "warp.unit", {"lanes": 8}, "tb.bench_warp",
+     ["bench_ipc", "bench_lock", "bench_counter"]),
 ]
 
 #: Wide designs, built with the harness's WIDE_DESIGN options (the figures count clocks,

@@ -38,6 +38,7 @@ TARGETS = [
     # Ports registered: out of context, nextpnr times only paths between flip-flops,
     # and the QCC has long paths from its inputs (hw/qcc.py QCCTiming).
     ("qcc.qcc_timing", {"records": 64}),
+    ("warp.unit", {}),
 ]
 
 

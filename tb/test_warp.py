@@ -15,8 +15,8 @@ import pytest
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 
 from golden.warp import Error, Op, WarpModel, assemble, encode, random_program
-from tb.harness import (StreamDriver, StreamMonitor, params, reset, run_cocotb,
-                        simulators, start, wait_until)
+from tb.harness import (WIDE_DESIGN, StreamDriver, StreamMonitor, params, reset,
+                        run_cocotb, simulators, start, wait_until)
 
 CONFIGS = {
     # name: parameters; the defaults once, a small shared-register build for the rest
@@ -32,7 +32,8 @@ SOAK_ENV = "FRESCO_SOAK"        # how many more random programs
 @pytest.mark.parametrize("simulator", simulators())
 @pytest.mark.parametrize("config", list(CONFIGS))
 def test_warp(config, simulator):
-    run_cocotb("warp.unit", "tb.test_warp", simulator, CONFIGS[config], testcase=TESTS)
+    run_cocotb("warp.unit", "tb.test_warp", simulator, CONFIGS[config], testcase=TESTS,
+               **WIDE_DESIGN)      # the testbench touches ports only: a quicker build
 
 
 @pytest.mark.slow
@@ -42,7 +43,7 @@ def test_warp_soak(simulator):
     run_cocotb("warp.unit", "tb.test_warp", simulator,
                {"warps": 8, "lanes": 8, "words": 64, "imem": 128},
                testcase=["random_straight_line", "random_divergent"],
-               extra_env={SOAK_ENV: "10"})
+               extra_env={SOAK_ENV: "10"}, **WIDE_DESIGN)
 
 
 # ---------------------------------------------------------------- the bench
