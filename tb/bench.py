@@ -32,6 +32,12 @@ HARDWARE = [
      ["bench_search", "bench_alloc", "bench_issue", "bench_issue_seed", "bench_mixed"]),
     ("wave", "wave.scheduler", {"wave_size": 32, "max_k": 12}, "tb.bench_wave",
      "bench_throughput"),
+    ("warp", "warp.unit", {"lanes": 2}, "tb.bench_warp",
+     ["bench_ipc", "bench_lock", "bench_counter"]),
+    ("warp", "warp.unit", {"lanes": 4}, "tb.bench_warp",
+     ["bench_ipc", "bench_lock", "bench_counter"]),
+    ("warp", "warp.unit", {"lanes": 8}, "tb.bench_warp",
+     ["bench_ipc", "bench_lock", "bench_counter"]),
 ]
 
 #: Wide designs, built with the harness's WIDE_DESIGN options (the figures count clocks,

@@ -40,6 +40,7 @@ TARGETS = [
     ("qcc.qcc_timing", {"records": 64}),
     ("wave.scheduler", {}),
     ("wave.scheduler", {"wave_size": 64}),
+    ("warp.unit", {}),
 ]
 
 
