@@ -3,7 +3,10 @@
 Transaction level and timing-free: for a unit's configuration, the words on each input
 and the ``ev_in`` strobes, :meth:`UnitModel.run` gives the words on each output, the
 ``ev_out`` strobes and the sticky error flag. A token-synchronised pipeline must give
-this result whatever the timing of its inputs and outputs.
+this result whatever the timing of its inputs and outputs. The model has no clock: the
+RTL's pipeline depth, latency and the clocks a barrier or a dropped word costs
+(``hw/sync.py``, "Structure and timing") are free as long as the words come out as here;
+the one timing it reads is where an ``ev_in`` strobe falls among the words taken.
 
 Words are integers packed as in the RTL's stream word: ``is_token`` in bit 0, ``data``
 above it; a token's ``data`` is ``code | arg << 8``. Use :func:`data_word`,

@@ -51,19 +51,39 @@ event-injection sequencer, and writes it to zero, one or all of its outputs:
 
 Structure and timing
 --------------------
-Each input word is decoded on its way into an input FIFO (``fifo_depth``, at least the
-three entries that stream a word per clock), and each output has a two-entry FIFO. Every FIFO's ``ready`` comes from
-registers, so no output's ``ready`` reaches an input's ``ready`` combinationally, no
-input port reaches the unit's decision logic, and the unit moves one word per clock per
-port: a join switching inputs or a fork broadcasting a token loses no cycle. A consumed
-SWITCH, a dropped word or a barrier step costs one cycle with no output. A word taken
-in at one clock edge can leave three edges later (``make bench`` measures it); ``ev_in``
-strobes are registered before they act.
+The unit is a short pipeline, built so that no clock chains the routing decision, the
+target outputs, the outputs' room and the taking of the next word (the loop that held
+the first design to 146 MHz):
+
+1. **Input FIFOs.** Each input word is decoded on its way into a FIFO (``fifo_depth``,
+   at least the three entries that stream a word per clock).
+2. **Take.** Every clock the unit takes at most one word: an injected token, a join's
+   event barrier, or the head of the current input. Whether it takes it depends only on
+   registers (the FIFO heads, the one-hot current input, the injector's state and the
+   emit stage's ``room``), two LUT levels from a FIFO's read enable. Routing, discard and
+   "output of the last data item" are resolved here, into the word's target outputs.
+3. **Emit stage.** A two-entry skid buffer of (word, targets) whose ``room`` is a
+   register. Its oldest word is written into every target output buffer with space and
+   leaves once all its targets have it, so a broadcast waits for no output that already
+   took it.
+4. **Output buffers.** Two entries per output, with ``ready``, ``valid`` and ``payload``
+   in registers.
+
+No port's ``ready`` reaches another port combinationally, and the unit moves one word per
+clock per port: a join switching inputs on END_BATCH or a fork broadcasting a token to
+outputs that are all ready loses no cycle. A consumed SWITCH or a dropped word is taken
+in a clock of its own with no output. Every word taken, a dropped one too, waits for room
+in the emit stage. A join's barrier is detected a clock before it fires (its inputs'
+heads are registered by then), so a barrier takes two clocks. A word taken in at one
+clock edge can leave four edges later (``make bench`` measures it); ``ev_in`` strobes are
+registered before they act, and ``ev_out`` strobes in the clock after the unit takes the
+event token. The golden model is transaction level: none of this timing changes what it
+computes.
 """
 
 import enum
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -255,7 +275,7 @@ class TokenUnit(wiring.Component):
         Output streams.
     ev_in, ev_out : :data:`EventWireSignature`
         Event wires in and out; ``ev_out`` strobes once per event token emitted, in the
-        cycle after the token enters the output buffers.
+        cycle after the unit takes the token.
     error : unsigned(1), out
         Sticky: set when malformed input was dropped; cleared by reset only.
     open_events : unsigned(4), out
@@ -306,6 +326,7 @@ class TokenUnit(wiring.Component):
             "data": 1,          # a data item
             "event": 1,         # EVENT_START / EVENT_END with a valid id
             "switch": 1,        # SWITCH at a join: read input `arg` next
+            "next_input": self.n_inputs,    # ... that input, one-hot
             "end_batch": 1,     # END_BATCH at a join: read the next input
             "to_last": 1,       # a separator for the output of the last data item
             "targets": self.n_outputs,   # outputs, unless discarded or `to_last`
@@ -330,7 +351,8 @@ class TokenUnit(wiring.Component):
         with m.Elif(is_event_code):
             m.d.comb += [dec.event.eq(1), dec.targets.eq(all_outputs)]
         with m.Elif((code == Token.SWITCH) if is_join else Const(0)):
-            m.d.comb += [dec.switch.eq(arg < n_in), dec.drop.eq(arg >= n_in)]
+            m.d.comb += [dec.switch.eq(arg < n_in), dec.drop.eq(arg >= n_in),
+                         dec.next_input.eq(Cat(arg == k for k in range(n_in)))]
         with m.Else():    # separators; END_BATCH and SWITCH of a unit with one input
             broadcast = Cat(code == c for c in self.broadcast).any()
             m.d.comb += [dec.targets.eq(Mux(broadcast, all_outputs, 0)),
@@ -340,87 +362,70 @@ class TokenUnit(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        n_in, n_out = self.n_inputs, self.n_outputs
-
-        # Two-entry output FIFOs: their w_rdy is registered, so no output's ready reaches
-        # an input's ready combinationally, and streaming through them loses no cycle.
-        out_fifos = []
-        for k, port in enumerate(self.o):
-            out_fifo = m.submodules[f"out_fifo_{k}"] = fifo.SyncFIFO(
-                width=self.word.size, depth=2)
-            wiring.connect(m, out_fifo.r_stream, wiring.flipped(port))
-            out_fifos.append(out_fifo)
-        room = Cat(out_fifo.w_rdy for out_fifo in out_fifos)
+        n_in = self.n_inputs
 
         error = Signal()
         open_events = Signal(4)
         discarding = Signal()                           # a DISCARD or CONTEXT event is open
-        cur = Signal(range(n_in))                       # the input being read
-        last_route = Signal(n_out, init=1)              # one-hot: output of the last data item
+        cur = Signal(n_in, init=1)                      # one-hot: the input being read
+        last_route = Signal(self.n_outputs, init=1)     # one-hot: output of the last data item
         m.d.comb += [self.error.eq(error), self.open_events.eq(open_events)]
 
         inputs = self._input_buffers(m)
+        heads = [buf.r_data for buf in inputs]
         inj_head, inj_valid, hold_inputs, inj_taken, ev_in_error = self._injector(m)
+        room, load, load_word, load_targets = self._emit_stage(m)
+        inputs_open = ~hold_inputs              # a register: no ev_in strobe is being served
 
-        # --- The head word: injected tokens first, then the current input. ---
-        head = Signal(self.decoded_layout())
-        head_valid = Signal()
-        from_input = Signal()
-        with m.If(inj_valid):
-            m.d.comb += [head.eq(inj_head), head_valid.eq(1)]
-        with m.Elif(~hold_inputs):
-            m.d.comb += [
-                head.eq(Array(buf.r_data for buf in inputs)[cur]),
-                head_valid.eq(Array(buf.r_rdy for buf in inputs)[cur]),
-                from_input.eq(1),
-            ]
-
-        # --- What to do with it. ---
-        discard = head.data & discarding
-        emit = Signal(self.word)          # the word written to the outputs
-        targets = Signal(n_out)           # the outputs it goes to
-        barrier = Signal()                # `emit` completes a join's event barrier
-        barrier_bad = Signal()            # ... and the inputs' event tokens differ
-        step = Signal()                   # a barrier waits: look at the next input
-        m.d.comb += [
-            emit.eq(head.word),
-            targets.eq(Mux(discard, 0, head.targets | Mux(head.to_last, last_route, 0))),
-        ]
+        # --- Whether each input's head word is taken, from a few registers (`cur`,
+        # `inputs_open`, `room`, the FIFO's head): no multiplexer, no output's ready and no
+        # decision on the word on the way to a FIFO's read enable. So every word taken,
+        # even one that is dropped or consumed, waits for room in the emit stage. ---
+        taken, kept = [], []                    # taken; taken and going to the outputs
+        for k, (buf, head) in enumerate(zip(inputs, heads)):
+            drops = head.drop | head.switch | (head.data & discarding)
+            waits = head.event if n_in > 1 else Const(0)    # events cross a join as barriers
+            take, keep = Signal(name=f"take_{k}"), Signal(name=f"keep_{k}")
+            m.d.comb += [take.eq(cur[k] & inputs_open & room & buf.r_rdy & ~waits),
+                         keep.eq(take & ~drops)]
+            taken.append(take)
+            kept.append(keep)
+        inj_go = Signal()                       # an injected token goes to the emit stage
+        m.d.comb += [inj_go.eq(inj_valid & room), inj_taken.eq(inj_go)]
         if n_in > 1:
-            with m.If(from_input & head.event):
-                self._barrier(m, inputs, emit, targets, barrier, barrier_bad, step)
-        consume = head.drop | discard | (head.switch & from_input)
+            barrier, fire, pops, barrier_bad = self._barrier(m, inputs, inputs_open, room)
+        else:
+            fire, pops, barrier_bad = Const(0), [Const(0)], Const(0)
+        for buf, take, pop in zip(inputs, taken, pops):
+            m.d.comb += buf.r_en.eq(take | pop)
 
-        # --- The word goes when every output it targets has room. ---
-        emitting = Signal()
-        fire = Signal()
+        # --- The word that goes to the emit stage: an injected token, a barrier's event or
+        # the current input's head. This multiplexer only feeds registers' data inputs. ---
+        # (A barrier's event is input 0's: `cur` points there while the barrier is ready.)
+        head = Signal(self.decoded_layout())
+        with m.If(inj_valid):
+            m.d.comb += head.eq(inj_head)
+        with m.Else():
+            m.d.comb += head.eq(_one_hot_mux(cur, heads))
         m.d.comb += [
-            emitting.eq(head_valid & (targets != 0) & ((targets & ~room) == 0)),
-            fire.eq(emitting | (head_valid & consume)),
-            inj_taken.eq(fire & inj_valid),
+            load.eq(inj_go | fire | Cat(kept).any()),
+            load_word.eq(head.word),
+            # Every word loaded has at least one target: with one output, that one.
+            load_targets.eq(head.targets | Mux(head.to_last, last_route, 0)
+                            if self.n_outputs > 1 else 1),
         ]
-        for k, out_fifo in enumerate(out_fifos):
-            m.d.comb += [out_fifo.w_data.eq(emit), out_fifo.w_en.eq(emitting & targets[k])]
-        for k, buf in enumerate(inputs):
-            popped = (cur == k) & ~barrier
-            if n_in > 1:
-                popped |= barrier & _same_event(inputs[k].r_data.word, emit)
-            m.d.comb += buf.r_en.eq(from_input & fire & popped)
 
-        with m.If((fire & (head.drop | barrier_bad)) | ev_in_error):
+        dropped = Cat(take & h.drop for take, h in zip(taken, heads)).any()
+        with m.If(dropped | barrier_bad | ev_in_error):
             m.d.sync += error.eq(1)
-        with m.If(fire & from_input):
-            with m.If(head.switch):
-                m.d.sync += cur.eq(head.word.data[8:16])
-            with m.Elif(head.end_batch):
-                m.d.sync += cur.eq(_next(cur, n_in))
-            with m.Elif(barrier):
-                m.d.sync += cur.eq(0)
-        with m.If(head_valid & step):
-            m.d.sync += cur.eq(_next(cur, n_in))
-        with m.If(emitting & head.data):
+        with m.If(Cat(keep & h.data for keep, h in zip(kept, heads)).any()):
             m.d.sync += last_route.eq(head.targets)
-        self._events_out(m, emitting & head.event, emit, open_events, discarding)
+        if n_in > 1:
+            self._next_input(m, cur, inputs, taken, inputs_open, barrier)
+        loads_event = (inj_go & inj_head.event) | fire
+        if n_in == 1:
+            loads_event |= kept[0] & heads[0].event
+        self._events_out(m, loads_event, head.word, open_events, discarding)
         return m
 
     def _input_buffers(self, m):
@@ -442,22 +447,94 @@ class TokenUnit(wiring.Component):
             buffers.append(_DecodedReadPort(buf, self.decoded_layout()))
         return buffers
 
-    def _barrier(self, m, inputs, emit, targets, barrier, barrier_bad, step):
-        """A join's event barrier: go on only once every input has an event at its head."""
-        heads = [buf.r_data for buf in inputs]
-        all_at_event = Cat(buf.r_rdy & head.event for buf, head in zip(inputs, heads)).all()
-        with m.If(all_at_event):
-            m.d.comb += [
-                emit.eq(heads[0].word), barrier.eq(1),
-                barrier_bad.eq(Cat(~_same_event(h.word, heads[0].word) for h in heads).any()),
-            ]
+    def _emit_stage(self, m):
+        """The emit stage: a two-entry skid buffer of words with their target outputs, in
+        front of a two-entry :class:`_OutputBuffer` per output.
+
+        Returns ``(room, load, word, targets)``: ``room`` is a register (the skid entry is
+        free), so taking a word never waits on the outputs' ready in the same clock; drive
+        ``load`` to put ``word`` into the stage for the outputs in ``targets``. The main
+        entry writes its word into each target output that has space and leaves once every
+        target has it, so a broadcast is not held up by all its outputs being ready at once.
+        """
+        n_out = self.n_outputs
+        buffers = []
+        for k, port in enumerate(self.o):
+            buffer = m.submodules[f"out_buf_{k}"] = _OutputBuffer(self.word)
+            wiring.connect(m, buffer.o, wiring.flipped(port))
+            buffers.append(buffer)
+        space = Cat(buffer.i.ready for buffer in buffers)     # registers
+
+        load, word, targets = Signal(), Signal(self.word), Signal(n_out)
+        main_valid, main_word, main_left = Signal(), Signal(self.word), Signal(n_out)
+        skid_valid, skid_word, skid_targets = Signal(), Signal(self.word), Signal(n_out)
+        main_done = Signal()        # the main entry is empty or reaches its last outputs now
+        m.d.comb += main_done.eq(~main_valid | ((main_left & ~space) == 0))
+        for k, buffer in enumerate(buffers):
+            m.d.comb += [buffer.i.payload.eq(main_word),
+                         buffer.i.valid.eq(main_valid & main_left[k])]
+        with m.If(main_done):
+            m.d.sync += main_valid.eq(skid_valid | load)
+            with m.If(skid_valid):
+                m.d.sync += [main_word.eq(skid_word), main_left.eq(skid_targets)]
+            with m.Else():
+                m.d.sync += [main_word.eq(word), main_left.eq(targets)]
         with m.Else():
-            m.d.comb += [targets.eq(0), step.eq(1)]
+            m.d.sync += main_left.eq(main_left & ~space)
+        with m.If(~skid_valid):     # loaded every clock it is free; valid only if needed
+            m.d.sync += [skid_word.eq(word), skid_targets.eq(targets)]
+        m.d.sync += skid_valid.eq(~main_done & (skid_valid | load))
+        return ~skid_valid, load, word, targets
+
+    def _barrier(self, m, inputs, inputs_open, room):
+        """A join's event barrier: go on only once every input has an event at its head.
+
+        Whether every input has one, and which of them equal input 0's, are registered a
+        clock ahead of the pops: the heads cannot change in between, because no input is
+        read while the current one holds an event. Returns ``(ready, fire, pops, bad)``:
+        the barrier is complete (a register); it fires now; per input, it pops it; it fires
+        with an event that differs from input 0's.
+        """
+        heads = [buf.r_data for buf in inputs]
+        ready, fire = Signal(), Signal()
+        same = Signal(len(inputs))          # input k's head is the same event as input 0's
+        all_at_event = Signal()
+        m.d.comb += [
+            all_at_event.eq(Cat(buf.r_rdy & head.event for buf, head in zip(inputs, heads)).all()),
+            fire.eq(ready & inputs_open & room),
+        ]
+        m.d.sync += [ready.eq(all_at_event & ~fire),
+                     same.eq(Cat(_same_event(head.word, heads[0].word) for head in heads))]
+        pops = [fire & same[k] for k in range(len(inputs))]
+        return all_at_event, fire, pops, fire & ~same.all()
+
+    def _next_input(self, m, cur, inputs, taken, inputs_open, barrier):
+        """Move a join's one-hot ``cur``: to input 0 once every input has an event at its
+        head (the barrier emits input 0's, and reading resumes there), to input ``arg`` on
+        a SWITCH, to the next input after END_BATCH or when an event at the head waits."""
+        n_in = self.n_inputs
+        heads = [buf.r_data for buf in inputs]
+        rotated = Cat(cur[n_in - 1], cur[:n_in - 1])
+        waits = Cat(cur[k] & buf.r_rdy & head.event
+                    for k, (buf, head) in enumerate(zip(inputs, heads))).any()
+        switches = [take & head.switch for take, head in zip(taken, heads)]
+        switch_to = Signal(n_in)
+        m.d.comb += switch_to.eq(_one_hot_mux(Cat(switches), [h.next_input for h in heads]))
+        ends_batch = Cat(take & head.end_batch for take, head in zip(taken, heads)).any()
+        with m.If(barrier):
+            m.d.sync += cur.eq(1)
+        with m.Elif(Cat(switches).any()):
+            m.d.sync += cur.eq(switch_to)
+        with m.Elif(ends_batch | (waits & inputs_open)):
+            m.d.sync += cur.eq(rotated)
 
     def _events_out(self, m, emitted, word, open_events, discarding):
         """Strobe ``ev_out`` for an emitted event token and open or close its mode."""
-        is_start = word.data[0:8] == Token.EVENT_START
-        event = word.data[8:12]
+        # `word` is a valid event token: its code is EVENT_START (0x20) or EVENT_END
+        # (0x21), told apart by bit 0, and its id is 1 to 4.
+        assert Token.EVENT_START & 1 == 0 and Token.EVENT_END == Token.EVENT_START | 1
+        is_start = ~word.data[0]
+        event = word.data[8:11]
         m.d.sync += [
             self.ev_out.start.eq(emitted & is_start),
             self.ev_out.end.eq(emitted & ~is_start),
@@ -512,11 +589,12 @@ class TokenUnit(wiring.Component):
                 with m.If(serve[k]):
                     m.d.sync += [left.eq(len(sequence)),
                                  *(slot.eq(decoded[token]) for slot, token in zip(slots, sequence))]
-        # Inputs wait while a strobe is pending or its tokens are being injected; the
-        # flag is a register, computed from the next state.
+        # Inputs wait while a strobe is pending or its tokens are being injected, and for
+        # one clock after (the flag is a register, computed from this clock's state and
+        # not the next one's, which would chain the id decode and the priority choice).
         hold_inputs = Signal()
         m.d.sync += [pending.eq(next_pending), busy.eq(next_busy),
-                     hold_inputs.eq(next_busy | (next_pending != 0)
+                     hold_inputs.eq(busy | (pending != 0) | strobe_start | strobe_end
                                     | self.ev_in.start | self.ev_in.end)]
         return slots[0], busy, hold_inputs, taken, bad_id
 
@@ -526,6 +604,35 @@ class TokenUnit(wiring.Component):
         return self.word.const(fields).as_value().value
 
 
+class _OutputBuffer(wiring.Component):
+    """A two-entry stream buffer whose ``i.ready``, ``o.valid`` and ``o.payload`` are
+    registers, moving one word per clock.
+
+    Amaranth's ``SyncFIFO`` computes ``w_rdy`` from its level, and ``SyncFIFOBuffered`` of
+    depth 2 moves a word every other clock; an output buffer whose ``ready`` is a flip-flop
+    keeps the emit stage's decision one LUT level shorter.
+    """
+
+    def __init__(self, shape):
+        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
+
+    def elaborate(self, platform):
+        m = Module()
+        spare_valid = Signal()
+        spare = Signal.like(self.i.payload)
+        m.d.comb += self.i.ready.eq(~spare_valid)
+        out_free = ~self.o.valid | self.o.ready
+        with m.If(out_free):
+            m.d.sync += [self.o.valid.eq(spare_valid | self.i.valid),
+                         self.o.payload.eq(Mux(spare_valid, spare, self.i.payload)),
+                         spare_valid.eq(0)]
+        with m.Elif(self.i.valid & self.i.ready):
+            m.d.sync += spare_valid.eq(1)
+        with m.If(~spare_valid):
+            m.d.sync += spare.eq(self.i.payload)
+        return m
+
+
 class _DecodedReadPort:
     """The read side of an input buffer, with its data viewed as decoded words."""
 
@@ -533,6 +640,15 @@ class _DecodedReadPort:
         self.r_data = layout(buf.r_data)
         self.r_rdy = buf.r_rdy
         self.r_en = buf.r_en
+
+
+def _one_hot_mux(select, values):
+    """The one of ``values`` (values or views) whose bit of the one-hot ``select`` is set;
+    zero if none is."""
+    result = Mux(select[0], Value.cast(values[0]), 0)
+    for k, value in enumerate(values[1:], start=1):
+        result = result | Mux(select[k], Value.cast(value), 0)
+    return result
 
 
 def _same_event(a, b):

@@ -58,10 +58,17 @@ def _batches(config, words_per_batch, batches):
             for _ in range(config["n_inputs"])]
 
 
+def _switches(config, words_per_batch, batches):
+    """Per input: batches of data, each ended by a SWITCH to the next input."""
+    n_in = config["n_inputs"]
+    batch = [data_item(config, j, j % config["n_outputs"]) for j in range(words_per_batch)]
+    return [(batch + [token_word(Token.SWITCH, (k + 1) % n_in)]) * batches for k in range(n_in)]
+
+
 @cocotb.test()
 async def bench_unit(dut):
-    """Unit: input words per clock for data, for data with a join switch every 8 words,
-    and for broadcast tokens."""
+    """Unit: input words per clock for data, for data with a join switch every 8 words
+    (END_BATCH, forwarded, or SWITCH, consumed), and for broadcast tokens."""
     rng = await start(dut, idle=EV_IN)
     config = unit_config()
     bench = UnitBench(dut, rng, gap=0, stall=0)
@@ -70,6 +77,8 @@ async def bench_unit(dut):
     emit_figure("latency (input to output)", latency, "clocks", params())
     bench.stop()
     cases = {"data, END_BATCH every 8 words": _batches(config, 7, 60)}
+    if config["n_inputs"] > 1:
+        cases["data, SWITCH every 8 words"] = _switches(config, 7, 60)
     if config["n_outputs"] > 1:
         cases["broadcast events"] = [[token_word(Token.EVENT_END, 2)] * 400] * config["n_inputs"]
     for name, inputs in cases.items():

@@ -28,6 +28,10 @@ BUILD = Path(__file__).resolve().parent.parent / "build" / "synth"
 TARGETS = [
     ("sync.token_fifo", {"depth": 16, "width": 34}),
     ("sync.csp", {}),
+    ("sync.regular", {}),
+    ("sync.fork", {"n_outputs": 4}),
+    ("sync.join", {"n_inputs": 4}),
+    ("sync.join_fork", {"n_inputs": 2, "n_outputs": 2}),
     ("raster.block", {"modes": (1,)}),
     ("raster.block", {"modes": (1, 4)}),
     ("raster.block", {"modes": (1, 2, 4)}),

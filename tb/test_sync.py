@@ -358,9 +358,10 @@ async def discard_full_fifo(dut):
     rng = await start(dut, idle=EV_IN)
     bench = UnitBench(dut, rng, gap=0)
     depth = params()["fifo_depth"]
-    # With the outputs stalled, the unit stops on the third data item (two fit in its
-    # output buffer), so the DISCARD token and the data behind it fill the FIFO.
-    lead = [bench.data(k) for k in range(3)]
+    # With the outputs stalled, the unit stops on the fifth data item (two fit in its
+    # emit stage, two in the output buffer), so the DISCARD token and the data behind it
+    # fill the FIFO.
+    lead = [bench.data(k) for k in range(5)]
     queued = [bench.data(k, k % bench.n_out) for k in range(3 * depth)]
     words = (lead + [token_word(Token.EVENT_START, EventId.DISCARD)] + queued
              + [token_word(Token.END_TRIANGLE), token_word(Token.EVENT_END, EventId.DISCARD)]
@@ -377,7 +378,7 @@ async def discard_full_fifo(dut):
         monitor.stall = 0.3
     want = await bench.finish(inputs, check_error=False)
     data_out = [w for out in want.outputs for w in out if not w & 1]
-    assert len(data_out) == 7 * bench.n_in, "only the data outside DISCARD comes out"
+    assert len(data_out) == (len(lead) + 4) * bench.n_in, "only the data outside DISCARD comes out"
 
 
 @cocotb.test()
