@@ -56,7 +56,7 @@ def emit_figure(metric, value, unit, params):
 
 
 def run_hardware(blocks):
-    from tb.harness import SIM_BUILD, WIDE_DESIGN, run_cocotb
+    from tb.harness import ROOT, SIM_BUILD, WIDE_DESIGN, output_to, run_cocotb
     records = []
     for block, design, params, module, tests in HARDWARE:
         if blocks and block not in blocks:
@@ -65,11 +65,21 @@ def run_hardware(blocks):
         folder.mkdir(parents=True, exist_ok=True)
         out = folder / "figures.jsonl"
         out.unlink(missing_ok=True)
-        print(f"bench {design} {params} ...", flush=True)
-        run_cocotb(design, module, os.environ.get("SIM") or "verilator", params,
-                   testcase=tests, folder=folder, extra_env={BENCH_OUT: str(out)},
-                   **(WIDE_DESIGN if design in WIDE else {}))
-        records += [json.loads(line) for line in out.read_text().splitlines()]
+        log = ROOT / "build" / "bench" / f"{build_name(design, params)}.log"
+        print(f"bench {design} {params} ...", end=" ", flush=True)
+        started = time.time()
+        try:
+            with output_to(log):
+                run_cocotb(design, module, os.environ.get("SIM") or "verilator", params,
+                           testcase=tests, folder=folder, extra_env={BENCH_OUT: str(out)},
+                           **(WIDE_DESIGN if design in WIDE else {}))
+        except BaseException:
+            print(f"FAILED after {time.time() - started:.0f} s; see {log.relative_to(ROOT)}")
+            raise
+        figures = [json.loads(line) for line in out.read_text().splitlines()]
+        print(f"{len(figures)} figures in {time.time() - started:.0f} s "
+              f"(log {log.relative_to(ROOT)})", flush=True)
+        records += figures
     return records
 
 

@@ -116,6 +116,99 @@ def golden_span_table(scene="random", width=1024, height=768, n=2000, seed=0):
     return records
 
 
+#: The seed's Table 2 (hierarchical, per level) and Table 3 (16x16 and all 4x4 spans):
+#: shares of empty/full, partial, crossed by >= 1, 2, 3 edges.
+SEED_TABLE2 = {16: (5.15, 94.85, 94.85, 82.39, 12.46), 8: (44.24, 55.76, 55.76, 51.44, 4.31),
+               4: (48.27, 51.73, 51.73, 49.43, 2.31), 1: (89.32, 10.68, 10.68, 10.58, 0.10)}
+SEED_TABLE3_LEVELS = {16: (5.15, 94.85, 94.85, 63.39, 12.46), 4: (72.64, 27.36, 27.36, 10.16, 1.22)}
+ROWS = ("empty/full", "partial", "1 edge", "2 edges", "3 edges")
+
+
+class _BlockFormat:
+    """The block rasterizer's default build, as :func:`workload` needs it."""
+    edges, subpix, int_bits, size = 4, 8, 12, 4096
+
+
+def _workload_scenes(side=128, seed=1):
+    """The primitives of :func:`workload` (the same scenes), for span statistics."""
+    kw = {"subpix": 8, "int_bits": 12}
+    return [S.mesh(side, side, 160, seed, **kw),
+            S.random_triangles(side, side, 60, seed, max_size=side / 3, **kw),
+            S.slivers(side, side, 8, seed, **kw), S.wide_lines(side, side, 12, seed, **kw)]
+
+
+def golden_table1():
+    """The seed's Table 1: pixels per clock of the span-parallel block rasterizer (its
+    cost model, ``max(1, ceil(16*p*S/256))`` clocks a block, which the RTL meets: see
+    ``raster.block``'s "clocks / target" figure) and of the hierarchical 16->8->4->2->1
+    rasterizer (:func:`golden.raster.hierarchical_model`, 21 stages), per MSAA mode, on
+    the block bench's mixed workload."""
+    figures, lines = [], []
+    lines.append("Table 1: pixels per clock, mixed workload (raster.block bench), "
+                 "seed claims up to 64x")
+    lines.append(f"{'MSAA':>6}{'blocks':>8}{'span 16x16':>12}{'hierarchical':>14}"
+                 f"{'ratio':>8}")
+    for n in R.SAMPLE_COUNTS:
+        records = workload(_BlockFormat, n)
+        partial = [int((r.span_class == R.PARTIAL).sum()) for r in records]
+        span_clocks = sum(max(1, math.ceil(16 * p * n / 256)) for p in partial)
+        hier = R.hierarchical_model(records, n)
+        span_ppc = 256 * len(records) / span_clocks
+        ratio = span_ppc / hier["pixels_per_clock"]
+        lines.append(f"{n:>5}x{len(records):>8}{span_ppc:>12.2f}{hier['pixels_per_clock']:>14.2f}"
+                     f"{ratio:>7.1f}x")
+        tagged = {"samples": n, "workload": "raster.block bench", "blocks": len(records)}
+        figures += [("Table 1: span rasterizer pixels per clock (cost model)", span_ppc,
+                     "pixels/clock", tagged),
+                    ("Table 1: hierarchical rasterizer pixels per clock (21 stages)",
+                     hier["pixels_per_clock"], "pixels/clock", tagged),
+                    ("Table 1: span / hierarchical", ratio, "ratio", tagged)]
+    print("\n".join(lines), flush=True)
+    return figures
+
+
+def golden_tables23():
+    """Tables 2 and 3 of the block bench's workload at 1x, next to the seed's."""
+    total = None
+    for v in _workload_scenes():
+        st = R.span_statistics(v, 128, 128, 1)
+        levels = {**{L: st["levels"][L] for L in R.LEVELS}, "spans": st["spans"]}
+        if total is None:
+            total = {k: dict(c, crossed=list(c["crossed"])) for k, c in levels.items()}
+            continue
+        for k, c in levels.items():
+            for f in ("tiles", "empty", "full", "partial"):
+                total[k][f] += c[f]
+            total[k]["crossed"] = [a + b for a, b in zip(total[k]["crossed"], c["crossed"])]
+
+    def shares(c):
+        t = max(c["tiles"], 1)
+        return [100 * (c["empty"] + c["full"]) / t, 100 * c["partial"] / t,
+                *(100 * x / t for x in c["crossed"][:3])]
+
+    figures, lines = [], ["Table 2: hierarchical, tiles per level (ours / seed), %"]
+    lines.append(f"{'':12}" + "".join(f"{f'{L}x{L}':>16}" for L in (16, 8, 4, 1)))
+    ours = {L: shares(total[L]) for L in (16, 8, 4, 1)}
+    for r, row in enumerate(ROWS):
+        lines.append(f"{row:12}" + "".join(f"{ours[L][r]:>8.2f}/{SEED_TABLE2[L][r]:<7.2f}"
+                                           for L in (16, 8, 4, 1)))
+    lines.append("Table 3: all sixteen 4x4 spans per block (ours / seed), %")
+    lines.append(f"{'':12}{'16x16':>16}{'4x4':>16}")
+    t3 = {16: ours[16], 4: shares(total["spans"])}
+    for r, row in enumerate(ROWS):
+        lines.append(f"{row:12}" + "".join(f"{t3[L][r]:>8.2f}/{SEED_TABLE3_LEVELS[L][r]:<7.2f}"
+                                           for L in (16, 4)))
+    print("\n".join(lines), flush=True)
+    for L in (16, 8, 4, 1):
+        for r, row in enumerate(ROWS):
+            figures.append((f"Table 2 {L}x{L} {row}", ours[L][r] / 100, "share",
+                            {"workload": "raster.block bench", "seed": SEED_TABLE2[L][r] / 100}))
+    for r, row in enumerate(ROWS):
+        figures.append((f"Table 3 4x4 {row}", t3[4][r] / 100, "share",
+                        {"workload": "raster.block bench", "seed": SEED_TABLE3_LEVELS[4][r] / 100}))
+    return figures
+
+
 #: Golden-model benchmarks that ``tb/bench.py`` runs: functions returning
 #: ``(metric, value, unit, params)`` tuples.
-GOLDEN = [golden_coverage, golden_span_table]
+GOLDEN = [golden_coverage, golden_span_table, golden_table1, golden_tables23]
