@@ -80,6 +80,118 @@ async def bench_modes(dut):
         await ClockCycles(dut.clk, 4)
 
 
+@cocotb.test()
+async def bench_pipeline(dut):
+    """raster.pipeline on the same mixed workload per MSAA mode, no gaps, no
+    back-pressure: primitives, blocks (out of the traversal), samples and packets per
+    clock, and the latency from a primitive's input handshake to its first packet word.
+    Every packet is checked against the golden model."""
+    from tb.test_raster_pipeline import Run
+    rng = await start(dut)
+    log = Handshakes(dut)
+    blocks = _Count(dut.traversal, "o")
+    for n in Run.formats().modes:
+        run = Run(dut, rng, gap=0.0, stall=0.0)
+        fmt = run.fmt
+        side = 128
+        # Latency: one primitive into the idle pipeline.
+        tri = S.random_triangles(side, side, 1, 3, min_size=20, max_size=30,
+                                 subpix=fmt.subpix, int_bits=fmt.int_bits)
+        log.clear()
+        ids, st, recs, pkts = run.primitives(tri, n, (0, 0, side, side))
+        run.expected += [fmt.packet(pk, ids[pk.prim]) for pk in pkts]
+        await _pipeline_done(run)
+        latency = log.outputs[0] - log.inputs[0]
+        log.clear()
+        blocks.count = 0
+        verts = [v for v in _workload_scenes(side) if v.shape[1] <= fmt.edges]
+        prims = 0
+        for v in verts:
+            ids, st, recs, pkts = run.primitives(v, n, (0, 0, side, side))
+            run.expected += [fmt.packet(pk, ids[pk.prim]) for pk in pkts]
+            prims += len(v)
+        got = await _pipeline_done(run)
+        clocks = log.outputs[-1] - log.inputs[0] + 1
+        tagged = {**params(), "samples": n, "workload": "raster.block bench"}
+        emit_figure("pipeline primitives per clock", prims / clocks, "primitives/clock", tagged)
+        emit_figure("pipeline blocks per clock (traversal out)", blocks.count / clocks,
+                    "blocks/clock", tagged)
+        emit_figure("pipeline samples per clock (blocks x 256 x S)",
+                    256 * n * blocks.count / clocks, "samples/clock", tagged)
+        emit_figure("pipeline packets per clock", len(got) / clocks, "packets/clock", tagged)
+        emit_figure("pipeline latency, primitive in to first packet word", latency, "clocks",
+                    tagged)
+        run.driver.stop()
+        run.monitor.stop()
+        await ClockCycles(dut.clk, 4)
+
+
+@cocotb.test()
+async def bench_setup(dut):
+    """raster.setup (or raster.traversal) alone, no gaps, no back-pressure: primitives
+    per clock into the setup; blocks per clock out of the traversal."""
+    from tb.test_raster_pipeline import Run, batch
+    rng = await start(dut)
+    log = Handshakes(dut)
+    run = Run(dut, rng, gap=0.0, stall=0.0)
+    fmt = run.fmt
+    side = 128
+    verts = [v for v in _workload_scenes(side) if v.shape[1] <= fmt.edges]
+    design = type(fmt.rtl).__name__
+    words = []
+    for v in verts:
+        st, recs, _ = batch(fmt, v, 1, (0, 0, side, side), blocks=design != "TriangleSetup")
+        ids = list(range(run.next_id, run.next_id + len(v)))
+        run.next_id += len(v)
+        if design == "TriangleSetup":
+            run.driver.send(fmt.primitive(p, ids[i], 1, (0, 0, side, side))
+                            for i, p in enumerate(v))
+            run.expected += [fmt.setup_word(st, p, ids[p], 1) for p in st.live]
+        else:
+            words += [fmt.setup_word(st, p, ids[p], 1) for p in st.live]
+            run.expected += [fmt.block_word(r, ids[r.prim]) for r in recs]
+    run.driver.send(words)
+    await run.wait(len(run.expected), "outputs")
+    assert run.monitor.items == run.expected, "outputs differ from the golden model"
+    clocks = max(log.outputs[-1], log.inputs[-1]) - log.inputs[0] + 1
+    tagged = {**params(), "workload": "raster.block bench"}
+    if design == "TriangleSetup":
+        emit_figure("setup primitives per clock", len(log.inputs) / clocks,
+                    "primitives/clock", tagged)
+    else:
+        emit_figure("traversal blocks per clock", len(log.outputs) / clocks, "blocks/clock",
+                    tagged)
+        emit_figure("traversal primitives per clock", len(log.inputs) / clocks,
+                    "primitives/clock", tagged)
+
+
+async def _pipeline_done(run):
+    from tb.test_raster_pipeline import check_list, describe_packet, pipeline_wait
+    got = await pipeline_wait(run)
+    check_list("packet", run.expected, got, describe_packet)
+    return got
+
+
+class _Count:
+    """Handshakes on an internal stream port (``<name>__valid``/``__ready``)."""
+
+    def __init__(self, module, name):
+        self.valid = getattr(module, f"{name}__valid")
+        self.ready = getattr(module, f"{name}__ready")
+        self.count = 0
+        cocotb.start_soon(self._run(module))
+
+    async def _run(self, module):
+        from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
+        dut = cocotb.top
+        while True:
+            await FallingEdge(dut.clk)
+            await ReadOnly()
+            if int(self.valid.value) and int(self.ready.value):
+                self.count += 1
+            await RisingEdge(dut.clk)
+
+
 # ---------------------------------------------------------------- golden model
 
 def golden_coverage():

@@ -23,45 +23,48 @@ from cocotb.triggers import ClockCycles
 
 from golden import raster as R
 from golden import scenes as S
-from tb.harness import (StreamDriver, StreamMonitor, params, run_cocotb, simulators, start,
-                        wait_until)
+from hw.raster import TriangleSetup
+from tb.harness import (WIDE_DESIGN, StreamDriver, StreamMonitor, params, run_cocotb,
+                        simulators, start, wait_until)
 
-FAST_BUILD = {"OPT_FAST": "-O0"}
 SMALL = {"int_bits": 7, "subpix": 4, "tag_bits": 12}
 
-#: (design, parameters, cocotb tests) of the fast regression.
+#: (design, parameters, cocotb tests) of the fast regression ...
 BUILDS = {
     "setup": ("raster.setup", {}, ["setup_records", "setup_malformed"]),
-    "setup_tri": ("raster.setup", {"edges": 3, "modes": (1, 4)}, ["setup_records",
-                                                                  "setup_malformed"]),
     "traversal": ("raster.traversal", {}, ["traversal_records"]),
-    "packer": ("raster.packer", {**SMALL, "packets": 3}, ["packer_packets"]),
     "pipeline": ("raster.pipeline", SMALL, ["pipeline_scenes", "pipeline_culled_scissor",
                                             "pipeline_huge", "pipeline_malformed"]),
 }
+#: ... and of ``make regress`` only (the pipeline tests the packer too).
+SLOW_BUILDS = {
+    "setup_tri": ("raster.setup", {"edges": 3, "modes": (1, 4)}, ["setup_records",
+                                                                  "setup_malformed"]),
+    "packer": ("raster.packer", {**SMALL, "packets": 3}, ["packer_packets"]),
+    "pipeline_256": ("raster.pipeline", {"int_bits": 8, "subpix": 4, "tag_bits": 12},
+                     ["pipeline_frame_256"]),
+    "pipeline_default": ("raster.pipeline", {}, ["pipeline_huge", "pipeline_malformed"]),
+}
+
+
+def _run(build, simulator):
+    design, build_params, tests = {**BUILDS, **SLOW_BUILDS}[build]
+    # The testbenches touch the ports only: Verilator builds them fast (WIDE_DESIGN).
+    run_cocotb(design, "tb.test_raster_pipeline", simulator, build_params, testcase=tests,
+               **WIDE_DESIGN)
 
 
 @pytest.mark.parametrize("simulator", simulators())
 @pytest.mark.parametrize("build", list(BUILDS))
 def test_unit(build, simulator):
-    design, build_params, tests = BUILDS[build]
-    run_cocotb(design, "tb.test_raster_pipeline", simulator, build_params, testcase=tests,
-               verilator_make=FAST_BUILD)
+    _run(build, simulator)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("simulator", simulators())
-def test_pipeline_256(simulator):
-    run_cocotb("raster.pipeline", "tb.test_raster_pipeline", simulator,
-               {"int_bits": 8, "subpix": 4, "tag_bits": 12},
-               testcase=["pipeline_frame_256"], verilator_make=FAST_BUILD)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("simulator", simulators())
-def test_pipeline_default_format(simulator):
-    run_cocotb("raster.pipeline", "tb.test_raster_pipeline", simulator, {},
-               testcase=["pipeline_huge", "pipeline_malformed"], verilator_make=FAST_BUILD)
+@pytest.mark.parametrize("build", list(SLOW_BUILDS))
+def test_unit_slow(build, simulator):
+    _run(build, simulator)
 
 
 @pytest.mark.parametrize("design", ["setup", "traversal", "packer", "pipeline"])
@@ -193,12 +196,15 @@ def scissor_all(fmt, side):
     return (0, 0, side, side)
 
 
-def batch(fmt, verts, samples, scissor, cull_back=False, front_ccw=False):
-    """Golden setup, block records and packets of one batch of primitives."""
+def batch(fmt, verts, samples, scissor, cull_back=False, front_ccw=False, *, blocks=True):
+    """Golden setup, block records and packets of one batch of primitives (only the
+    setup, and ``None, None``, without ``blocks``)."""
     kw = fmt.golden(front_ccw=front_ccw)
     args = (verts, fmt.size, fmt.size, samples, scissor, cull_back)
-    return (R.setup(verts, fmt.size, fmt.size, scissor, cull_back, **kw),
-            R.block_records(*args, **kw), R.pixel_packets(*args, **kw))
+    st = R.setup(verts, fmt.size, fmt.size, scissor, cull_back, **kw)
+    if not blocks:
+        return st, None, None
+    return st, R.block_records(*args, **kw), R.pixel_packets(*args, **kw)
 
 
 class Run:
@@ -221,9 +227,16 @@ class Run:
         self._words = len(words)
         return self._packets
 
+    @staticmethod
+    def formats():
+        """The running build's :class:`Fmt`."""
+        return Fmt()
+
     def primitives(self, verts, samples, scissor, cull_back=False, front_ccw=False):
-        """Queue primitives; returns (ids, golden setup, records, packets)."""
-        st, recs, pkts = batch(self.fmt, verts, samples, scissor, cull_back, front_ccw)
+        """Queue primitives; returns (ids, golden setup, records, packets). On the setup
+        alone the golden blocks are not needed (nor computed)."""
+        st, recs, pkts = batch(self.fmt, verts, samples, scissor, cull_back, front_ccw,
+                               blocks=not isinstance(self.fmt.rtl, TriangleSetup))
         ids = list(range(self.next_id, self.next_id + len(verts)))
         self.next_id += len(verts)
         self.driver.send(self.fmt.primitive(v, ids[i], samples, scissor, cull_back,
