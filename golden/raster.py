@@ -122,6 +122,7 @@ __all__ = [
     "BlockRecord", "block_records", "rasterize_block",
     "PixelPacket", "pack_block", "pixel_packets",
     "span_statistics", "statistics_table", "benchmark_coverage",
+    "HIERARCHICAL_STAGES", "hierarchical_model",
 ]
 
 SUBPIX = 8
@@ -1033,6 +1034,118 @@ def statistics_table(stats):
             f"Table 3 (all sixteen 4x4 spans per block)\n{t3}\n\n"
             f"blocks {stats['blocks']} (skipped {stats['skipped_blocks']}), "
             f"block rasterizer clocks at {stats['samples']}x: {stats['clocks']}")
+
+
+# ------------------------------------------------------------------ prior art: hierarchical
+
+#: Pipeline stages of the prior-art hierarchical rasterizer (the seed: 21; ours: 7).
+HIERARCHICAL_STAGES = 21
+
+
+def hierarchical_model(records, samples, subpix=SUBPIX, stages=HIERARCHICAL_STAGES):
+    """Clock-level model of the prior-art hierarchical rasterizer (the seed's Fig. 14).
+
+    One pipeline of ``stages`` stages takes one *work item* per clock. A 16x16 block is
+    one item (pass 1: it classifies the four 8x8 quadrants); every PARTIAL 8x8 tile is
+    one item of pass 2 (its 4x4 quadrants), every PARTIAL 4x4 of pass 3 (its 2x2s), every
+    PARTIAL 2x2 of pass 4 (its 4 pixels, 4 samples per clock: ``samples`` items). An
+    item's children re-enter the pipeline ``stages`` clocks after it entered -- one
+    subdivision level per pass -- and take priority over new blocks. The model counts
+    clocks from the first block's entry to the last item's exit.
+
+    Parameters
+    ----------
+    records : list of BlockRecord
+        The visited blocks (:func:`block_records`), in order.
+    samples : int
+        Samples per pixel.
+    subpix : int
+        Fractional bits of the records' coordinates.
+    stages : int
+        Pipeline depth (21 in the seed).
+
+    Returns
+    -------
+    dict
+        ``blocks``, ``items`` (work items issued), ``clocks``, ``pixels_per_clock``
+        (``256 * blocks / clocks``) and ``items_per_level`` (passes 1-4).
+    """
+    samples = _check_samples(samples)
+    stages = _check_int("stages", stages, 1, 1000)
+    if not records:
+        return dict(blocks=0, items=0, clocks=0, pixels_per_clock=0.0,
+                    items_per_level=[0, 0, 0, 0])
+    parts = _hierarchy_partials(records, subpix)     # PARTIAL 8x8, 4x4, 2x2 tiles
+
+    def children(level, block, ty, tx):
+        tiles = parts[level][block] if level == 0 else \
+            parts[level][block, 2 * ty:2 * ty + 2, 2 * tx:2 * tx + 2]
+        base = (0, 0) if level == 0 else (2 * ty, 2 * tx)
+        found = [(level + 1, block, base[0] + y, base[1] + x)
+                 for y, x in zip(*np.nonzero(tiles))]
+        return found * samples if level == 2 else found   # pixels: 4 samples a clock
+
+    # Event simulation: recirculated items enter first, new blocks fill the gaps.
+    from collections import deque
+    pending, waiting = deque(), {}      # items ready to enter; clock -> items re-entering
+    clock = issued = last_exit = next_block = 0
+    per_level = [0, 0, 0, 0]
+    while next_block < len(records) or pending or waiting:
+        pending.extend(waiting.pop(clock, ()))
+        if pending:
+            item = pending.popleft()
+        elif next_block < len(records):
+            item = (0, next_block, 0, 0)
+            next_block += 1
+        else:
+            clock += 1
+            continue
+        issued += 1
+        per_level[item[0]] += 1
+        last_exit = clock + stages
+        if item[0] < 3:
+            found = children(*item)
+            if found:
+                waiting.setdefault(clock + stages, []).extend(found)
+        clock += 1
+    return dict(blocks=len(records), items=issued, clocks=last_exit,
+                pixels_per_clock=256 * len(records) / last_exit, items_per_level=per_level)
+
+
+def _hierarchy_partials(records, subpix):
+    """``[(n, 2, 2), (n, 4, 4), (n, 8, 8)]`` bool: the PARTIAL 8x8, 4x4 and 2x2 tiles of
+    each record that the hierarchy reaches (inside PARTIAL parents), from the 17x17
+    pixel-corner lattice of its edges, classified as :func:`span_statistics` does."""
+    k = max(len(r.A) for r in records)        # triangles among quads: a neutral 4th edge
+
+    def edges(name):
+        return np.array([np.pad(getattr(r, name), (0, k - len(r.A))) for r in records],
+                        dtype=np.int64)
+    A, B, lo16, bias = (edges(name) for name in ("A", "B", "lo16", "bias"))
+    bbox = np.array([r.bbox for r in records], dtype=np.int64)
+    bx = np.array([r.bx for r in records], dtype=np.int64)
+    by = np.array([r.by for r in records], dtype=np.int64)
+    lat = np.arange(-8, 9, dtype=np.int64) << subpix
+    lattice = (lo16[:, :, None, None] + A[:, :, None, None] * lat[None, :]
+               + B[:, :, None, None] * lat[:, None])
+    pos = (lattice - bias[:, :, None, None]) >= 0
+    out = []
+    parent = None
+    for L in LEVELS[:4]:
+        p = pos[:, :, ::L, ::L]
+        corners4 = np.stack([p[..., :-1, :-1], p[..., :-1, 1:], p[..., 1:, :-1],
+                             p[..., 1:, 1:]], axis=-1)
+        edge = _classify(corners4, axes=-1)
+        outside = _tile_outside(bx, by, bbox, L)
+        edge[np.broadcast_to(outside[:, None], edge.shape)] = EMPTY
+        comb = _combine(edge, axis=1)
+        evaluated = (np.ones(comb.shape, dtype=bool) if parent is None else
+                     parent.repeat(2, axis=1).repeat(2, axis=2))
+        part = evaluated & (comb == PARTIAL)
+        if L < BLOCK:
+            out.append(part)
+        parent = part
+    return out
 
 
 # ------------------------------------------------------------------ benchmark

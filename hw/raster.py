@@ -1,4 +1,25 @@
-"""The 16x16 span-parallel block rasterizer (spec ``raster.md``, unit 3; seed Fig. 15-20).
+"""The rasterizer (spec ``raster.md``; seed Fig. 12-20): primitives in, pixel packets out.
+
+Units (each a ``wiring.Component`` with stream ports; ``python -m hw.gen raster.<name>``)
+-----------------------------------------------------------------------------------------
+``raster.setup`` (:class:`TriangleSetup`)
+    A primitive (3 or 4 vertices, id, MSAA code, cull flags, scissor) -> per edge ``A``,
+    ``B``, the top-left ``bias`` and ``lo16`` (E at the centre of the box's first 16x16
+    block), the clipped pixel box; culls and counts zero-area, back-facing (optional) and
+    off-scissor primitives; drops malformed ones (sticky ``error``). One primitive a
+    clock, 6 stages, 2 multipliers per edge and 2 for the area (MULT18X18D on the ECP5).
+``raster.traversal`` (:class:`BlockTraversal`)
+    Walks the box's blocks row by row, one candidate a clock, skips blocks that an edge
+    rejects at all four corners, steps ``lo16`` with adds; emits the block records below.
+``raster.block`` (:class:`BlockRasterizer`)
+    The 16x16 span-parallel block rasterizer (unit 3), described below.
+``raster.packer`` (:class:`PixelPacker`)
+    Each non-empty 4x4 span of a block -> a pixel packet; ``packets`` of them per output
+    word.
+``raster.pipeline`` (:class:`RasterPipeline`)
+    The four in a row, bit-exact, packet by packet, to ``golden.raster.pixel_packets``.
+
+The rest of this docstring is the block rasterizer's; each other class has its own.
 
 What the block does
 -------------------
@@ -114,7 +135,8 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed, unsigne
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["SAMPLE_COUNTS", "SAMPLE_PATTERNS", "BlockRasterizer", "DESIGNS"]
+__all__ = ["SAMPLE_COUNTS", "SAMPLE_PATTERNS", "BlockRasterizer", "TriangleSetup", "BlockTraversal",
+           "PixelPacker", "RasterPipeline", "DESIGNS"]
 
 #: MSAA modes: samples per pixel.
 SAMPLE_COUNTS = (1, 2, 4, 8, 16)
@@ -775,7 +797,545 @@ class BlockRasterizer(wiring.Component):
                       f"group{n}x_{g}") for g in range(LANES // n)]
 
 
+
+# ====================================================================== the other units
+
+class _Format:
+    """Parameters, widths and layouts shared by setup, traversal, packer and pipeline.
+
+    The block records between traversal and the block rasterizer, and the results between
+    the block rasterizer and the packer, are the block rasterizer's own layouts
+    (:meth:`BlockRasterizer.in_layout`, :meth:`BlockRasterizer.out_layout`).
+    """
+
+    def _format(self, edges, modes, subpix, int_bits, tag_bits):
+        self.edges = _check_int("edges", edges, 3, 4)
+        self.modes = _check_modes(modes)
+        self.subpix = _check_int("subpix", subpix, 4, 12)
+        self.int_bits = _check_int("int_bits", int_bits, 5, 16)
+        self.tag_bits = _check_int("tag_bits", tag_bits, 1, 64)
+        w = int_bits + subpix
+        self.coord_bits = w + 2                 # port coordinates: signed, range-checked
+        self.coef_bits = w + 1                  # A, B
+        self.lo16_bits = 2 * w + 2              # edge values at block centres
+        self.max_samples = max(self.modes)
+
+    edge_layout = BlockRasterizer.edge_layout
+    block_layout = BlockRasterizer.in_layout
+    result_layout = BlockRasterizer.out_layout
+    _block_fields = BlockRasterizer._block_fields
+
+    def primitive_layout(self):
+        """A primitive at the setup's input (and the pipeline's).
+
+        ``v``: vertices ``(x, y)``, signed, valid ``0 .. 2**(int_bits+subpix) - 1``;
+        ``n_verts``: 3 or 4 (vertex 3 is ignored for 3); ``prim``: the primitive id;
+        ``msaa``: log2(samples); ``cull_back``, ``front_ccw``: facing and culling;
+        ``scissor``: ``left, top, right, bottom`` pixels, right/bottom exclusive.
+        """
+        coord = signed(self.coord_bits)
+        edge = unsigned(self.int_bits + 1)
+        return data.StructLayout({
+            "v": data.ArrayLayout(data.StructLayout({"x": coord, "y": coord}), self.edges),
+            "n_verts": unsigned(3),
+            "prim": unsigned(self.tag_bits),
+            "msaa": unsigned(3),
+            "cull_back": unsigned(1),
+            "front_ccw": unsigned(1),
+            "scissor": data.StructLayout({"left": edge, "top": edge, "right": edge,
+                                          "bottom": edge}),
+        })
+
+    def setup_layout(self):
+        """A set-up primitive (setup out, traversal in): per edge ``A``, ``B``, ``bias``
+        and ``lo16`` = E at the centre of the box's first block ``(x0 >> 4, y0 >> 4)``."""
+        coord = unsigned(self.int_bits)
+        return data.StructLayout({
+            "prim": unsigned(self.tag_bits),
+            "msaa": unsigned(3),
+            "n_edges": unsigned(3),
+            "bbox": data.StructLayout({"x0": coord, "y0": coord, "x1": coord, "y1": coord}),
+            "edge": data.ArrayLayout(self.edge_layout(), self.edges),
+        })
+
+    def packet_layout(self):
+        """A pixel packet: one non-empty 4x4 span of one block (``golden.raster.PixelPacket``)."""
+        return data.StructLayout({
+            "prim": unsigned(self.tag_bits),
+            "bx": unsigned(self.int_bits - 4),
+            "by": unsigned(self.int_bits - 4),
+            "span": unsigned(4),
+            "msaa": unsigned(3),
+            "pixel_mask": unsigned(16),
+            "sample_mask": unsigned(16 * self.max_samples),
+            "full": unsigned(1),
+        })
+
+
+class TriangleSetup(_Format, wiring.Component):
+    """Triangle and quad setup (spec ``raster.md`` unit 1), one primitive per clock.
+
+    Per primitive: the signed doubled area fixes the orientation (``area2 < 0``:
+    the edges are reversed, keeping vertex 0 first, which negates each edge function);
+    per oriented edge ``A = -dy``, ``B = dx``, the top-left ``bias`` and ``lo16``, the edge
+    value at the centre of the first block of the box, ``dx*(yc - ay) - dy*(xc - ax)``
+    (so that traversal steps from it with adds only); the box ``bbox`` = the vertices'
+    pixel box clipped to the scissor. Primitives of zero area, back-facing ones when
+    ``cull_back`` is set, and those whose clipped box is empty are culled (nothing comes
+    out) and counted in ``culled`` (precedence zero area, back face, outside, as in
+    ``golden.raster``).
+
+    Pipeline: 6 register stages, all moving together when the output register is free
+    or taken (``i.ready = ~o.valid | o.ready``): 1 input checks, 2 edge vectors and the
+    vertex box, 3 scissor clip and the offsets of the first block's centre, 4 the 2 + 2
+    per edge products (``dx*dy``-sized: ``(W+1) x (W+1)`` signed, ``W = int_bits +
+    subpix``; the ECP5 build maps them to MULT18X18D blocks), 5 their differences,
+    6 orientation, culling and the output word.
+
+    Malformed primitives -- an ``msaa`` code the build lacks, ``n_verts`` other than 3
+    or 4 (4 only on a 4-edge build), a used vertex coordinate outside ``0 ..
+    2**(int_bits+subpix) - 1``, a scissor with ``left >= right``, ``top >= bottom`` (empty
+    or inverted) or ``right``/``bottom`` beyond ``2**int_bits`` -- are accepted and
+    dropped at stage 1 and set the sticky ``error``; nothing else is lost.
+
+    Parameters
+    ----------
+    edges, modes, subpix, int_bits, tag_bits
+        As :class:`BlockRasterizer` (``tag_bits`` is the primitive id's width).
+
+    Attributes
+    ----------
+    i : stream of :meth:`primitive_layout`, in
+    o : stream of :meth:`setup_layout`, out
+    error : unsigned(1), out
+        Sticky: a malformed primitive was dropped.
+    culled : array of 3 unsigned(32), out
+        Primitives culled for zero area, back face, outside the scissor (wrapping counts).
+    """
+
+    LATENCY = 6
+
+    def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16):
+        self._format(edges, modes, subpix, int_bits, tag_bits)
+        super().__init__({
+            "i": In(stream.Signature(self.primitive_layout())),
+            "o": Out(stream.Signature(self.setup_layout())),
+            "error": Out(1),
+            "culled": Out(data.ArrayLayout(32, 3)),
+        })
+
+    def malformed(self, prim):
+        """The input checks of the docstring, on a :meth:`primitive_layout` value."""
+        top = (1 << (self.int_bits + self.subpix)) - 1
+        n_ok = (prim.n_verts == 3) | ((prim.n_verts == 4) if self.edges == 4 else 0)
+        mode_ok = Cat(prim.msaa == _log2(s) for s in self.modes).any()
+        coord_ok = []
+        for j in range(self.edges):
+            ok = Cat((c >= 0) & (c <= top) for c in (prim.v[j].x, prim.v[j].y)).all()
+            coord_ok.append(ok | (prim.n_verts == 3) if j == 3 else ok)
+        sc, side = prim.scissor, 1 << self.int_bits
+        scissor_ok = ((sc.left < sc.right) & (sc.top < sc.bottom) &
+                      (sc.right <= side) & (sc.bottom <= side))
+        return ~(n_ok & mode_ok & Cat(coord_ok).all() & scissor_ok)
+
+    def elaborate(self, platform):
+        m = Module()
+        s, w, ib = self.subpix, self.int_bits + self.subpix, self.int_bits
+        en = Signal()                           # every stage moves
+        valid = [Signal(name=f"v{k}") for k in range(1, 7)]
+        st = [_Stage(f"s{k}") for k in range(1, 6)]
+        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en)]
+
+        # Stage 1: checks; vertices in range from here on (a triangle's v3 := v0).
+        p = self.i.payload
+        bad = _wire(m, self.malformed(p), "bad")
+        quad = (p.n_verts == 4) if self.edges == 4 else Const(0, 1)
+        xs = [p.v[j].x[:w] for j in range(3)]
+        ys = [p.v[j].y[:w] for j in range(3)]
+        if self.edges == 4:
+            xs.append(Mux(quad, p.v[3].x[:w], xs[0]))
+            ys.append(Mux(quad, p.v[3].y[:w], ys[0]))
+        else:
+            xs.append(xs[0])
+            ys.append(ys[0])
+        x1 = st[0].regs(xs, "x", unsigned(w))
+        y1 = st[0].regs(ys, "y", unsigned(w))
+        quad1 = st[0].reg(quad, "quad")
+        meta_layout = data.StructLayout({"prim": unsigned(self.tag_bits), "msaa": unsigned(3),
+                                         "cull_back": 1, "front_ccw": 1})
+        meta1 = meta_layout(st[0].reg(Cat(p.prim, p.msaa, p.cull_back, p.front_ccw), "meta"))
+        sc1 = st[0].reg(p.scissor.as_value(), "scissor")
+        error = Signal()
+        with m.If(self.i.valid & en & bad):
+            m.d.sync += error.eq(1)
+        m.d.comb += self.error.eq(error)
+
+        # Stage 2: edge vectors (input order, edge e from vertex e to e+1 mod 4), the
+        # area vectors, the vertices' pixel box.
+        nxt = [1, 2, 3, 0]
+        dx2 = st[1].regs([x1[nxt[e]] - x1[e] for e in range(4)], "dx", signed(w + 1))
+        dy2 = st[1].regs([y1[nxt[e]] - y1[e] for e in range(4)], "dy", signed(w + 1))
+        ax2 = st[1].regs(x1, "ax")
+        ay2 = st[1].regs(y1, "ay")
+        u = [Mux(quad1, c[2] - c[0], c[1] - c[0]) for c in (x1, y1)]
+        v = [Mux(quad1, c[3] - c[1], c[2] - c[0]) for c in (x1, y1)]
+        u2 = st[1].regs(u, "u", signed(w + 1))
+        v2 = st[1].regs(v, "w", signed(w + 1))
+        box2 = [st[1].reg(self._extreme([c[j][s:] for j in range(4)], smallest), name)
+                for c, smallest, name in ((x1, True, "xmin"), (y1, True, "ymin"),
+                                          (x1, False, "xmax"), (y1, False, "ymax"))]
+        quad2 = st[1].reg(quad1, "quad")
+        meta2 = st[1].reg(meta1.as_value(), "meta")
+        sc2 = data.View(self.primitive_layout().members["scissor"],
+                        st[1].reg(sc1, "scissor"))
+
+        # Stage 3: clip to the scissor; offsets of the first block's centre from each
+        # edge's start vertex.
+        bx0 = Mux(box2[0] > sc2.left, box2[0], sc2.left)[:ib]
+        by0 = Mux(box2[1] > sc2.top, box2[1], sc2.top)[:ib]
+        right, bottom = (sc2.right - 1)[:ib], (sc2.bottom - 1)[:ib]
+        bx1 = Mux(box2[2] < right, box2[2], right)
+        by1 = Mux(box2[3] < bottom, box2[3], bottom)
+        outside3 = st[2].reg((bx0 > bx1) | (by0 > by1), "outside")
+        bbox3 = st[2].reg(Cat(bx0, by0, bx1, by1), "bbox")
+        xc = Cat(Const(0, s), Const(8, 4), bx0[4:])      # ((x0 >> 4) * 16 + 8) << subpix
+        yc = Cat(Const(0, s), Const(8, 4), by0[4:])
+        relx3 = st[2].regs([xc - ax2[e] for e in range(4)], "relx", signed(w + 1))
+        rely3 = st[2].regs([yc - ay2[e] for e in range(4)], "rely", signed(w + 1))
+        dx3, dy3 = st[2].regs(dx2, "dx"), st[2].regs(dy2, "dy")
+        u3, v3 = st[2].regs(u2, "u"), st[2].regs(v2, "w")
+        quad3, meta3 = st[2].reg(quad2, "quad"), st[2].reg(meta2, "meta")
+
+        # Stage 4: products. Stage 5: differences.
+        prod = signed(2 * w + 2)
+        pa4 = st[3].regs([dx3[e] * rely3[e] for e in range(4)], "pa", prod)
+        pb4 = st[3].regs([dy3[e] * relx3[e] for e in range(4)], "pb", prod)
+        area4 = st[3].regs([u3[0] * v3[1], u3[1] * v3[0]], "area", prod)
+        pass4 = {k: st[3].reg(val, k) for k, val in (
+            ("dx", Cat(dx3)), ("dy", Cat(dy3)), ("quad", quad3), ("meta", meta3),
+            ("outside", outside3), ("bbox", bbox3))}
+        lo5 = st[4].regs([pa4[e] - pb4[e] for e in range(4)], "lo", signed(2 * w + 3))
+        area5 = st[4].reg(area4[0] - area4[1], "area2", signed(2 * w + 3))
+        pass5 = {k: st[4].reg(val, k) for k, val in pass4.items()}
+
+        for stage in st:
+            stage.commit(m, en)
+        with m.If(en):
+            m.d.sync += [valid[0].eq(self.i.valid & ~bad)]
+            m.d.sync += [valid[k].eq(valid[k - 1]) for k in range(1, 5)]
+
+        # Stage 6: orientation, top-left bias, culling, the output word.
+        dx5 = [pass5["dx"][(w + 1) * e:(w + 1) * (e + 1)].as_signed() for e in range(4)]
+        dy5 = [pass5["dy"][(w + 1) * e:(w + 1) * (e + 1)].as_signed() for e in range(4)]
+        meta5 = meta_layout(pass5["meta"])
+        flipped = area5 < 0
+        zero = area5 == 0
+        back = meta5.cull_back & Mux(meta5.front_ccw, area5 > 0, area5 < 0)
+        cull = _wire(m, Mux(zero, 1, Mux(back, 2, Mux(pass5["outside"], 3, 0))), "cull",
+                     unsigned(2))
+        out = self.o.payload
+        with m.If(en):
+            m.d.sync += [valid[5].eq(valid[4] & (cull == 0)),
+                         out.prim.eq(meta5.prim), out.msaa.eq(meta5.msaa),
+                         out.n_edges.eq(Mux(pass5["quad"], 4, 3)),
+                         out.bbox.as_value().eq(pass5["bbox"])]
+            for j in range(self.edges):
+                # Oriented edge j: input edge j, or -(input edge k-1-j) when flipped.
+                rev = Mux(pass5["quad"], 3 - j, 2 - j) if j < 3 else 0
+                pick = lambda vals: Array(vals)[rev]
+                dxo = Mux(flipped, -pick(dx5), dx5[j])
+                dyo = Mux(flipped, -pick(dy5), dy5[j])
+                loo = Mux(flipped, -pick(lo5), lo5[j])
+                topleft = (dyo < 0) | ((dyo == 0) & (dxo >= 0))
+                used = pass5["quad"] if j == 3 else 1
+                edge = out.edge[j]
+                m.d.sync += [edge.A.eq(Mux(used, -dyo, 0)), edge.B.eq(Mux(used, dxo, 0)),
+                             edge.lo16.eq(Mux(used, loo, 0)), edge.bias.eq(used & ~topleft)]
+            for code in range(1, 4):
+                with m.If(valid[4] & (cull == code)):
+                    m.d.sync += self.culled[code - 1].eq(self.culled[code - 1] + 1)
+        m.d.comb += self.o.valid.eq(valid[5])
+        return m
+
+    @staticmethod
+    def _extreme(values, smallest):
+        """Minimum or maximum of ``values`` as a two-level tree."""
+        def pick(a, b):
+            return Mux((a < b) if smallest else (a > b), a, b)
+        return pick(pick(values[0], values[1]), pick(values[2], values[3]))
+
+
+class BlockTraversal(_Format, wiring.Component):
+    """Block traversal (spec ``raster.md`` unit 2): set-up primitives in, block records
+    for :class:`BlockRasterizer` out.
+
+    Per primitive it walks the 16x16 blocks its box touches, row by row (``by`` outer,
+    ``bx`` inner), one candidate block per clock, stepping each edge's block-centre value
+    by ``A << (subpix+4)`` along a row and ``B << (subpix+4)`` from row to row (adds
+    only; ``lo16`` of the first block comes from setup). A block is skipped -- its clock
+    produces no word -- when some used edge is negative at all four block corners; the
+    largest of the four is ``lo16 + ((|A| + |B|) << (subpix+3))``, so the test is one
+    add per edge with ``reach = ((|A| + |B|) << (subpix+3)) - bias``, formed as the
+    primitive is taken. The next primitive is taken in the clock the last candidate
+    block of the previous one goes out, so a primitive of ``c`` candidate blocks costs
+    ``c`` clocks.
+
+    Flow control: the output word is a register; the walk advances when it is free or
+    taken. ``i.ready`` is ``~busy | (advancing & last block)``.
+
+    Parameters
+    ----------
+    edges, modes, subpix, int_bits, tag_bits
+        As :class:`BlockRasterizer`.
+
+    Attributes
+    ----------
+    i : stream of :meth:`setup_layout`, in
+    o : stream of :meth:`block_layout` (:meth:`BlockRasterizer.in_layout`), out
+    """
+
+    def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16):
+        self._format(edges, modes, subpix, int_bits, tag_bits)
+        super().__init__({
+            "i": In(stream.Signature(self.setup_layout())),
+            "o": Out(stream.Signature(self.block_layout())),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        s, bw = self.subpix, self.int_bits - 4
+        wide = signed(self.lo16_bits + 1)
+        busy = Signal()
+        prim = Signal(self.setup_layout())              # the primitive being walked
+        cur = [Signal(wide, name=f"cur{e}") for e in range(self.edges)]
+        row = [Signal(wide, name=f"row{e}") for e in range(self.edges)]
+        reach = [Signal(wide, name=f"reach{e}") for e in range(self.edges)]
+        bx, by, bx_first, bx_last, by_last = (Signal(bw, name=n) for n in
+                                              ("bx", "by", "bx_first", "bx_last", "by_last"))
+        row_end = bx == bx_last
+        last = row_end & (by == by_last)
+        go = _wire(m, busy & (~self.o.valid | self.o.ready), "go")
+        take = _wire(m, self.i.valid & self.i.ready, "take")
+        m.d.comb += self.i.ready.eq(~busy | (go & last))
+
+        used = [1, 1, 1, prim.n_edges == 4][:self.edges]
+        reject = Cat((cur[e] + reach[e] < 0) & used[e] for e in range(self.edges)).any()
+        out = self.o.payload
+        with m.If(go):
+            m.d.sync += [self.o.valid.eq(~reject), out.bx.eq(bx), out.by.eq(by),
+                         out.bbox.eq(prim.bbox), out.msaa.eq(prim.msaa),
+                         out.n_edges.eq(prim.n_edges), out.tag.eq(prim.prim)]
+            for e in range(self.edges):
+                edge = prim.edge[e]
+                m.d.sync += [out.edge[e].lo16.eq(cur[e]), out.edge[e].A.eq(edge.A),
+                             out.edge[e].B.eq(edge.B), out.edge[e].bias.eq(edge.bias)]
+            with m.If(row_end):
+                m.d.sync += [bx.eq(bx_first), by.eq(by + 1)]
+                for e in range(self.edges):
+                    down = row[e] + (prim.edge[e].B << (s + 4))
+                    m.d.sync += [row[e].eq(down), cur[e].eq(down)]
+            with m.Else():
+                m.d.sync += bx.eq(bx + 1)
+                m.d.sync += [cur[e].eq(cur[e] + (prim.edge[e].A << (s + 4)))
+                             for e in range(self.edges)]
+            with m.If(last):
+                m.d.sync += busy.eq(0)
+        with m.Elif(self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+
+        new = self.i.payload
+        with m.If(take):
+            box = new.bbox
+            m.d.sync += [busy.eq(1), prim.eq(new), bx.eq(box.x0[4:]), bx_first.eq(box.x0[4:]),
+                         by.eq(box.y0[4:]), bx_last.eq(box.x1[4:]), by_last.eq(box.y1[4:])]
+            for e in range(self.edges):
+                edge = new.edge[e]
+                mag = Mux(edge.A < 0, -edge.A, edge.A) + Mux(edge.B < 0, -edge.B, edge.B)
+                m.d.sync += [cur[e].eq(edge.lo16), row[e].eq(edge.lo16),
+                             reach[e].eq((mag << (s + 3)) - edge.bias)]
+        return m
+
+
+class PixelPacker(_Format, wiring.Component):
+    """The pixel packer (spec ``raster.md`` unit 4): block results in, pixel packets out.
+
+    Each non-empty 4x4 span of a block becomes one packet (:meth:`packet_layout`, as
+    ``golden.raster.pack_block``): primitive id, block, span ``k``, 16-bit pixel mask,
+    the span's ``16*S``-bit sample mask (bit ``p*S + s``), ``full`` (all ``16*S``
+    samples covered), the MSAA code. Spans go out in order ``k = 0..15``.
+
+    An output word carries up to ``packets`` packets (``count`` of them, in slots
+    ``0 .. count-1``, in order), so a block with ``n`` non-empty spans costs
+    ``max(1, ceil(n / packets))`` clocks, and a block with none costs one clock and gives
+    no word. Two register stages: the input register splits the block's mask into span
+    fields, pixel masks and full bits (by the block's mode); the output register takes
+    the next ``packets`` non-empty spans, chosen by their rank among those left.
+    ``i.ready = ~holding | (the block's last word goes out now)``.
+
+    Parameters
+    ----------
+    edges, modes, subpix, int_bits, tag_bits
+        As :class:`BlockRasterizer`.
+    packets : int
+        Packets per output word, 1 to 16.
+
+    Attributes
+    ----------
+    i : stream of :meth:`result_layout` (:meth:`BlockRasterizer.out_layout`), in
+    o : stream of :meth:`word_layout`, out
+    """
+
+    def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16,
+                 packets=4):
+        self._format(edges, modes, subpix, int_bits, tag_bits)
+        self.packets = _check_int("packets", packets, 1, 16)
+        super().__init__({
+            "i": In(stream.Signature(self.result_layout())),
+            "o": Out(stream.Signature(self.word_layout())),
+        })
+
+    def word_layout(self):
+        """An output word: ``count`` packets in ``packet[0 .. count-1]``."""
+        return data.StructLayout({
+            "count": unsigned(self.packets.bit_length()),
+            "packet": data.ArrayLayout(self.packet_layout(), self.packets),
+        })
+
+    def _split(self, m, result):
+        """Per span: its sample field (``16*S`` bits), pixel mask and full bit."""
+        mode = Cat(result.msaa == _log2(n) for n in self.modes)
+        fields, pixels, fulls = [], [], []
+        for k in range(SPANS):
+            per_mode = {}
+            for n in self.modes:
+                field = result.mask[16 * n * k:16 * n * (k + 1)]
+                pix = Cat(field[p * n:(p + 1) * n].any() for p in range(16))
+                per_mode[n] = (field, pix, field.all())
+            fields.append(self._by_mode(mode, {n: v[0] for n, v in per_mode.items()}))
+            pixels.append(self._by_mode(mode, {n: v[1] for n, v in per_mode.items()}))
+            fulls.append(self._by_mode(mode, {n: v[2] for n, v in per_mode.items()}))
+        return fields, pixels, fulls
+
+    _by_mode = BlockRasterizer._by_mode
+
+    def elaborate(self, platform):
+        m = Module()
+        holding = Signal()
+        left = Signal(SPANS)                        # non-empty spans not yet sent
+        field = [Signal(16 * self.max_samples, name=f"field{k}") for k in range(SPANS)]
+        pixels = [Signal(16, name=f"pixels{k}") for k in range(SPANS)]
+        full = Signal(SPANS)
+        meta = Signal(data.StructLayout(self._block_fields()))
+
+        # Output: the next `packets` spans of `left`, by rank.
+        free = _wire(m, ~self.o.valid | self.o.ready, "free")
+        go = _wire(m, holding & free, "go")
+        ranks = [_popcount(left[:k]) if k else Const(0, 1) for k in range(SPANS)]
+        slots = [_wire(m, Cat(left[k] & (ranks[k] == j) for k in range(SPANS)), f"slot{j}")
+                 for j in range(self.packets)]
+        taken = _wire(m, self._or_all(slots), "taken")
+        done = _wire(m, (left & ~taken) == 0, "done")
+        m.d.comb += self.i.ready.eq(~holding | (go & done))
+        out = self.o.payload
+        with m.If(go):
+            m.d.sync += [self.o.valid.eq(left != 0), left.eq(left & ~taken),
+                         out.count.eq(_popcount(taken))]
+            for j, slot in enumerate(slots):
+                pkt = out.packet[j]
+                pick = lambda values: self._or_all([Mux(slot[k], values[k], 0)
+                                                    for k in range(SPANS)])
+                m.d.sync += [pkt.prim.eq(meta.tag), pkt.bx.eq(meta.bx), pkt.by.eq(meta.by),
+                             pkt.msaa.eq(meta.msaa), pkt.span.eq(_encode(slot)),
+                             pkt.pixel_mask.eq(pick(pixels)), pkt.sample_mask.eq(pick(field)),
+                             pkt.full.eq((slot & full).any())]
+            with m.If(done):
+                m.d.sync += holding.eq(0)
+        with m.Elif(self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+
+        with m.If(self.i.valid & self.i.ready):
+            fields, pix, fulls = self._split(m, self.i.payload)
+            m.d.sync += [holding.eq(1), meta.eq(Cat(
+                self.i.payload[name] for name in self._block_fields())),
+                left.eq(Cat(p.any() for p in pix)), full.eq(Cat(fulls))]
+            m.d.sync += [f.eq(v) for f, v in zip(field, fields)]
+            m.d.sync += [p.eq(v) for p, v in zip(pixels, pix)]
+        return m
+
+    _or_all = staticmethod(BlockRasterizer._or_all)
+
+
+class RasterPipeline(_Format, wiring.Component):
+    """The whole rasterizer: :class:`TriangleSetup` -> :class:`BlockTraversal` ->
+    :class:`BlockRasterizer` -> :class:`PixelPacker`, primitives in, pixel packets out.
+
+    Streams between the units; back-pressure at ``o`` stalls every unit upstream, and
+    nothing is lost or duplicated. The packets equal ``golden.raster.pixel_packets``
+    packet by packet, in order, for a scissor given per primitive (the golden model's
+    frame is the scissor ``(0, 0, width, height)``: the hardware's frame is
+    ``2**int_bits`` square and the scissor clips it). Malformed primitives are dropped by
+    the setup and set ``error`` (see :class:`TriangleSetup`).
+
+    Parameters
+    ----------
+    edges, modes, subpix, int_bits, tag_bits
+        As :class:`BlockRasterizer`.
+    packets : int
+        Packets per output word (:class:`PixelPacker`).
+
+    Attributes
+    ----------
+    i : stream of :meth:`primitive_layout`, in
+    o : stream of :meth:`PixelPacker.word_layout`, out
+    error : unsigned(1), out
+        Sticky: a malformed primitive was dropped (setup), or a malformed block (never
+        expected from the traversal).
+    culled : array of 3 unsigned(32), out
+        As :class:`TriangleSetup`.
+    """
+
+    def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16,
+                 packets=4):
+        self._format(edges, modes, subpix, int_bits, tag_bits)
+        self.packets = _check_int("packets", packets, 1, 16)
+        kwargs = dict(edges=edges, modes=modes, subpix=subpix, int_bits=int_bits,
+                      tag_bits=tag_bits)
+        self.setup = TriangleSetup(**kwargs)
+        self.traversal = BlockTraversal(**kwargs)
+        self.block = BlockRasterizer(**kwargs)
+        self.packer = PixelPacker(**kwargs, packets=packets)
+        super().__init__({
+            "i": In(stream.Signature(self.primitive_layout())),
+            "o": Out(stream.Signature(self.packer.word_layout())),
+            "error": Out(1),
+            "culled": Out(data.ArrayLayout(32, 3)),
+        })
+
+    def word_layout(self):
+        """An output word: :meth:`PixelPacker.word_layout`."""
+        return self.packer.word_layout()
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.setup = self.setup
+        m.submodules.traversal = self.traversal
+        m.submodules.block = self.block
+        m.submodules.packer = self.packer
+        wiring.connect(m, wiring.flipped(self.i), self.setup.i)
+        wiring.connect(m, self.setup.o, self.traversal.i)
+        wiring.connect(m, self.traversal.o, self.block.i)
+        wiring.connect(m, self.block.o, self.packer.i)
+        wiring.connect(m, self.packer.o, wiring.flipped(self.o))
+        m.d.comb += [self.error.eq(self.setup.error | self.block.error),
+                     self.culled.eq(self.setup.culled)]
+        return m
+
+
 #: Designs of this block that ``python -m hw.gen`` builds, by name.
 DESIGNS = {
     "block": BlockRasterizer,
+    "setup": TriangleSetup,
+    "traversal": BlockTraversal,
+    "packer": PixelPacker,
+    "pipeline": RasterPipeline,
 }

@@ -23,6 +23,9 @@ HARDWARE = [
     ("sync", "sync.csp", {}, "tb.bench_sync", "bench_unit"),
     ("sync", "sync.zpreset", {}, "tb.bench_sync", "bench_unit"),
     ("raster", "raster.block", {}, "tb.bench_raster", "bench_modes"),
+    ("raster", "raster.setup", {}, "tb.bench_raster", "bench_setup"),
+    ("raster", "raster.traversal", {}, "tb.bench_raster", "bench_setup"),
+    ("raster", "raster.pipeline", {}, "tb.bench_raster", "bench_pipeline"),
     ("spreader", "spreader.spreader", {"n_eus": 4, "vdt_records": 32, "pt_records": 128},
      "tb.bench_spreader", ["bench_triangles", "bench_mixed", "bench_scene"]),
     ("spreader", "spreader.spreader_qcc", {"n_eus": 4, "records": 16, "entities": 16,
@@ -65,7 +68,7 @@ def emit_figure(metric, value, unit, params):
 
 
 def run_hardware(blocks):
-    from tb.harness import SIM_BUILD, WIDE_DESIGN, run_cocotb
+    from tb.harness import ROOT, SIM_BUILD, WIDE_DESIGN, output_to, run_cocotb
     records = []
     for block, design, params, module, tests in HARDWARE:
         if blocks and block not in blocks:
@@ -74,11 +77,21 @@ def run_hardware(blocks):
         folder.mkdir(parents=True, exist_ok=True)
         out = folder / "figures.jsonl"
         out.unlink(missing_ok=True)
-        print(f"bench {design} {params} ...", flush=True)
-        run_cocotb(design, module, os.environ.get("SIM") or "verilator", params,
-                   testcase=tests, folder=folder, extra_env={BENCH_OUT: str(out)},
-                   **(WIDE_DESIGN if design in WIDE else {}))
-        records += [json.loads(line) for line in out.read_text().splitlines()]
+        log = ROOT / "build" / "bench" / f"{build_name(design, params)}.log"
+        print(f"bench {design} {params} ...", end=" ", flush=True)
+        started = time.time()
+        try:
+            with output_to(log):
+                run_cocotb(design, module, os.environ.get("SIM") or "verilator", params,
+                           testcase=tests, folder=folder, extra_env={BENCH_OUT: str(out)},
+                           **(WIDE_DESIGN if design in WIDE else {}))
+        except BaseException:
+            print(f"FAILED after {time.time() - started:.0f} s; see {log.relative_to(ROOT)}")
+            raise
+        figures = [json.loads(line) for line in out.read_text().splitlines()]
+        print(f"{len(figures)} figures in {time.time() - started:.0f} s "
+              f"(log {log.relative_to(ROOT)})", flush=True)
+        records += figures
     return records
 
 

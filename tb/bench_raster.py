@@ -80,6 +80,118 @@ async def bench_modes(dut):
         await ClockCycles(dut.clk, 4)
 
 
+@cocotb.test()
+async def bench_pipeline(dut):
+    """raster.pipeline on the same mixed workload per MSAA mode, no gaps, no
+    back-pressure: primitives, blocks (out of the traversal), samples and packets per
+    clock, and the latency from a primitive's input handshake to its first packet word.
+    Every packet is checked against the golden model."""
+    from tb.test_raster_pipeline import Run
+    rng = await start(dut)
+    log = Handshakes(dut)
+    blocks = _Count(dut.traversal, "o")
+    for n in Run.formats().modes:
+        run = Run(dut, rng, gap=0.0, stall=0.0)
+        fmt = run.fmt
+        side = 128
+        # Latency: one primitive into the idle pipeline.
+        tri = S.random_triangles(side, side, 1, 3, min_size=20, max_size=30,
+                                 subpix=fmt.subpix, int_bits=fmt.int_bits)
+        log.clear()
+        ids, st, recs, pkts = run.primitives(tri, n, (0, 0, side, side))
+        run.expected += [fmt.packet(pk, ids[pk.prim]) for pk in pkts]
+        await _pipeline_done(run)
+        latency = log.outputs[0] - log.inputs[0]
+        log.clear()
+        blocks.count = 0
+        verts = [v for v in _workload_scenes(side) if v.shape[1] <= fmt.edges]
+        prims = 0
+        for v in verts:
+            ids, st, recs, pkts = run.primitives(v, n, (0, 0, side, side))
+            run.expected += [fmt.packet(pk, ids[pk.prim]) for pk in pkts]
+            prims += len(v)
+        got = await _pipeline_done(run)
+        clocks = log.outputs[-1] - log.inputs[0] + 1
+        tagged = {**params(), "samples": n, "workload": "raster.block bench"}
+        emit_figure("pipeline primitives per clock", prims / clocks, "primitives/clock", tagged)
+        emit_figure("pipeline blocks per clock (traversal out)", blocks.count / clocks,
+                    "blocks/clock", tagged)
+        emit_figure("pipeline samples per clock (blocks x 256 x S)",
+                    256 * n * blocks.count / clocks, "samples/clock", tagged)
+        emit_figure("pipeline packets per clock", len(got) / clocks, "packets/clock", tagged)
+        emit_figure("pipeline latency, primitive in to first packet word", latency, "clocks",
+                    tagged)
+        run.driver.stop()
+        run.monitor.stop()
+        await ClockCycles(dut.clk, 4)
+
+
+@cocotb.test()
+async def bench_setup(dut):
+    """raster.setup (or raster.traversal) alone, no gaps, no back-pressure: primitives
+    per clock into the setup; blocks per clock out of the traversal."""
+    from tb.test_raster_pipeline import Run, batch
+    rng = await start(dut)
+    log = Handshakes(dut)
+    run = Run(dut, rng, gap=0.0, stall=0.0)
+    fmt = run.fmt
+    side = 128
+    verts = [v for v in _workload_scenes(side) if v.shape[1] <= fmt.edges]
+    design = type(fmt.rtl).__name__
+    words = []
+    for v in verts:
+        st, recs, _ = batch(fmt, v, 1, (0, 0, side, side), blocks=design != "TriangleSetup")
+        ids = list(range(run.next_id, run.next_id + len(v)))
+        run.next_id += len(v)
+        if design == "TriangleSetup":
+            run.driver.send(fmt.primitive(p, ids[i], 1, (0, 0, side, side))
+                            for i, p in enumerate(v))
+            run.expected += [fmt.setup_word(st, p, ids[p], 1) for p in st.live]
+        else:
+            words += [fmt.setup_word(st, p, ids[p], 1) for p in st.live]
+            run.expected += [fmt.block_word(r, ids[r.prim]) for r in recs]
+    run.driver.send(words)
+    await run.wait(len(run.expected), "outputs")
+    assert run.monitor.items == run.expected, "outputs differ from the golden model"
+    clocks = max(log.outputs[-1], log.inputs[-1]) - log.inputs[0] + 1
+    tagged = {**params(), "workload": "raster.block bench"}
+    if design == "TriangleSetup":
+        emit_figure("setup primitives per clock", len(log.inputs) / clocks,
+                    "primitives/clock", tagged)
+    else:
+        emit_figure("traversal blocks per clock", len(log.outputs) / clocks, "blocks/clock",
+                    tagged)
+        emit_figure("traversal primitives per clock", len(log.inputs) / clocks,
+                    "primitives/clock", tagged)
+
+
+async def _pipeline_done(run):
+    from tb.test_raster_pipeline import check_list, describe_packet, pipeline_wait
+    got = await pipeline_wait(run)
+    check_list("packet", run.expected, got, describe_packet)
+    return got
+
+
+class _Count:
+    """Handshakes on an internal stream port (``<name>__valid``/``__ready``)."""
+
+    def __init__(self, module, name):
+        self.valid = getattr(module, f"{name}__valid")
+        self.ready = getattr(module, f"{name}__ready")
+        self.count = 0
+        cocotb.start_soon(self._run(module))
+
+    async def _run(self, module):
+        from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
+        dut = cocotb.top
+        while True:
+            await FallingEdge(dut.clk)
+            await ReadOnly()
+            if int(self.valid.value) and int(self.ready.value):
+                self.count += 1
+            await RisingEdge(dut.clk)
+
+
 # ---------------------------------------------------------------- golden model
 
 def golden_coverage():
@@ -116,6 +228,99 @@ def golden_span_table(scene="random", width=1024, height=768, n=2000, seed=0):
     return records
 
 
+#: The seed's Table 2 (hierarchical, per level) and Table 3 (16x16 and all 4x4 spans):
+#: shares of empty/full, partial, crossed by >= 1, 2, 3 edges.
+SEED_TABLE2 = {16: (5.15, 94.85, 94.85, 82.39, 12.46), 8: (44.24, 55.76, 55.76, 51.44, 4.31),
+               4: (48.27, 51.73, 51.73, 49.43, 2.31), 1: (89.32, 10.68, 10.68, 10.58, 0.10)}
+SEED_TABLE3_LEVELS = {16: (5.15, 94.85, 94.85, 63.39, 12.46), 4: (72.64, 27.36, 27.36, 10.16, 1.22)}
+ROWS = ("empty/full", "partial", "1 edge", "2 edges", "3 edges")
+
+
+class _BlockFormat:
+    """The block rasterizer's default build, as :func:`workload` needs it."""
+    edges, subpix, int_bits, size = 4, 8, 12, 4096
+
+
+def _workload_scenes(side=128, seed=1):
+    """The primitives of :func:`workload` (the same scenes), for span statistics."""
+    kw = {"subpix": 8, "int_bits": 12}
+    return [S.mesh(side, side, 160, seed, **kw),
+            S.random_triangles(side, side, 60, seed, max_size=side / 3, **kw),
+            S.slivers(side, side, 8, seed, **kw), S.wide_lines(side, side, 12, seed, **kw)]
+
+
+def golden_table1():
+    """The seed's Table 1: pixels per clock of the span-parallel block rasterizer (its
+    cost model, ``max(1, ceil(16*p*S/256))`` clocks a block, which the RTL meets: see
+    ``raster.block``'s "clocks / target" figure) and of the hierarchical 16->8->4->2->1
+    rasterizer (:func:`golden.raster.hierarchical_model`, 21 stages), per MSAA mode, on
+    the block bench's mixed workload."""
+    figures, lines = [], []
+    lines.append("Table 1: pixels per clock, mixed workload (raster.block bench), "
+                 "seed claims up to 64x")
+    lines.append(f"{'MSAA':>6}{'blocks':>8}{'span 16x16':>12}{'hierarchical':>14}"
+                 f"{'ratio':>8}")
+    for n in R.SAMPLE_COUNTS:
+        records = workload(_BlockFormat, n)
+        partial = [int((r.span_class == R.PARTIAL).sum()) for r in records]
+        span_clocks = sum(max(1, math.ceil(16 * p * n / 256)) for p in partial)
+        hier = R.hierarchical_model(records, n)
+        span_ppc = 256 * len(records) / span_clocks
+        ratio = span_ppc / hier["pixels_per_clock"]
+        lines.append(f"{n:>5}x{len(records):>8}{span_ppc:>12.2f}{hier['pixels_per_clock']:>14.2f}"
+                     f"{ratio:>7.1f}x")
+        tagged = {"samples": n, "workload": "raster.block bench", "blocks": len(records)}
+        figures += [("Table 1: span rasterizer pixels per clock (cost model)", span_ppc,
+                     "pixels/clock", tagged),
+                    ("Table 1: hierarchical rasterizer pixels per clock (21 stages)",
+                     hier["pixels_per_clock"], "pixels/clock", tagged),
+                    ("Table 1: span / hierarchical", ratio, "ratio", tagged)]
+    print("\n".join(lines), flush=True)
+    return figures
+
+
+def golden_tables23():
+    """Tables 2 and 3 of the block bench's workload at 1x, next to the seed's."""
+    total = None
+    for v in _workload_scenes():
+        st = R.span_statistics(v, 128, 128, 1)
+        levels = {**{L: st["levels"][L] for L in R.LEVELS}, "spans": st["spans"]}
+        if total is None:
+            total = {k: dict(c, crossed=list(c["crossed"])) for k, c in levels.items()}
+            continue
+        for k, c in levels.items():
+            for f in ("tiles", "empty", "full", "partial"):
+                total[k][f] += c[f]
+            total[k]["crossed"] = [a + b for a, b in zip(total[k]["crossed"], c["crossed"])]
+
+    def shares(c):
+        t = max(c["tiles"], 1)
+        return [100 * (c["empty"] + c["full"]) / t, 100 * c["partial"] / t,
+                *(100 * x / t for x in c["crossed"][:3])]
+
+    figures, lines = [], ["Table 2: hierarchical, tiles per level (ours / seed), %"]
+    lines.append(f"{'':12}" + "".join(f"{f'{L}x{L}':>16}" for L in (16, 8, 4, 1)))
+    ours = {L: shares(total[L]) for L in (16, 8, 4, 1)}
+    for r, row in enumerate(ROWS):
+        lines.append(f"{row:12}" + "".join(f"{ours[L][r]:>8.2f}/{SEED_TABLE2[L][r]:<7.2f}"
+                                           for L in (16, 8, 4, 1)))
+    lines.append("Table 3: all sixteen 4x4 spans per block (ours / seed), %")
+    lines.append(f"{'':12}{'16x16':>16}{'4x4':>16}")
+    t3 = {16: ours[16], 4: shares(total["spans"])}
+    for r, row in enumerate(ROWS):
+        lines.append(f"{row:12}" + "".join(f"{t3[L][r]:>8.2f}/{SEED_TABLE3_LEVELS[L][r]:<7.2f}"
+                                           for L in (16, 4)))
+    print("\n".join(lines), flush=True)
+    for L in (16, 8, 4, 1):
+        for r, row in enumerate(ROWS):
+            figures.append((f"Table 2 {L}x{L} {row}", ours[L][r] / 100, "share",
+                            {"workload": "raster.block bench", "seed": SEED_TABLE2[L][r] / 100}))
+    for r, row in enumerate(ROWS):
+        figures.append((f"Table 3 4x4 {row}", t3[4][r] / 100, "share",
+                        {"workload": "raster.block bench", "seed": SEED_TABLE3_LEVELS[4][r] / 100}))
+    return figures
+
+
 #: Golden-model benchmarks that ``tb/bench.py`` runs: functions returning
 #: ``(metric, value, unit, params)`` tuples.
-GOLDEN = [golden_coverage, golden_span_table]
+GOLDEN = [golden_coverage, golden_span_table, golden_table1, golden_tables23]

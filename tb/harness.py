@@ -55,7 +55,7 @@ WIDE_DESIGN = {"ports_only": True,
 
 __all__ = [
     "simulators", "run_cocotb", "params", "start", "reset", "StreamDriver", "StreamMonitor",
-    "check_equal", "wait_until", "venv_tools_first", "WIDE_DESIGN",
+    "check_equal", "wait_until", "venv_tools_first", "WIDE_DESIGN", "output_to",
 ]
 
 
@@ -151,6 +151,29 @@ def _ports_config(folder, top, verilog_text):
     path.write_text("`verilator_config\n" + "".join(
         f'public_flat_rw -module "{top}" -var "{name}"\n' for name in ports))
     return path
+
+
+@contextlib.contextmanager
+def output_to(path):
+    """Send everything written to standard output and error -- Python's and the
+    simulators' own (file descriptors 1 and 2) -- to the file ``path`` for a while."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with open(path, "w") as file:
+        try:
+            os.dup2(file.fileno(), 1)
+            os.dup2(file.fileno(), 2)
+            yield path
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
 
 
 @contextlib.contextmanager

@@ -35,6 +35,10 @@ TARGETS = [
     ("raster.block", {"modes": (1,)}),
     ("raster.block", {"modes": (1, 4)}),
     ("raster.block", {"modes": (1, 2, 4)}),
+    ("raster.setup", {"modes": (1,)}),
+    ("raster.traversal", {"modes": (1,)}),
+    ("raster.packer", {"modes": (1,)}),
+    ("raster.pipeline", {"modes": (1,)}),
     ("spreader.spreader", {"n_eus": 4, "vdt_records": 32, "pt_records": 32}),
     ("spreader.spreader", {"n_eus": 8, "vdt_records": 32, "pt_records": 32}),
     ("qcc.qcc", {"records": 64}),
@@ -84,6 +88,7 @@ def synthesise(design, params, *, freq_mhz=200, seed=1, route_minutes=None):
         record(block, "flip-flops", cells.get("TRELLIS_FF", 0), "FFs", tagged),
         record(block, "block RAMs", cells.get("DP16KD", 0), "DP16KD", tagged),
         record(block, "distributed RAM", cells.get("TRELLIS_DPR16X4", 0), "DPR16X4", tagged),
+        record(block, "DSP multipliers", cells.get("MULT18X18D", 0), "MULT18X18D", tagged),
         record(block, "Fmax (ECP5-85F, after routing)", fmax, "MHz", tagged),
     ]
 
