@@ -56,7 +56,8 @@ The assembler writes into a 4-word FIFO whose read side is ``o``; the builder re
 input through a 4-word FIFO. Their ``ready`` outputs come from FIFO levels, so no output
 ``ready`` reaches an input ``ready``. The builder's search, packing decision and table
 update happen in one clock (from the FIFO's output register to the table registers);
-the wave record goes out from a register.
+the wave record goes out from a register. That one-clock chain is the expected critical
+path; README.md says where Fmax stands and how a registered search stage would cut it.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal

@@ -47,7 +47,8 @@ TARGETS = [
     # and the QCC has long paths from its inputs (hw/qcc.py QCCTiming).
     ("qcc.qcc_timing", {"records": 64}),
     ("wave.scheduler", {}),
-    ("wave.scheduler", {"wave_size": 64}),
+    ("wave.scheduler", {"max_k": 3}),
+    ("wave.scheduler", {"wave_size": 64, "max_k": 3}),
     ("warp.unit", {}),
 ]
 
