@@ -43,7 +43,7 @@ def test_warp_soak(simulator):
     run_cocotb("warp.unit", "tb.test_warp", simulator,
                {"warps": 8, "lanes": 8, "words": 64, "imem": 128},
                testcase=["random_straight_line", "random_divergent"],
-               extra_env={SOAK_ENV: "10"}, **WIDE_DESIGN)
+               extra_env={SOAK_ENV: "3"}, **WIDE_DESIGN)
 
 
 # ---------------------------------------------------------------- the bench
