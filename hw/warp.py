@@ -45,14 +45,17 @@ Structure
 ---------
 Register files (one :class:`~amaranth.lib.memory.Memory` per lane, ``warps * 32``
 words, two asynchronous read ports), the bank and the instruction memory are
-asynchronous-read memories (LUT RAM on the ECP5): the unit is one stage, schedule,
-fetch, register read, bank access and write-back in one clock, which is what the
-golden model's one-instruction-per-clock contract asks for. Program counters and
-``exited`` flags are flip-flops (``warps * lanes`` of them), written through a one-hot
-warp select. The price is speed: at the defaults the unit closes at 23.5 MHz on the
-ECP5-85F, its critical path being that whole clock (README). A pipelined unit needs a
-different clock contract (e.g. a warp issuing at most every other clock), to be decided
-in the spec and the golden model first.
+asynchronous-read memories (LUT RAM on the ECP5): fetch, register read, bank access and
+write-back happen in one clock, which is what the golden model's
+one-instruction-per-clock contract asks for (a warp may issue on consecutive clocks, its
+next program counter depending on the last branch). The schedule of a clock (warp,
+lowest program counter, mask) is computed in the clock before from the scheduler's next
+state (program counters, ``exited`` flags, last warp) and registered, so a clock starts
+at the instruction fetch. Program counters and ``exited`` flags are flip-flops
+(``warps * lanes`` of them), written through a one-hot warp select. The price of the
+contract is speed (Fmax in the README): a pipelined unit needs a different clock
+contract (e.g. a warp issuing at most every other clock), to be decided in the spec and
+the golden model first.
 """
 
 import enum
