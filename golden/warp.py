@@ -335,7 +335,8 @@ class WarpModel:
     def run(self, program, bank=None, *, max_clocks=100_000):
         """Run ``program`` (instruction words, or assembly text) from address 0 on every
         warp with ``bank`` (default zeros) until every lane exited, an error, or
-        ``max_clocks`` clocks (then ``done`` is false and ``error`` is ``NONE``)."""
+        ``max_clocks`` clocks have run (then ``done`` is false and ``error`` is
+        ``NONE``; a multi-clock instruction under way finishes first)."""
         if isinstance(program, str):
             program = assemble(program)
         if len(program) > self.imem:

@@ -45,11 +45,17 @@ Structure
 ---------
 Register files (one :class:`~amaranth.lib.memory.Memory` per lane, ``warps * 32``
 words, two asynchronous read ports), the bank and the instruction memory are
-asynchronous-read memories (LUT RAM on the ECP5): the unit is one stage, schedule,
-fetch, register read, bank access and write-back in one clock, which is what the
-golden model's one-instruction-per-clock contract asks for. Program counters and
-``exited`` flags are flip-flops (``warps * lanes`` of them), written through a one-hot
-warp select.
+asynchronous-read memories (LUT RAM on the ECP5): fetch, register read, bank access and
+write-back happen in one clock, which is what the golden model's
+one-instruction-per-clock contract asks for (a warp may issue on consecutive clocks, its
+next program counter depending on the last branch). The schedule of a clock (warp,
+lowest program counter, mask) is computed in the clock before from the scheduler's next
+state (program counters, ``exited`` flags, last warp) and registered, so a clock starts
+at the instruction fetch. Program counters and ``exited`` flags are flip-flops
+(``warps * lanes`` of them), written through a one-hot warp select. The price of the
+contract is speed (Fmax in the README): a pipelined unit needs a different clock
+contract (e.g. a warp issuing at most every other clock), to be decided in the spec and
+the golden model first.
 """
 
 import enum
@@ -221,29 +227,31 @@ class WarpUnit(wiring.Component):
         error = Signal(3)
         m.d.comb += [self.error.eq(error), self.busy.eq(running | clearing)]
 
-        # ---- schedule: round-robin warp, lowest program counter inside it
-        live = Cat(~Cat(*exited[w]).all() for w in range(W))
-        rr_warp = Signal(range(W))
-        with m.Switch(last):
-            for previous in range(W):
-                with m.Case(previous):
-                    order = [(previous + step) % W for step in range(1, W + 1)]
-                    for warp in reversed(order):        # the first in order wins
-                        with m.If(live[warp]):
-                            m.d.comb += rr_warp.eq(warp)
-        warp = Signal(range(W))
-        m.d.comb += warp.eq(Mux(in_op, cur_warp, rr_warp))
+        # ---- next state of the scheduler (assigned below), and the schedule: the next
+        # clock's warp, program counter and mask, registered from it
+        pc_d = [[Signal(self.pc_bits, name=f"pc_d_{w}_{l}") for l in range(L)]
+                for w in range(W)]
+        exited_d = [[Signal(name=f"exited_d_{w}_{l}") for l in range(L)] for w in range(W)]
+        last_d, in_op_d, cur_warp_d = Signal(range(W)), Signal(), Signal(range(W))
+        for w in range(W):
+            m.d.comb += [pc_d[w][l].eq(pc[w][l]) for l in range(L)]
+            m.d.comb += [exited_d[w][l].eq(exited[w][l]) for l in range(L)]
+            m.d.sync += [pc[w][l].eq(pc_d[w][l]) for l in range(L)]
+            m.d.sync += [exited[w][l].eq(exited_d[w][l]) for l in range(L)]
+        m.d.comb += [last_d.eq(last), in_op_d.eq(in_op), cur_warp_d.eq(cur_warp)]
+        m.d.sync += [last.eq(last_d), in_op.eq(in_op_d), cur_warp.eq(cur_warp_d)]
+
+        warp = Signal(range(W))                     # the schedule of this clock; the
+        cur_pc = Signal(self.pc_bits + 1)           # initial values are the schedule
+        mask = Signal(L, init=(1 << L) - 1)         # of the reset state
+        any_live = Signal(init=1)
+        schedule = self._schedule(m, pc_d, exited_d, last_d, in_op_d, cur_warp_d)
+        m.d.sync += [warp.eq(schedule[0]), cur_pc.eq(schedule[1]), mask.eq(schedule[2]),
+                     any_live.eq(schedule[3])]
         warp_oh = Signal(W)
         m.d.comb += warp_oh.eq(1 << warp)
-        lane_pc = [Array(pc[w][l] for w in range(W))[warp] for l in range(L)]
-        lane_exited = [Array(exited[w][l] for w in range(W))[warp] for l in range(L)]
-        cur_pc = Signal(self.pc_bits + 1)
-        m.d.comb += cur_pc.eq(_minimum([Mux(x, self.imem, p)
-                                        for p, x in zip(lane_pc, lane_exited)]))
-        mask = Signal(L)
-        m.d.comb += mask.eq(Cat(~x & (p == cur_pc) for p, x in zip(lane_pc, lane_exited)))
         executing = Signal()
-        m.d.comb += executing.eq(running & live.any() & (error == 0))
+        m.d.comb += executing.eq(running & any_live & (error == 0))
 
         # ---- fetch and decode
         word = Signal(32)
@@ -375,19 +383,21 @@ class WarpUnit(wiring.Component):
                     for l in range(L):
                         with m.If(warp_oh[w] & mask[l]):
                             with m.If(is_[Op.EXIT]):
-                                m.d.sync += exited[w][l].eq(1)
+                                m.d.comb += exited_d[w][l].eq(1)
                             with m.Else():
-                                m.d.sync += pc[w][l].eq(next_pc[l])
-                m.d.sync += [last.eq(warp), in_op.eq(0), served.eq(0)]
+                                m.d.comb += pc_d[w][l].eq(next_pc[l])
+                m.d.comb += [last_d.eq(warp), in_op_d.eq(0)]
+                m.d.sync += served.eq(0)
             with m.Else():
-                m.d.sync += [in_op.eq(1), cur_warp.eq(warp), served.eq(served | serving)]
+                m.d.comb += [in_op_d.eq(1), cur_warp_d.eq(warp)]
+                m.d.sync += served.eq(served | serving)
 
         # ---- trace and counters
         m.d.comb += [self.trace.valid.eq(executing), self.trace.warp.eq(warp),
                      self.trace.pc.eq(cur_pc), self.trace.mask.eq(mask)]
         with m.If(executing):
             m.d.sync += self.clocks.eq(self.clocks + 1)
-        with m.If(running & ~live.any()):
+        with m.If(running & ~any_live):
             m.d.sync += [running.eq(0), self.done.eq(1)]
         with m.If(executing & (fault != 0)):
             m.d.sync += [running.eq(0), error.eq(fault)]
@@ -398,10 +408,10 @@ class WarpUnit(wiring.Component):
             with m.If(clear_addr == W * 32 - 1):
                 m.d.sync += [clearing.eq(0), running.eq(1)]
         with m.If(self.start & ~self.busy & (error == 0)):
-            m.d.sync += [clearing.eq(1), clear_addr.eq(0), self.done.eq(0), last.eq(W - 1),
-                         in_op.eq(0), served.eq(0), self.clocks.eq(0),
-                         self.transactions.eq(0)]
-            m.d.sync += [s.eq(0) for row in pc + exited for s in row]
+            m.d.sync += [clearing.eq(1), clear_addr.eq(0), self.done.eq(0), served.eq(0),
+                         self.clocks.eq(0), self.transactions.eq(0)]
+            m.d.comb += [last_d.eq(W - 1), in_op_d.eq(0)]
+            m.d.comb += [s.eq(0) for row in pc_d + exited_d for s in row]
             m.d.sync += [s.eq(0) for s in shared]
 
         # ---- instruction-memory writes: always taken, refused while busy
@@ -421,6 +431,31 @@ class WarpUnit(wiring.Component):
 
         self._host_port(m, bank_r, bank_w, reg_a, shared_of, operand, error)
         return m
+
+    def _schedule(self, m, pc, exited, last, in_op, cur_warp):
+        """The warp (round-robin after ``last`` among warps with a lane not exited, or
+        ``cur_warp`` inside a multi-clock instruction), its lowest program counter, the
+        mask of its lanes there, and whether any warp is live, for the state given."""
+        W, L = self.warps, self.lanes
+        live = Cat(~Cat(*exited[w]).all() for w in range(W))
+        rr_warp = Signal(range(W))
+        with m.Switch(last):
+            for previous in range(W):
+                with m.Case(previous):
+                    order = [(previous + step) % W for step in range(1, W + 1)]
+                    for warp in reversed(order):        # the first in order wins
+                        with m.If(live[warp]):
+                            m.d.comb += rr_warp.eq(warp)
+        warp = Signal(range(W))
+        m.d.comb += warp.eq(Mux(in_op, cur_warp, rr_warp))
+        lane_pc = [Array(pc[w][l] for w in range(W))[warp] for l in range(L)]
+        lane_exited = [Array(exited[w][l] for w in range(W))[warp] for l in range(L)]
+        lowest_pc = Signal(self.pc_bits + 1)
+        m.d.comb += lowest_pc.eq(_minimum([Mux(x, self.imem, p)
+                                           for p, x in zip(lane_pc, lane_exited)]))
+        mask = Signal(L)
+        m.d.comb += mask.eq(Cat(~x & (p == lowest_pc) for p, x in zip(lane_pc, lane_exited)))
+        return warp, lowest_pc, mask, live.any()
 
     def _host_port(self, m, bank_r, bank_w, reg_a, shared_of, operand, error):
         """Bank and register access for the testbench while idle; reads answer on
