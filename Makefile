@@ -15,7 +15,7 @@ export PATH := $(BIN):$(PATH)
 # through the environment.
 export SIM WAVES SEED
 
-.PHONY: all setup verilog test regress bench synth clean distclean
+.PHONY: all setup verilog test regress bench synth render clean distclean
 
 all: verilog
 
@@ -65,6 +65,14 @@ bench: setup
 
 synth: $(STAMP)
 	$(BIN)/python -m tb.synth
+
+# make render [SCENE=mesh|random|slivers|fan|lines] [MSAA=1|2|4|8|16] [SIZE=WxH]:
+# raster.pipeline on Verilator draws a built-in scene into build/render/.
+SCENE ?= mesh
+MSAA  ?= 4
+SIZE  ?= 256x256
+render: setup
+	$(BIN)/python -m tb.render_raster --scene $(SCENE) --msaa $(MSAA) --size $(SIZE)
 
 clean:
 	rm -rf sim_build build results.xml .pytest_cache

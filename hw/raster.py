@@ -1041,8 +1041,9 @@ class TriangleSetup(_Format, wiring.Component):
                          out.bbox.as_value().eq(pass5["bbox"])]
             for j in range(self.edges):
                 # Oriented edge j: input edge j, or -(input edge k-1-j) when flipped.
-                rev = Mux(pass5["quad"], 3 - j, 2 - j) if j < 3 else 0
-                pick = lambda vals: Array(vals)[rev]
+                def pick(vals, j=j):        # input edge k-1-j (k = 3 or 4 edges)
+                    return (Mux(pass5["quad"], vals[3 - j], vals[2 - j]) if j < 3 else
+                            vals[0])
                 dxo = Mux(flipped, -pick(dx5), dx5[j])
                 dyo = Mux(flipped, -pick(dy5), dy5[j])
                 loo = Mux(flipped, -pick(lo5), lo5[j])
@@ -1051,9 +1052,11 @@ class TriangleSetup(_Format, wiring.Component):
                 edge = out.edge[j]
                 m.d.sync += [edge.A.eq(Mux(used, -dyo, 0)), edge.B.eq(Mux(used, dxo, 0)),
                              edge.lo16.eq(Mux(used, loo, 0)), edge.bias.eq(used & ~topleft)]
-            for code in range(1, 4):
-                with m.If(valid[4] & (cull == code)):
-                    m.d.sync += self.culled[code - 1].eq(self.culled[code - 1] + 1)
+        counts = [Signal(32, name=f"culled{code}") for code in range(1, 4)]
+        for code, count in enumerate(counts, start=1):
+            with m.If(en & valid[4] & (cull == code)):
+                m.d.sync += count.eq(count + 1)
+            m.d.comb += self.culled[code - 1].eq(count)
         m.d.comb += self.o.valid.eq(valid[5])
         return m
 
@@ -1177,7 +1180,9 @@ class PixelPacker(_Format, wiring.Component):
     edges, modes, subpix, int_bits, tag_bits
         As :class:`BlockRasterizer`.
     packets : int
-        Packets per output word, 1 to 16.
+        Packets per output word, 1 to 16. The default, 16, takes a whole block in one
+        word, so the packer never holds the block rasterizer up; fewer make a narrower
+        port and cost ``ceil(n / packets)`` clocks for a block of ``n`` packets.
 
     Attributes
     ----------
@@ -1186,7 +1191,7 @@ class PixelPacker(_Format, wiring.Component):
     """
 
     def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16,
-                 packets=4):
+                 packets=16):
         self._format(edges, modes, subpix, int_bits, tag_bits)
         self.packets = _check_int("packets", packets, 1, 16)
         super().__init__({
@@ -1295,7 +1300,7 @@ class RasterPipeline(_Format, wiring.Component):
     """
 
     def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16,
-                 packets=4):
+                 packets=16):
         self._format(edges, modes, subpix, int_bits, tag_bits)
         self.packets = _check_int("packets", packets, 1, 16)
         kwargs = dict(edges=edges, modes=modes, subpix=subpix, int_bits=int_bits,

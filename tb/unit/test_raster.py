@@ -609,3 +609,58 @@ def test_edge_values_fit_42_bits():
     for r in recs:
         assert np.abs(r.corners).max() < 2**41 and np.abs(r.lo16).max() < 2**41
     assert np.abs(st.C).max() < 2**41 and np.abs(st.A).max() < 2**20
+
+
+# ---------------------------------------------------------------- hierarchical model
+
+def _blocks_of(tris, samples, size=64):
+    return R.block_records(np.array(tris, dtype=np.int64), size, size, samples)
+
+
+def test_hierarchical_full_blocks_one_item_each():
+    """Blocks deep inside a primitive are FULL at 8x8: one item each, one a clock, so
+    n blocks take n - 1 + 21 clocks."""
+    big = [[(0, 0), (4095 * U, 0), (0, 4095 * U)]]
+    recs = [r for r in R.block_records(np.array(big, dtype=np.int64), 64, 64, 1)
+            if (r.span_class == R.FULL).all()]
+    assert len(recs) >= 6
+    h = R.hierarchical_model(recs, 1)
+    assert h["items"] == len(recs) and h["items_per_level"] == [len(recs), 0, 0, 0]
+    assert h["clocks"] == len(recs) - 1 + R.HIERARCHICAL_STAGES
+    assert h["pixels_per_clock"] == 256 * len(recs) / h["clocks"]
+
+
+def test_hierarchical_one_level_per_pass():
+    """A triangle whose edge crosses one block: the pass count sets the time -- the
+    block, then its partial 8x8s, 4x4s and 2x2s each one pass (21 clocks) later; the
+    2x2 pass costs ``samples`` items per tile."""
+    tri = [[(3 * U + 7, 2 * U + 3), (14 * U + 1, 5 * U + 9), (6 * U + 5, 13 * U + 11)]]
+    for samples in (1, 4):
+        recs = _blocks_of(tri, samples, 16)
+        assert len(recs) == 1
+        st = R.span_statistics(np.array(tri, dtype=np.int64), 16, 16, samples)
+        p8, p4, p2 = (st["levels"][L]["partial"] for L in (8, 4, 2))
+        h = R.hierarchical_model(recs, samples)
+        assert h["items_per_level"] == [1, p8, p4, p2 * samples]
+        # The last 2x2 item enters 3 passes after the block, after the other 2x2 items.
+        assert h["clocks"] == 3 * R.HIERARCHICAL_STAGES + p2 * samples - 1 + \
+            R.HIERARCHICAL_STAGES
+
+
+def test_hierarchical_counts_match_statistics():
+    """Over a scene, the items per level are the hierarchical statistics' PARTIAL tiles."""
+    v = S.random_triangles(96, 96, 30, 5)
+    recs = R.block_records(v, 96, 96, 2)
+    st = R.span_statistics(v, 96, 96, 2)
+    h = R.hierarchical_model(recs, 2)
+    assert h["items_per_level"] == [st["blocks"], st["levels"][8]["partial"],
+                                    st["levels"][4]["partial"], 2 * st["levels"][2]["partial"]]
+    assert h["clocks"] >= h["items"]
+
+
+def test_hierarchical_parameter_errors():
+    with pytest.raises(ValueError, match="samples must be one of 1, 2, 4, 8, 16, not 3"):
+        R.hierarchical_model([], 3)
+    with pytest.raises(ValueError, match="stages must be in 1..1000, not 0"):
+        R.hierarchical_model([], 1, stages=0)
+    assert R.hierarchical_model([], 1)["clocks"] == 0
