@@ -460,7 +460,7 @@ async def scene_traffic(dut):
                                  {"pt_records": 0}, {"index_bits": 10}, {"prid_bits": 7},
                                  {"max_lines": 16}, {"eu_lines": 4, "max_lines": 8},
                                  {"starve_limit": 256}, {"fifo_depth": 0},
-                                 {"coord_bits": 3}, {"eu_records": 0}])
+                                 {"coord_bits": 3}, {"eu_records": 0}, {"rotate": 1}])
 def test_parameters_refused(bad):
     """Illegal parameters are refused naming the parameter (RTL and model agree)."""
     from hw.spreader import Spreader as RTL

@@ -157,10 +157,11 @@ Per-clock behaviour (timing contract)
 
 Decisions (where spec and issue are silent)
 -------------------------------------------
-1. **Candidate lists** (S111): vertex, patch: the type's list. Triangle: the EUs holding
-   its vertices that are *in the triangle list* (dedication wins over locality), most
-   vertices first, ties in list order; then the rest of the list. Pixel: its triangle's
-   EU if in the pixel list, then the rest. **Minimum** (S115):
+1. **Candidate lists** (S111): vertex, patch: the type's list in walk order (decision
+   9). Triangle: the EUs holding its vertices that are *in the triangle list*
+   (dedication wins over locality), most vertices first, ties in walk order; then the
+   rest of the list in walk order. Pixel: its triangle's EU if in the pixel list, then
+   the rest. **Minimum** (S115):
    ``free_records >= max(1, min_records)``, ``free_entities >= 1``,
    ``free_lines >= max(min_lines, size)``.
 2. **Local/global** is decided against the EU that accepts: local when every vertex (the
@@ -186,6 +187,17 @@ Decisions (where spec and issue are silent)
    record until released.
 8. Completions come on one shared stream (an external merge of the EUs'), one per clock;
    ``done.ready`` and ``cfg.ready`` are constant 1.
+9. **Load balance** (the spec's "rotating start", parameter ``rotate``, default on): a
+   type's priority list is walked from the entry after the EU that took that type's
+   last allocation (from its first entry before any allocation, or when that EU is not
+   in the list). Locality still comes first: the EUs holding a triangle's vertices (a
+   pixel packet's triangle) head the candidate list, the rotation orders only the
+   rest (and breaks locality ties). A pass keeps the list it started with; the EU is
+   remembered at the accept's edge, so the next pass of that type walks from the next
+   EU. Without it (``rotate=False``) every type starts at its list's first entry and,
+   with the reset lists, the first EUs take most of the work (the ``mesh`` scene on 4
+   QCCs left one EU idle); vertex packets, which have no locality, now go round the EUs
+   and the triangles and pixels follow their data.
 
 Producer contract (not checked beyond the errors above): a triangle is presented only
 after the vertex packets it names were consumed; pixel packets after their triangle; a

@@ -46,6 +46,13 @@ class _Pass:
         self.tri = None          # pixel: the triangle's Loc
 
 
+def rotated(lst, last):
+    """``lst`` walked from the entry after ``last`` (from its start when ``last`` is None
+    or not in it)."""
+    k = lst.index(last) + 1 if last in lst else 0
+    return tuple(lst[k:]) + tuple(lst[:k])
+
+
 class Spreader(Codec):
     """Clock-exact model of the global spreader.
 
@@ -75,6 +82,10 @@ class Spreader(Codec):
         Reset value of the anti-starvation limit, 0..255 (0 = off). Default 8.
     fifo_depth : int
         Depth of the ``move``, ``log``, ``release`` and ``err`` FIFOs, 1..64. Default 4.
+    rotate : bool
+        Load balance (decision 9 of the module docstring): walk each type's priority
+        list from the EU after the one that took that type's last allocation (True,
+        default), or always from its first entry (False).
 
     Notes
     -----
@@ -85,7 +96,7 @@ class Spreader(Codec):
 
     def __init__(self, n_eus=4, vdt_records=256, pt_records=256, index_bits=16,
                  prid_bits=16, coord_bits=12, max_lines=8, eu_records=256, eu_lines=256,
-                 starve_limit=8, fifo_depth=4):
+                 starve_limit=8, fifo_depth=4, rotate=True):
         self.n_eus = _check_int("n_eus", n_eus, 1, MAX_EUS)
         self.vdt_records = _check_pow2("vdt_records", vdt_records, 2, 256)
         self.pt_records = _check_pow2("pt_records", pt_records, 1, 256)
@@ -99,6 +110,9 @@ class Spreader(Codec):
         self.max_lines = _check_int("max_lines", max_lines, 1, min(15, self.eu_lines))
         self.starve_limit = _check_int("starve_limit", starve_limit, 0, SAT)
         self.fifo_depth = _check_int("fifo_depth", fifo_depth, 1, 64)
+        if not isinstance(rotate, (bool, np.bool_)):
+            raise TypeError(f"rotate must be a bool, not {rotate!r}")
+        self.rotate = bool(rotate)
         self.status_widths = (self.eu_records.bit_length(), 9, self.eu_lines.bit_length())
         self.detail_bits = max(self.index_bits, self.prid_bits, 12)
         self.reset()
@@ -110,6 +124,7 @@ class Spreader(Codec):
         self._list = [tuple(range(n)) for _ in range(4)]
         self._min = [(1, 1) for _ in range(4)]
         self._limit = self.starve_limit
+        self._last_eu = [None] * 4          # per type: the EU of its last allocation
         self.v_valid = np.zeros(V, bool)
         self.v_tag = np.zeros(V, np.int64)
         self.v_eu = np.zeros(V, np.int64)
@@ -249,10 +264,15 @@ class Spreader(Codec):
         return (status.free_records >= need[0] and status.free_entities >= 1
                 and status.free_lines >= need[1])
 
+    def walk(self, etype):
+        """The type's priority list in the order it is walked: from its first entry, or
+        (``rotate``) from the entry after the EU of the type's last allocation."""
+        return rotated(self._list[etype], self._last_eu[etype] if self.rotate else None)
+
     def candidates(self, etype, local=()):
         """The candidate list: the EUs of ``local`` that are in the type's list (in the
-        given order), then the rest of the list."""
-        lst = self._list[etype]
+        given order), then the rest of the list in walk order."""
+        lst = self.walk(etype)
         first = [e for e in local if e in lst]
         return tuple(first + [e for e in lst if e not in first])
 
@@ -306,7 +326,7 @@ class Spreader(Codec):
             p.rec = self._prec(pkt.prid)
             if self.p_valid[p.rec]:
                 p.outcome = "wait"
-            lst = self._list[s]
+            lst = self.walk(s)
             count = {}
             for loc in locs:
                 count[loc.eu] = count.get(loc.eu, 0) + 1
@@ -533,6 +553,7 @@ class Spreader(Codec):
 
     def _commit(self, p, e, ent):
         pkt, s, V = p.packet, p.stream, self.vdt_records
+        self._last_eu[s] = e
         ref, index, count, src, xy = Ref.NONE, 0, 0, NO_SRC, (0, 0, 0)
         if s in (EType.VERTEX, EType.PATCH):
             recs = [p.rec] if s == EType.VERTEX else [p.rec, (p.rec + 1) % V]

@@ -3,6 +3,7 @@
 from collections import deque
 from dataclasses import dataclass, field
 
+from golden.spreader.model import rotated
 from golden.spreader.types import (
     CfgOp, EType, EUStatus, Err, GROUP, Kind, Loc, PATCH_POINTS, Ref,
 )
@@ -97,6 +98,7 @@ class Scoreboard:
         n = sp.n_eus
         st = Stats(cycles=result.cycles, per_eu=[0] * n)
         lists = [tuple(range(n)) for _ in range(4)]
+        last_eu = [None] * 4                # rotation: the EU of each type's last alloc
         mins = [(1, 1)] * 4
         cfgs = deque(result.config)
         reqs = {}
@@ -182,7 +184,7 @@ class Scoreboard:
             def candidates():
                 """The preferred (local) EUs and the candidate list under the
                 configuration now in force."""
-                lst = lists[s]
+                lst = rotated(lists[s], last_eu[s] if sp.rotate else None)
                 if s == EType.TRIANGLE:
                     local = sorted((x for x in cnt if x in lst),
                                    key=lambda x: (-cnt[x], lst.index(x)))
@@ -223,6 +225,7 @@ class Scoreboard:
                     refused.add(r.eu)
                 pos = i + 1
             st.alloc_cycles += rq[-1].end - rq[k].start + 1
+            last_eu[s] = e.eu
             refused_mask = sum(1 << x for x in refused)
             assert e.refused == refused_mask, \
                 f"log at {t}: refused mask {e.refused:#x}, requests say {refused_mask:#x}"
