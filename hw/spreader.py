@@ -130,13 +130,25 @@ def _decode(enables, indices, n):
 
 
 def _lowest(m, bits, n, width, name):
-    """``(one-hot of the lowest set bit of bits, its index)``: a carry chain and an OR-tree
-    encoder, instead of a priority ``if`` chain over ``n`` entries."""
-    low, index = Signal(n, name=f"{name}_low"), Signal(max(1, width), name=f"{name}_index")
-    m.d.comb += low.eq(bits & (~bits + 1)[:n])
+    """``(one-hot of the lowest set bit of bits, its index)``: a priority encoder as a
+    tree of 2:1 choices (depth ``log2 n``), not a chain over ``n`` entries."""
+    def encode(lo, hi):
+        """``(any, index - lo)`` of the lowest set bit of ``bits[lo:hi]``."""
+        if hi - lo == 1:
+            return bits[lo], Const(0, 0)
+        mid = (lo + hi) // 2
+        (a_lo, i_lo), (a_hi, i_hi) = encode(lo, mid), encode(mid, hi)
+        k = (mid - lo).bit_length() - 1
+        any_ = Signal(name=f"{name}_any_{lo}_{hi}")
+        index = Signal(k + 1, name=f"{name}_at_{lo}_{hi}")
+        m.d.comb += [any_.eq(a_lo | a_hi),
+                     index.eq(Mux(a_lo, i_lo, Cat(i_hi, Const(1, 1))))]
+        return any_, index
+    index = Signal(max(1, width), name=f"{name}_index")
     if width:
-        m.d.comb += index.eq(Cat(*[Cat(*[low[r] for r in range(n) if r >> b & 1]).any()
-                                   for b in range(width)]))
+        m.d.comb += index.eq(encode(0, n)[1])
+    low = Signal(n, name=f"{name}_low")
+    m.d.comb += low.eq(Mux(bits.any(), _onehot(index[:width], n) if width else 1, 0))
     return low, index
 
 
