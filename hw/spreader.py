@@ -15,8 +15,11 @@ Structure
 :class:`Spreader` (arbitration, packet checks, candidate list, status scan and request,
 commit, configuration, errors) and two table components with their own signatures:
 :class:`VertexTable` (the VDT) and :class:`PrimitiveTable` (the PT), each with its
-release scan; the spreader merges their release streams (VDT first). Figures are in
-README.md (section "Block 3").
+release scan; the spreader merges their release streams (VDT first). Codes and outcomes
+are ``amaranth.lib.enum`` enumerations (:class:`EType`, :class:`Err`, :class:`Src`,
+:class:`Kind`, :class:`Ref`, :class:`CfgOp`, :class:`Outcome`); a unit test
+(``tb/unit/test_spreader.py``) checks them and every port layout against the golden
+model. Figures are in README.md (section "Block 3").
 
 Decisions
 ---------
@@ -81,23 +84,84 @@ Decisions
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
+from amaranth.lib import enum as hdl_enum
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["Spreader", "SpreaderQCC", "DESIGNS"]
+__all__ = ["Spreader", "VertexTable", "PrimitiveTable", "SpreaderQCC", "EType", "Err", "Src",
+           "Kind", "Ref", "CfgOp", "Outcome", "DESIGNS"]
 
 MAX_EUS, GROUP = 16, 8
 EU_W, ENTITY_W, SEQ_W, SIZE_W, ELEM_W, CODE_W = 4, 8, 16, 4, 4, 4
-VTX, TRI, PIX, PAT = 0, 1, 2, 3
+
+
+class EType(hdl_enum.Enum, shape=2):
+    """Entity / stream types (the QCC's numbering; ``golden.spreader.EType``)."""
+    VERTEX = 0
+    TRIANGLE = 1
+    PIXEL = 2
+    PATCH = 3
+
+
+class Err(hdl_enum.Enum, shape=CODE_W):
+    """``err.code`` / ``log.code`` (``golden.spreader.Err``)."""
+    NONE = 0
+    MALFORMED = 1
+    TOO_LARGE = 2
+    NO_EU = 3
+    UNKNOWN_VERTEX = 4
+    UNKNOWN_PRID = 5
+    UNKNOWN_DONE = 6
+    BAD_CONFIG = 7
+    BAD_ANSWER = 8
+
+
+class Src(hdl_enum.Enum, shape=3):
+    """``err.src`` beyond the four packet streams (``golden.spreader.Src``)."""
+    CONFIG = 4
+    DONE = 5
+    ANSWER = 6
+
+
+class Kind(hdl_enum.Enum, shape=2):
+    """``log.kind`` (``golden.spreader.Kind``)."""
+    ALLOC = 0
+    CLOSE = 1
+    ERROR = 2
+
+
+class Ref(hdl_enum.Enum, shape=2):
+    """``move.ref`` / ``log.ref`` (``golden.spreader.Ref``)."""
+    NONE = 0
+    LOCAL = 1
+    GLOBAL = 2
+
+
+class CfgOp(hdl_enum.Enum, shape=2):
+    """``cfg.op``; 3 is malformed (``golden.spreader.CfgOp``)."""
+    LIST = 0
+    MIN = 1
+    STARVE = 2
+
+
+class Outcome(hdl_enum.Enum, shape=2):
+    """What the start of a pass decides for its packet."""
+    ALLOC = 0       #: scan the candidates and request
+    ERR = 1         #: refuse it (consumed, logged, reported)
+    CLOSE = 2       #: an end marker (consumed, logged)
+    WAIT = 3        #: its table record is occupied: end the pass, try again later
+
+
+# plain integers of the codes, for the expressions below
+VTX, TRI, PIX, PAT = (t.value for t in EType)
 PRIORITY = (PIX, TRI, VTX, PAT)
 SAT = 255
-# error codes (golden.spreader.Err) and sources
-MALFORMED, TOO_LARGE, NO_EU, UNKNOWN_VERTEX, UNKNOWN_PRID = 1, 2, 3, 4, 5
-UNKNOWN_DONE, BAD_CONFIG, BAD_ANSWER = 6, 7, 8
-SRC_CONFIG, SRC_DONE, SRC_ANSWER = 4, 5, 6
-K_ALLOC, K_CLOSE, K_ERROR = 0, 1, 2
-REF_NONE, REF_LOCAL, REF_GLOBAL = 0, 1, 2
+(_, MALFORMED, TOO_LARGE, NO_EU, UNKNOWN_VERTEX, UNKNOWN_PRID, UNKNOWN_DONE, BAD_CONFIG,
+ BAD_ANSWER) = (e.value for e in Err)
+SRC_CONFIG, SRC_DONE, SRC_ANSWER = (s.value for s in Src)
+K_ALLOC, K_CLOSE, K_ERROR = (k.value for k in Kind)
+REF_NONE, REF_LOCAL, REF_GLOBAL = (r.value for r in Ref)
 RELEASE = data.StructLayout({"eu": EU_W, "entity": ENTITY_W, "etype": 2, "rec": 8})
 
 
@@ -617,7 +681,7 @@ class Spreader(wiring.Component):
 
         # ---------------------------------------------------------------- pass start
         # outcome: 0 allocate, 1 error, 2 close, 3 wait
-        O_ALLOC, O_ERR, O_CLOSE, O_WAIT = 0, 1, 2, 3
+        O_ALLOC, O_ERR, O_CLOSE, O_WAIT = (o.value for o in Outcome)
         ev = []   # per stream: dict of comb signals
         for s in range(4):
             e = dict(out=Signal(2, name=f"ev{s}_out"), code=Signal(4, name=f"ev{s}_code"),

@@ -823,3 +823,19 @@ def test_rotation_keeps_locality_first():
     # locality ties are broken in walk order: after EU2 comes EU3, then EU1
     sp.cycle(heads(t=TrianglePacket(2, (0, 8, 16))), respond=accept(21))
     assert drain(sp, 2)["log"][-1].eu == 3
+
+
+# ---------------------------------------------------------------- RTL constants
+
+def test_hw_codes_and_layouts_match_the_golden_model():
+    """The RTL's enumerations and port layouts are the model's (names, values, widths)."""
+    import golden.spreader as g
+    import hw.spreader as h
+    for hw_enum, model_enum in ((h.EType, g.EType), (h.Err, g.Err), (h.Src, g.Src),
+                                (h.Kind, g.Kind), (h.Ref, g.Ref), (h.CfgOp, g.CfgOp)):
+        assert {e.name: e.value for e in hw_enum} == {e.name: e.value for e in model_enum}
+    for kw in ({}, dict(n_eus=8, vdt_records=16, pt_records=4, index_bits=20, prid_bits=9,
+                        coord_bits=10, eu_records=100, eu_lines=1000)):
+        rtl, model = h.Spreader(**kw), g.Spreader(**kw)
+        for port, layout in rtl.lay.items():
+            assert [(name, field.width) for name, field in layout] == model.layout(port), port
