@@ -1,5 +1,5 @@
-"""The global spreader (spec ``spreader.md``; issue 5): RTL of the contract in the module
-docstring of ``golden/spreader.py``, which it follows clock by clock.
+"""The global spreader (spec ``spreader.md``; issues 5 and 12): RTL of the contract in the
+docstring of the ``golden.spreader`` package, which it follows clock by clock.
 
 Ports (defaults: ``N = n_eus`` 4, widths of the golden model's :meth:`layout`)
 ------------------------------------------------------------------------------
@@ -10,21 +10,16 @@ on the ``alloc[e]`` transfer), ``move``, ``release``, ``log``, ``err`` (stream o
 behind a ``fifo_depth`` FIFO), ``error`` and ``lost`` (sticky flags). Field order and widths
 are those of ``golden.spreader.Spreader.layout``.
 
-Figures (measured 2026-11-22)
------------------------------
-``make bench`` (Verilator, 4 EUs, 32/128 records, EUs answering in the request's clock):
-triangle-only stream 1.0 allocation per clock when every first candidate accepts,
-0.72-0.77 with 30 % refusals (one extra clock per refusal; the refusals are random);
-mixed stream 1.0 packet per clock. Load balance and locality on the ``mesh`` scene
-(64x64, 32 triangles, 475 packets; means over three fixed EU seeds) are in README.md:
-the priority lists fill the first EUs of the list first, so the balance is poor (up to
-one EU with no allocation) unless the driver configures lists that differ per type.
-ECP5-85F, 4 EUs, 32/32 records: 19,224 LUT4 (CCU2C counted as 2), 4,530 FF,
-198 DPR16X4, Fmax 20 MHz after routing -- the combinational front end of decision 1
-(critical path: anti-starvation compare, arbitration, the candidate list's sort, the
-status scan, the answer multiplexer, the table and FIFO writes; 11 ns logic, 39 ns
-routing). 8 EUs, 32/32 records: 29,424 LUT4, 5,634 FF, 326 DPR16X4, Fmax 14.9 MHz
-(43 minutes of synthesis and routing on the shared 2-core machine).
+Structure
+---------
+:class:`Spreader` (arbitration, packet checks, candidate list, status scan and request,
+commit, configuration, errors) and two table components with their own signatures:
+:class:`VertexTable` (the VDT) and :class:`PrimitiveTable` (the PT), each with its
+release scan; the spreader merges their release streams (VDT first). Codes and outcomes
+are ``amaranth.lib.enum`` enumerations (:class:`EType`, :class:`Err`, :class:`Src`,
+:class:`Kind`, :class:`Ref`, :class:`CfgOp`, :class:`Outcome`); a unit test
+(``tb/unit/test_spreader.py``) checks them and every port layout against the golden
+model. Figures are in README.md (section "Block 3").
 
 Decisions
 ---------
@@ -36,19 +31,23 @@ Decisions
    the input ``ready``\\s. It is allowed here because it is the contract (one allocation
    per clock when the first candidate accepts) and it cannot loop: an EU's ``ready`` and
    answer must not depend on the spreader's input ``ready``\\s. Everything after the
-   answer (tables, log, move command) is registered. The long path limits Fmax; a
-   registered front end would cost one clock per allocation and a contract change.
-2. Tables are registers (the release engine scans every record each clock, the lookups
-   are random access): the VDT and the primitive table cost flip-flops in proportion to
-   ``vdt_records`` and ``pt_records``; use small tables where 256 are not needed. At
-   the defaults (256 and 256) the Verilog is large (87 MB, about 1.5 minutes to
-   generate); the tests use 4-16 records, the benchmarks 32/128, synthesis 32/32.
+   answer (tables, log, move command) is registered. The long path limits Fmax
+   (decision 8).
+2. Tables (issue 12): the fields written once per allocation (tag, EU, entity, vertex
+   count; for the PT also the triangle's VDT records) are ``Memory`` with asynchronous
+   read ports (LUT-RAM; the VDT in an even and an odd bank, so that a patch writes its
+   two records in one clock through one write port per bank). Only the bits the release
+   scan reads every clock stay flip-flops: vectors of valid, done, closed, patch, half
+   bits and the reference / pixel counters, each written through one decoded one-hot
+   per write site (no ``Array``-indexed writes). The release scan finds the lowest
+   releasable record with a carry chain (``x & -x``) and an OR-tree encoder. The
+   Verilog at the defaults (256/256 records) is 0.73 MB (87 MB before).
 3. The in-flight table ``(eu, entity) -> (type, record)`` is a memory of ``N*256`` words
    with one write port (written on accept) and two asynchronous read ports (the answer
    check and the completion), plus ``N*256`` valid flip-flops (set on accept, cleared on
    completion, both possible in one clock at different addresses).
 4. Two points where the golden model disagreed with its own contract were changed in
-   ``golden/spreader.py`` (its unit tests still pass): the error FIFO's room is now
+   the golden model (its unit tests still pass): the error FIFO's room is now
    taken from ``S_t`` like every other push (rule 8; the model had looked after that
    clock's pop, which a plain synchronous FIFO cannot do), and the :class:`Scoreboard`
    starts a new pass also when a request does not start in the clock after the previous
@@ -61,9 +60,10 @@ Decisions
    (``base >> 3 == 2**(index_bits-3) - 1``) stores its second half with a tag that the
    model keeps one bit wider; the RTL truncates it. The producer contract never sends
    such a patch (its second group would wrap to index 0).
-6. Candidate lists are a stable sort of the type's priority list by how many of the
-   packet's referenced data each EU holds (triangle: vertices, pixel: its triangle), which
-   is the model's "local EUs by count, ties in list order, then the rest of the list".
+6. Candidate lists are a stable sort of the type's priority list, in walk order
+   (decision 9), by how many of the packet's referenced data each EU holds (triangle:
+   vertices, pixel: its triangle), which is the model's "local EUs by count, ties in
+   walk order, then the rest of the list".
 7. :class:`SpreaderQCC` is the co-simulation design with real QCCs (``hw/qcc.py``): its
    docstring says how requests, answers, releases, completions and status map onto the
    QCC's commands, responses, issues and status. Each allocation request there costs
@@ -71,35 +71,98 @@ Decisions
    goes to an EU while one of its entity completions waits to reach the spreader, because
    the QCC reuses the number of an entity without ``hold`` in the clock after its last
    stage completes (the spreader would see an answer naming an entity still in flight).
-8. Fmax was not improved: the spreader's contract (one allocation per clock, answer in
-   the request's clock) makes arbitration, lookups, candidate list, scan and commit one
-   combinational clock. Computing each stream's sorted candidate list in parallel with
-   the arbitration (and choosing by the winner afterwards) and registering the
-   anti-starvation flags would keep the behaviour clock for clock but shortens only the
-   head of the path; a real gain needs a pipeline register between the candidate list
-   and the scan (one more clock per pass, or a look-ahead evaluation of the next head)
-   and the golden model's timing changed to match.
+8. Fmax is not improved by issue 12's work so far (tables, structure of the tables,
+   load balance): the contract (one allocation per clock, answer in the request's
+   clock) makes arbitration, lookups, candidate list, scan and commit one combinational
+   clock. The planned change (issue 12, item 3) is a pipeline register between the
+   lookups / candidate list and the scan, with the golden model's timing changed first.
+9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
+   priority list is walked from the entry after the EU of that type's last allocation
+   (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
+   the candidate list.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
+from amaranth.lib import enum as hdl_enum
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["Spreader", "SpreaderQCC", "DESIGNS"]
+__all__ = ["Spreader", "VertexTable", "PrimitiveTable", "SpreaderQCC", "EType", "Err", "Src",
+           "Kind", "Ref", "CfgOp", "Outcome", "DESIGNS"]
 
 MAX_EUS, GROUP = 16, 8
 EU_W, ENTITY_W, SEQ_W, SIZE_W, ELEM_W, CODE_W = 4, 8, 16, 4, 4, 4
-VTX, TRI, PIX, PAT = 0, 1, 2, 3
+
+
+class EType(hdl_enum.Enum, shape=2):
+    """Entity / stream types (the QCC's numbering; ``golden.spreader.EType``)."""
+    VERTEX = 0
+    TRIANGLE = 1
+    PIXEL = 2
+    PATCH = 3
+
+
+class Err(hdl_enum.Enum, shape=CODE_W):
+    """``err.code`` / ``log.code`` (``golden.spreader.Err``)."""
+    NONE = 0
+    MALFORMED = 1
+    TOO_LARGE = 2
+    NO_EU = 3
+    UNKNOWN_VERTEX = 4
+    UNKNOWN_PRID = 5
+    UNKNOWN_DONE = 6
+    BAD_CONFIG = 7
+    BAD_ANSWER = 8
+
+
+class Src(hdl_enum.Enum, shape=3):
+    """``err.src`` beyond the four packet streams (``golden.spreader.Src``)."""
+    CONFIG = 4
+    DONE = 5
+    ANSWER = 6
+
+
+class Kind(hdl_enum.Enum, shape=2):
+    """``log.kind`` (``golden.spreader.Kind``)."""
+    ALLOC = 0
+    CLOSE = 1
+    ERROR = 2
+
+
+class Ref(hdl_enum.Enum, shape=2):
+    """``move.ref`` / ``log.ref`` (``golden.spreader.Ref``)."""
+    NONE = 0
+    LOCAL = 1
+    GLOBAL = 2
+
+
+class CfgOp(hdl_enum.Enum, shape=2):
+    """``cfg.op``; 3 is malformed (``golden.spreader.CfgOp``)."""
+    LIST = 0
+    MIN = 1
+    STARVE = 2
+
+
+class Outcome(hdl_enum.Enum, shape=2):
+    """What the start of a pass decides for its packet."""
+    ALLOC = 0       #: scan the candidates and request
+    ERR = 1         #: refuse it (consumed, logged, reported)
+    CLOSE = 2       #: an end marker (consumed, logged)
+    WAIT = 3        #: its table record is occupied: end the pass, try again later
+
+
+# plain integers of the codes, for the expressions below
+VTX, TRI, PIX, PAT = (t.value for t in EType)
 PRIORITY = (PIX, TRI, VTX, PAT)
 SAT = 255
-# error codes (golden.spreader.Err) and sources
-MALFORMED, TOO_LARGE, NO_EU, UNKNOWN_VERTEX, UNKNOWN_PRID = 1, 2, 3, 4, 5
-UNKNOWN_DONE, BAD_CONFIG, BAD_ANSWER = 6, 7, 8
-SRC_CONFIG, SRC_DONE, SRC_ANSWER = 4, 5, 6
-K_ALLOC, K_CLOSE, K_ERROR = 0, 1, 2
-REF_NONE, REF_LOCAL, REF_GLOBAL = 0, 1, 2
+(_, MALFORMED, TOO_LARGE, NO_EU, UNKNOWN_VERTEX, UNKNOWN_PRID, UNKNOWN_DONE, BAD_CONFIG,
+ BAD_ANSWER) = (e.value for e in Err)
+SRC_CONFIG, SRC_DONE, SRC_ANSWER = (s.value for s in Src)
+K_ALLOC, K_CLOSE, K_ERROR = (k.value for k in Kind)
+REF_NONE, REF_LOCAL, REF_GLOBAL = (r.value for r in Ref)
+RELEASE = data.StructLayout({"eu": EU_W, "entity": ENTITY_W, "etype": 2, "rec": 8})
 
 
 def _check_int(name, value, lo, hi):
@@ -115,6 +178,268 @@ def _check_pow2(name, value, lo, hi):
     if value & (value - 1):
         raise ValueError(f"{name} must be a power of two from {lo} to {hi}, not {value!r}")
     return value
+
+
+def _onehot(index, n):
+    """``n``-bit one-hot decode of ``index`` (the one decoder per table write site)."""
+    return (Const(1, n) << index)[:n]
+
+
+def _decode(enables, indices, n):
+    """The OR of the one-hot decodes of ``indices[i]`` whose ``enables[i]`` is set."""
+    mask = Const(0, n)
+    for i in range(len(enables)):
+        mask = mask | Mux(enables[i], _onehot(indices[i], n), 0)
+    return mask
+
+
+def _lowest(m, bits, n, width, name):
+    """``(one-hot of the lowest set bit of bits, its index)``: a priority encoder as a
+    tree of 2:1 choices (depth ``log2 n``), not a chain over ``n`` entries."""
+    def encode(lo, hi):
+        """``(any, index - lo)`` of the lowest set bit of ``bits[lo:hi]``."""
+        if hi - lo == 1:
+            return bits[lo], Const(0, 0)
+        mid = (lo + hi) // 2
+        (a_lo, i_lo), (a_hi, i_hi) = encode(lo, mid), encode(mid, hi)
+        k = (mid - lo).bit_length() - 1
+        any_ = Signal(name=f"{name}_any_{lo}_{hi}")
+        index = Signal(k + 1, name=f"{name}_at_{lo}_{hi}")
+        m.d.comb += [any_.eq(a_lo | a_hi),
+                     index.eq(Mux(a_lo, i_lo, Cat(i_hi, Const(1, 1))))]
+        return any_, index
+    index = Signal(max(1, width), name=f"{name}_index")
+    if width:
+        m.d.comb += index.eq(encode(0, n)[1])
+    low = Signal(n, name=f"{name}_low")
+    m.d.comb += low.eq(Mux(bits.any(), _onehot(index[:width], n) if width else 1, 0))
+    return low, index
+
+
+class VertexTable(wiring.Component):
+    """The vertex descriptor table (VDT): one record per group of 8 vertices in flight.
+
+    The write-once fields of a record (tag, EU, entity, vertex count) live in two
+    LUT-RAM banks (even and odd records, so that a patch writes both of its records in
+    one clock through one write port per bank). The bits the release scan reads every
+    clock (valid, done, closed, patch, half) are flip-flop vectors and the reference
+    counts are counters, all updated through one decoded one-hot per write site.
+
+    Ports: ``busy_addr[i]``/``busy[i]`` (valid bit of a record: waits of vertex and
+    patch packets), ``look_addr[i]``/``look[i]`` (the three vertex lookups of a
+    triangle), ``alloc`` (write a vertex group, or both groups of a patch), ``close``
+    (a triangle's ``last`` bits), ``refs`` (reference count increments and decrements),
+    ``done`` (a vertex or patch entity completed) and ``release`` (the lowest releasable
+    record; taking it frees the record).
+    """
+
+    def __init__(self, *, records, index_bits):
+        self.records = records
+        self.rbits = records.bit_length() - 1
+        self.tag_bits = max(1, index_bits - 3 - self.rbits)
+        R, T = self.rbits, self.tag_bits
+        self.word = data.StructLayout({"tag": T, "eu": EU_W, "entity": ENTITY_W, "count": 4})
+        self.entry = data.StructLayout({"valid": 1, "closed": 1, "half": 1} | self.word.members)
+        recs = data.ArrayLayout(R, 3)
+        super().__init__({
+            "busy_addr": In(R).array(3), "busy": Out(1).array(3),
+            "look_addr": In(R).array(3), "look": Out(self.entry).array(3),
+            "alloc": In(data.StructLayout({"en": 1, "patch": 1, "rec": R, "tag": T,
+                                           "tag1": T, "eu": EU_W, "entity": ENTITY_W,
+                                           "count": 4, "noref": 1})),
+            "close": In(data.StructLayout({"mask": 3, "rec": recs})),
+            "refs": In(data.StructLayout({"inc": 3, "inc_rec": recs, "dec": 3,
+                                          "dec_rec": recs})),
+            "done": In(data.StructLayout({"en": 1, "patch": 1, "rec": R})),
+            "release": Out(stream.Signature(RELEASE)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        V, R = self.records, self.rbits
+        valid, done, closed, patch, half = (Signal(V, name=n) for n in
+                                            ("valid", "done", "closed", "patch", "half"))
+        refs = [Signal(9, name=f"refs{r}") for r in range(V)]
+        banks = [Memory(shape=self.word, depth=V // 2, init=[]) for _ in range(2)]
+        m.submodules.even, m.submodules.odd = banks
+        writes = [b.write_port() for b in banks]
+
+        def read(addr, n):
+            """The word of record ``addr`` (one read port per bank, muxed by the low bit)."""
+            ports = [b.read_port(domain="comb") for b in banks]
+            word = Signal(self.word, name=f"word{n}")
+            for p in ports:
+                m.d.comb += p.addr.eq(addr[1:])
+            m.d.comb += word.eq(Mux(addr[0], ports[1].data, ports[0].data))
+            return word
+
+        for i in range(3):
+            m.d.comb += self.busy[i].eq(valid.bit_select(self.busy_addr[i], 1))
+        for i in range(3):
+            a, lk = self.look_addr[i], self.look[i]
+            w = read(a, i)
+            m.d.comb += [lk.valid.eq(valid.bit_select(a, 1)),
+                         lk.closed.eq(closed.bit_select(a, 1)),
+                         lk.half.eq(half.bit_select(a, 1)),
+                         lk.tag.eq(w.tag), lk.eu.eq(w.eu), lk.entity.eq(w.entity),
+                         lk.count.eq(w.count)]
+
+        # allocation: record rec (half 0) and, for a patch, rec + 1 (half 1)
+        al = self.alloc
+        rec1 = Signal(R)
+        m.d.comb += rec1.eq(al.rec + 1)
+        first, second, written = Signal(V), Signal(V), Signal(V)
+        m.d.comb += [first.eq(Mux(al.en, _onehot(al.rec, V), 0)),
+                     second.eq(Mux(al.en & al.patch, _onehot(rec1, V), 0)),
+                     written.eq(first | second)]
+        for b, wp in enumerate(writes):
+            mine = al.rec[0] == b          # the first record is in this bank
+            m.d.comb += [wp.en.eq(al.en & (mine | al.patch)),
+                         wp.addr.eq(Mux(mine, al.rec, rec1)[1:]),
+                         wp.data.tag.eq(Mux(mine, al.tag, al.tag1)),
+                         wp.data.eu.eq(al.eu), wp.data.entity.eq(al.entity),
+                         wp.data.count.eq(Mux(al.patch, GROUP, al.count))]
+
+        # completion, triangle closes, the release scan
+        d = self.done
+        d_rec1 = Signal(R)
+        m.d.comb += d_rec1.eq(d.rec + 1)
+        done_set, close_set, ok, cand = (Signal(V, name=n) for n in
+                                         ("done_set", "close_set", "ok", "cand"))
+        m.d.comb += [
+            done_set.eq(Mux(d.en, _onehot(d.rec, V) | Mux(d.patch, _onehot(d_rec1, V), 0), 0)),
+            close_set.eq(_decode(self.close.mask, self.close.rec, V)),
+            ok.eq(valid & done & closed & Cat(*[r == 0 for r in refs])),
+            # a patch is released at its first record when both of its records are ready
+            cand.eq(ok & (~patch | (~half & Cat(ok[1:], ok[0])))),
+        ]
+        low, sel = _lowest(m, cand, V, R, "release")
+        w = read(sel, 3)
+        rl = self.release
+        m.d.comb += [rl.valid.eq(cand.any()), rl.payload.eu.eq(w.eu),
+                     rl.payload.entity.eq(w.entity),
+                     rl.payload.etype.eq(Mux(patch.bit_select(sel, 1), PAT, VTX)),
+                     rl.payload.rec.eq(sel)]
+        freed = Signal(V)
+        m.d.comb += freed.eq(Mux(rl.valid & rl.ready,
+                                 low | Mux(patch.bit_select(sel, 1), Cat(low[-1], low[:-1]), 0),
+                                 0))
+
+        m.d.sync += [
+            valid.eq((valid | written) & ~freed),
+            done.eq(((done & ~written) | done_set) & ~freed),
+            closed.eq(((closed & ~written) | Mux(al.noref, written, 0) | close_set) & ~freed),
+            patch.eq(((patch & ~written) | Mux(al.patch, written, 0)) & ~freed),
+            half.eq((half & ~written) | second),
+        ]
+        inc, dec = Signal(V), Signal(V)
+        m.d.comb += [inc.eq(_decode(self.refs.inc, self.refs.inc_rec, V)),
+                     dec.eq(_decode(self.refs.dec, self.refs.dec_rec, V))]
+        for r in range(V):
+            with m.If(freed[r]):
+                m.d.sync += refs[r].eq(0)
+            with m.Elif(inc[r] & ~dec[r]):
+                m.d.sync += refs[r].eq(refs[r] + 1)
+            with m.Elif(dec[r] & ~inc[r]):
+                m.d.sync += refs[r].eq(refs[r] - 1)
+        return m
+
+
+class PrimitiveTable(wiring.Component):
+    """The primitive table (PT): one record per triangle in flight.
+
+    Write-once fields (tag, EU, entity, the triangle's distinct VDT records) are one
+    LUT-RAM; valid, done and closed are flip-flop vectors and the pixel packets in flight
+    are counters, updated through decoded one-hots.
+
+    Ports: ``busy_addr``/``busy`` (valid bit: a triangle's wait), ``look_addr``/``look``
+    (a pixel packet's triangle), ``refs_addr``/``refs`` (the VDT records of a completed
+    triangle), ``alloc`` (a triangle accepted), ``close`` (an end marker or a last pixel
+    packet), ``pixels`` (a pixel packet accepted / completed), ``done`` (a triangle
+    completed) and ``release`` (the lowest releasable record).
+    """
+
+    def __init__(self, *, records, prid_bits, vdt_records):
+        self.records = records
+        self.rbits = records.bit_length() - 1
+        R, VR = max(1, self.rbits), vdt_records.bit_length() - 1
+        self.tag_bits = max(1, prid_bits - self.rbits)
+        self.word = data.StructLayout({"tag": self.tag_bits, "eu": EU_W, "entity": ENTITY_W,
+                                       "vrn": 3, "vr": data.ArrayLayout(VR, 3)})
+        self.entry = data.StructLayout({"valid": 1, "closed": 1} | self.word.members)
+        rec = data.StructLayout({"en": 1, "rec": R})
+        super().__init__({
+            "busy_addr": In(R), "busy": Out(1),
+            "look_addr": In(R), "look": Out(self.entry),
+            "refs_addr": In(R), "refs": Out(self.word),
+            "alloc": In(data.StructLayout({"en": 1, "rec": R, "word": self.word})),
+            "close": In(rec).array(2), "pix_inc": In(rec), "pix_dec": In(rec),
+            "done": In(rec),
+            "release": Out(stream.Signature(RELEASE)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        P, R = self.records, max(1, self.rbits)
+        valid, done, closed = (Signal(P, name=n) for n in ("valid", "done", "closed"))
+        pix = [Signal(13, name=f"pix{q}") for q in range(P)]
+        m.submodules.mem = mem = Memory(shape=self.word, depth=P, init=[])
+        wp = mem.write_port()
+
+        def read(addr):
+            p = mem.read_port(domain="comb")
+            m.d.comb += p.addr.eq(addr[:self.rbits])
+            return p.data
+
+        def bit(vec, addr):
+            return vec.bit_select(addr[:self.rbits], 1) if self.rbits else vec[0]
+
+        def onehot(addr):
+            return _onehot(addr[:self.rbits], P) if self.rbits else Const(1, 1)
+
+        m.d.comb += self.busy.eq(bit(valid, self.busy_addr))
+        w = read(self.look_addr)
+        m.d.comb += [self.look.valid.eq(bit(valid, self.look_addr)),
+                     self.look.closed.eq(bit(closed, self.look_addr)),
+                     self.look.tag.eq(w.tag), self.look.eu.eq(w.eu),
+                     self.look.entity.eq(w.entity), self.look.vrn.eq(w.vrn),
+                     self.look.vr.eq(w.vr)]
+        m.d.comb += self.refs.eq(read(self.refs_addr))
+
+        al = self.alloc
+        m.d.comb += [wp.en.eq(al.en), wp.addr.eq(al.rec[:self.rbits]), wp.data.eq(al.word)]
+        written, closing, done_set, inc, dec, ok = (
+            Signal(P, name=n) for n in ("written", "closing", "done_set", "inc", "dec", "ok"))
+        m.d.comb += [
+            written.eq(Mux(al.en, onehot(al.rec), 0)),
+            closing.eq(Mux(self.close[0].en, onehot(self.close[0].rec), 0)
+                       | Mux(self.close[1].en, onehot(self.close[1].rec), 0)),
+            done_set.eq(Mux(self.done.en, onehot(self.done.rec), 0)),
+            inc.eq(Mux(self.pix_inc.en, onehot(self.pix_inc.rec), 0)),
+            dec.eq(Mux(self.pix_dec.en, onehot(self.pix_dec.rec), 0)),
+            ok.eq(valid & done & closed & Cat(*[n == 0 for n in pix])),
+        ]
+        low, sel = _lowest(m, ok, P, self.rbits, "release")
+        w = read(sel)
+        rl = self.release
+        m.d.comb += [rl.valid.eq(ok.any()), rl.payload.eu.eq(w.eu),
+                     rl.payload.entity.eq(w.entity), rl.payload.etype.eq(TRI),
+                     rl.payload.rec.eq(sel if self.rbits else 0)]
+        freed = Signal(P)
+        m.d.comb += freed.eq(Mux(rl.valid & rl.ready, low, 0))
+        m.d.sync += [
+            valid.eq((valid | written) & ~freed),
+            done.eq(((done & ~written) | done_set) & ~freed),
+            closed.eq(((closed & ~written) | closing) & ~freed),
+        ]
+        for q in range(P):
+            with m.If(freed[q]):
+                m.d.sync += pix[q].eq(0)
+            with m.Elif(inc[q] & ~dec[q]):
+                m.d.sync += pix[q].eq(pix[q] + 1)
+            with m.Elif(dec[q] & ~inc[q]):
+                m.d.sync += pix[q].eq(pix[q] - 1)
+        return m
 
 
 class Spreader(wiring.Component):
@@ -144,6 +469,9 @@ class Spreader(wiring.Component):
         Reset value of the anti-starvation limit, 0..255 (0 = off). Default 8.
     fifo_depth : int
         Depth of the ``move``, ``log``, ``release`` and ``err`` FIFOs, 1..64. Default 4.
+    rotate : bool
+        Load balance: walk each type's priority list from the EU after the one that
+        took the type's last allocation (True, default), or from its first entry.
 
     Raises
     ------
@@ -153,7 +481,7 @@ class Spreader(wiring.Component):
 
     def __init__(self, *, n_eus=4, vdt_records=256, pt_records=256, index_bits=16,
                  prid_bits=16, coord_bits=12, max_lines=8, eu_records=256, eu_lines=256,
-                 starve_limit=8, fifo_depth=4):
+                 starve_limit=8, fifo_depth=4, rotate=True):
         self.n_eus = _check_int("n_eus", n_eus, 1, MAX_EUS)
         self.vdt_records = _check_pow2("vdt_records", vdt_records, 2, 256)
         self.pt_records = _check_pow2("pt_records", pt_records, 1, 256)
@@ -167,6 +495,9 @@ class Spreader(wiring.Component):
         self.max_lines = _check_int("max_lines", max_lines, 1, min(15, eu_lines))
         self.starve_limit = _check_int("starve_limit", starve_limit, 0, SAT)
         self.fifo_depth = _check_int("fifo_depth", fifo_depth, 1, 64)
+        if not isinstance(rotate, bool):
+            raise TypeError(f"rotate must be a bool, not {rotate!r}")
+        self.rotate = rotate
         I, R, C = index_bits, prid_bits, coord_bits
         SR, SL = eu_records.bit_length(), eu_lines.bit_length()
         D = max(I, R, 12)
@@ -191,8 +522,7 @@ class Spreader(wiring.Component):
                 | {f"src{i}_{n}": w for i in range(3)
                    for n, w in (("eu", EU_W), ("entity", ENTITY_W), ("elem", ELEM_W))}
                 | {"x": C, "y": C, "mask": 16}),
-            "release": data.StructLayout({"eu": EU_W, "entity": ENTITY_W, "etype": 2,
-                                          "rec": 8}),
+            "release": RELEASE,
             "log": data.StructLayout({"kind": 2, "etype": 2, "seq": SEQ_W, "eu": EU_W,
                                       "entity": ENTITY_W, "ref": 2, "passes": 8,
                                       "refused": MAX_EUS, "code": CODE_W}),
@@ -220,6 +550,29 @@ class Spreader(wiring.Component):
         })
 
     # ------------------------------------------------------------------------------
+    def _walk(self, m, win, lst, count, last_eu, last_ok):
+        """The winner type's priority list in walk order: rotated to start after the EU
+        of the type's last allocation (``rotate``), else as configured."""
+        N = self.n_eus
+        lst_w = [Signal(EU_W, name=f"w_lst{k}") for k in range(N)]
+        last, ok = Signal(EU_W), Signal()
+        for s in range(4):
+            with m.If(win == s):
+                m.d.comb += [last.eq(last_eu[s]), ok.eq(last_ok[s])]
+                m.d.comb += [lst_w[k].eq(lst[s][k]) for k in range(N)]
+        if not self.rotate:
+            return lst_w
+        start = Signal(5)
+        for k in range(N):      # the entries are distinct: at most one matches
+            with m.If(ok & (k < count) & (lst_w[k] == last) & (k + 1 < count)):
+                m.d.comb += start.eq(k + 1)
+        walk = [Signal(EU_W, name=f"w_walk{j}") for j in range(N)]
+        for j in range(N):
+            at = Signal(6, name=f"w_walk_at{j}")
+            m.d.comb += at.eq(start + j)
+            m.d.comb += walk[j].eq(Array(lst_w)[Mux(at >= count, at - count, at)[:5]])
+        return walk
+
     def elaborate(self, platform):
         m = Module()
         N, V, P = self.n_eus, self.vdt_records, self.pt_records
@@ -251,23 +604,13 @@ class Spreader(wiring.Component):
         minr = [Signal(SR, name=f"minr{t}", init=1) for t in range(4)]
         minl = [Signal(SL, name=f"minl{t}", init=1) for t in range(4)]
         limit = Signal(8, init=self.starve_limit)
+        # load balance: per type, the EU of its last allocation (valid once there is one)
+        last_eu = [Signal(EU_W, name=f"last_eu{t}") for t in range(4)]
+        last_ok = [Signal(name=f"last_ok{t}") for t in range(4)]
 
         # ---------------------------------------------------------------- tables
-        def regs(name, n, width):
-            return Array(Signal(width, name=f"{name}{i}") for i in range(n))
-
-        v_valid, v_tag, v_eu, v_ent = regs("v_valid", V, 1), regs("v_tag", V, VT), \
-            regs("v_eu", V, EU_W), regs("v_ent", V, ENTITY_W)
-        v_count, v_half, v_patch = regs("v_count", V, 4), regs("v_half", V, 1), \
-            regs("v_patch", V, 1)
-        v_done, v_closed, v_refs = regs("v_done", V, 1), regs("v_closed", V, 1), \
-            regs("v_refs", V, 9)
-        p_valid, p_tag, p_eu, p_ent = regs("p_valid", P, 1), regs("p_tag", P, PTG), \
-            regs("p_eu", P, EU_W), regs("p_ent", P, ENTITY_W)
-        p_done, p_closed, p_pix = regs("p_done", P, 1), regs("p_closed", P, 1), \
-            regs("p_pix", P, 13)
-        p_vr = [regs(f"p_vr{i}_", P, VR) for i in range(3)]
-        p_vrn = regs("p_vrn", P, 3)
+        m.submodules.vdt = vdt = VertexTable(records=V, index_bits=I)
+        m.submodules.pt = ptab = PrimitiveTable(records=P, prid_bits=R, vdt_records=V)
 
         m.submodules.ift = ift = Memory(shape=2 + 8, depth=N * 256, init=[])
         ift_w = ift.write_port()
@@ -338,7 +681,7 @@ class Spreader(wiring.Component):
 
         # ---------------------------------------------------------------- pass start
         # outcome: 0 allocate, 1 error, 2 close, 3 wait
-        O_ALLOC, O_ERR, O_CLOSE, O_WAIT = 0, 1, 2, 3
+        O_ALLOC, O_ERR, O_CLOSE, O_WAIT = (o.value for o in Outcome)
         ev = []   # per stream: dict of comb signals
         for s in range(4):
             e = dict(out=Signal(2, name=f"ev{s}_out"), code=Signal(4, name=f"ev{s}_code"),
@@ -363,19 +706,21 @@ class Spreader(wiring.Component):
         # vertex
         vrec_v = vrec(pv.base)
         m.d.comb += ev[VTX]["rec"].eq(vrec_v)
+        m.d.comb += vdt.busy_addr[0].eq(vrec_v)
         with m.If((pv.count == 0) | (pv.count > GROUP) | (pv.base[:3] != 0)):
             m.d.comb += [ev[VTX]["out"].eq(O_ERR), ev[VTX]["code"].eq(MALFORMED)]
         common(VTX, pv.size, m)
-        with m.Elif(v_valid[vrec_v]):
+        with m.Elif(vdt.busy[0]):
             m.d.comb += ev[VTX]["out"].eq(O_WAIT)
         # patch
         vrec_a = vrec(pa.base)
         vrec_a1 = Signal(VR)
         m.d.comb += [vrec_a1.eq(vrec_a + 1), ev[PAT]["rec"].eq(vrec_a)]
+        m.d.comb += [vdt.busy_addr[1].eq(vrec_a), vdt.busy_addr[2].eq(vrec_a1)]
         with m.If(pa.base[:3] != 0):
             m.d.comb += [ev[PAT]["out"].eq(O_ERR), ev[PAT]["code"].eq(MALFORMED)]
         common(PAT, pa.size, m)
-        with m.Elif(v_valid[vrec_a] | v_valid[vrec_a1]):
+        with m.Elif(vdt.busy[1] | vdt.busy[2]):
             m.d.comb += ev[PAT]["out"].eq(O_WAIT)
         # triangle: lookups
         t_idx = [pt.i0, pt.i1, pt.i2]
@@ -384,16 +729,17 @@ class Spreader(wiring.Component):
         t_loc = [[Signal(EU_W, name=f"t_loc{i}_eu"), Signal(ENTITY_W, name=f"t_loc{i}_ent"),
                   Signal(ELEM_W, name=f"t_loc{i}_elem")] for i in range(3)]
         for i in range(3):
-            r, x = t_r[i], t_idx[i]
+            lk, x = vdt.look[i], t_idx[i]
             m.d.comb += [
-                t_hit[i].eq(v_valid[r] & (v_tag[r] == vtag(x)) & ~v_closed[r]
-                            & (x[:3] < v_count[r])),
-                t_loc[i][0].eq(v_eu[r]), t_loc[i][1].eq(v_ent[r]),
-                t_loc[i][2].eq(Cat(x[:3], v_half[r])),
+                vdt.look_addr[i].eq(t_r[i]),
+                t_hit[i].eq(lk.valid & (lk.tag == vtag(x)) & ~lk.closed & (x[:3] < lk.count)),
+                t_loc[i][0].eq(lk.eu), t_loc[i][1].eq(lk.entity),
+                t_loc[i][2].eq(Cat(x[:3], lk.half)),
             ]
         t_vrn = Cat(Const(1, 1), t_r[1] != t_r[0], (t_r[2] != t_r[0]) & (t_r[2] != t_r[1]))
         prec_t = prec(pt.prid)
         m.d.comb += ev[TRI]["rec"].eq(prec_t)
+        m.d.comb += ptab.busy_addr.eq(prec_t)
         with m.If(pt.size == 0):
             m.d.comb += [ev[TRI]["out"].eq(O_ERR), ev[TRI]["code"].eq(MALFORMED)]
         with m.Elif(pt.size > self.max_lines):
@@ -406,13 +752,14 @@ class Spreader(wiring.Component):
             with m.Elif(~t_hit[i]):
                 m.d.comb += [ev[TRI]["out"].eq(O_ERR), ev[TRI]["code"].eq(UNKNOWN_VERTEX),
                              ev[TRI]["detail"].eq(t_idx[i])]
-        with m.Elif(p_valid[prec_t]):
+        with m.Elif(ptab.busy):
             m.d.comb += ev[TRI]["out"].eq(O_WAIT)
         # pixel
         prec_p = prec(pp.prid)
         p_hit = Signal()
-        m.d.comb += [p_hit.eq(p_valid[prec_p] & (p_tag[prec_p] == ptag(pp.prid))
-                              & ~p_closed[prec_p]),
+        p_look = ptab.look
+        m.d.comb += [ptab.look_addr.eq(prec_p),
+                     p_hit.eq(p_look.valid & (p_look.tag == ptag(pp.prid)) & ~p_look.closed),
                      ev[PIX]["rec"].eq(prec_p)]
         with m.If(pp.mask == 0):
             with m.If(~pp.last):
@@ -437,7 +784,6 @@ class Spreader(wiring.Component):
         # the winner's evaluation
         w_out, w_code, w_detail = Signal(2), Signal(4), Signal(D)
         w_rec, w_size = Signal(8), Signal(SIZE_W)
-        lst_a = [Array(lst[t]) for t in range(4)]
         for s in range(4):
             with m.If(win == s):
                 m.d.comb += [w_out.eq(ev[s]["out"]), w_code.eq(ev[s]["code"]),
@@ -448,19 +794,20 @@ class Spreader(wiring.Component):
         for s in range(4):
             with m.If(cur_s == s):
                 m.d.comb += w_size.eq(ev[s]["size"])
-        # candidates of the winner: stable sort of its list by held-data count
-        w_lst = [Signal(EU_W, name=f"w_lst{k}") for k in range(N)]
+        # candidates of the winner: stable sort of its list (in walk order) by held-data
+        # count
         w_lcnt = Signal(5)
         for s in range(4):
             with m.If(win == s):
-                m.d.comb += [w_lcnt.eq(lcnt[s])] + [w_lst[k].eq(lst[s][k]) for k in range(N)]
+                m.d.comb += w_lcnt.eq(lcnt[s])
+        w_lst = self._walk(m, win, lst, w_lcnt, last_eu, last_ok)
         cnt = [Signal(2, name=f"cnt{k}") for k in range(N)]
         for k in range(N):
             with m.If(win == TRI):
                 m.d.comb += cnt[k].eq(sum((t_loc[i][0] == w_lst[k]).as_unsigned()
                                           for i in range(3)))
             with m.Elif(win == PIX):
-                m.d.comb += cnt[k].eq(p_eu[prec_p] == w_lst[k])
+                m.d.comb += cnt[k].eq(p_look.eu == w_lst[k])
         in_l = [Signal(name=f"in_l{k}") for k in range(N)]
         rank = [Signal(5, name=f"rank{k}") for k in range(N)]
         for k in range(N):
@@ -552,7 +899,7 @@ class Spreader(wiring.Component):
                      c_refused.eq(Mux(active, r_refused, 0))]
         # pixel's triangle location (registered in loc 0 for pixel passes)
         with m.If(~active & (win == PIX)):
-            m.d.comb += [c_loc[0][0].eq(p_eu[prec_p]), c_loc[0][1].eq(p_ent[prec_p]),
+            m.d.comb += [c_loc[0][0].eq(p_look.eu), c_loc[0][1].eq(p_look.entity),
                          c_loc[0][2].eq(0)]
 
         # consumption
@@ -608,9 +955,9 @@ class Spreader(wiring.Component):
         with m.If(consume_err):
             m.d.comb += [lg.kind.eq(K_ERROR), lg.code.eq(w_code)]
         with m.Elif(consume_close):
-            m.d.comb += [lg.kind.eq(K_CLOSE), lg.eu.eq(p_eu[prec_p]),
-                         lg.entity.eq(p_ent[prec_p])]
-            m.d.sync += p_closed[prec_p].eq(1)
+            m.d.comb += [lg.kind.eq(K_CLOSE), lg.eu.eq(p_look.eu),
+                         lg.entity.eq(p_look.entity),
+                         ptab.close[0].en.eq(1), ptab.close[0].rec.eq(prec_p)]
         local = Signal()
         with m.If(cur_s == TRI):
             m.d.comb += local.eq((c_loc[0][0] == e_) & (c_loc[1][0] == e_)
@@ -621,6 +968,9 @@ class Spreader(wiring.Component):
         m.d.comb += ref.eq(Mux((cur_s == TRI) | (cur_s == PIX),
                                Mux(local, REF_LOCAL, REF_GLOBAL), REF_NONE))
         with m.If(accepted):
+            for s in range(4):
+                with m.If(cur_s == s):
+                    m.d.sync += [last_eu[s].eq(e_), last_ok[s].eq(1)]
             m.d.comb += [lg.kind.eq(K_ALLOC), lg.eu.eq(e_), lg.entity.eq(ent),
                          lg.ref.eq(ref), lg.refused.eq(c_refused)]
             m.d.comb += [mv.eu.eq(e_), mv.entity.eq(ent), mv.etype.eq(cur_s),
@@ -649,31 +999,25 @@ class Spreader(wiring.Component):
         acc_a = accepted & (cur_s == PAT)
         acc_t = accepted & (cur_s == TRI)
         acc_p = accepted & (cur_s == PIX)
-        with m.If(acc_v):
-            r = c_rec[:VR]
-            m.d.sync += [v_valid[r].eq(1), v_tag[r].eq(vtag(pkt_v.base)), v_eu[r].eq(e_),
-                         v_ent[r].eq(ent), v_count[r].eq(pkt_v.count), v_half[r].eq(0),
-                         v_patch[r].eq(0), v_done[r].eq(0), v_closed[r].eq(pkt_v.noref)]
-        with m.If(acc_a):
-            for h in range(2):
-                r = Signal(VR, name=f"pat_r{h}")
-                g = Signal(I - 3 + 1, name=f"pat_g{h}")
-                m.d.comb += [r.eq(c_rec[:VR] + h), g.eq(pkt_a.base[3:] + h)]
-                m.d.sync += [v_valid[r].eq(1), v_tag[r].eq(g[vb:] if I - 3 + 1 > vb else 0),
-                             v_eu[r].eq(e_), v_ent[r].eq(ent), v_count[r].eq(GROUP),
-                             v_half[r].eq(h), v_patch[r].eq(1), v_done[r].eq(0),
-                             v_closed[r].eq(pkt_a.noref)]
-        with m.If(acc_t):
-            q = c_rec[:PR]
-            m.d.sync += [p_valid[q].eq(1), p_tag[q].eq(ptag(pkt_t.prid)), p_eu[q].eq(e_),
-                         p_ent[q].eq(ent), p_done[q].eq(0), p_closed[q].eq(0),
-                         p_vrn[q].eq(c_vrn)]
-            m.d.sync += [p_vr[i][q].eq(c_vr[i]) for i in range(3)]
-            for i in range(3):
-                with m.If(pkt_t.last[i]):
-                    m.d.sync += v_closed[c_vr[i]].eq(1)
-        with m.If(acc_p & pkt_p.last):
-            m.d.sync += p_closed[c_rec[:PR]].eq(1)
+        va, g1 = vdt.alloc, Signal(I - 3 + 1)
+        m.d.comb += [
+            g1.eq(pkt_a.base[3:] + 1),
+            va.en.eq(acc_v | acc_a), va.patch.eq(acc_a), va.rec.eq(c_rec[:VR]),
+            va.tag.eq(vtag(Mux(acc_a, pkt_a.base, pkt_v.base))),
+            va.tag1.eq(g1[vb:] if I - 3 + 1 > vb else 0),
+            va.eu.eq(e_), va.entity.eq(ent), va.count.eq(pkt_v.count),
+            va.noref.eq(Mux(acc_a, pkt_a.noref, pkt_v.noref)),
+            vdt.close.mask.eq(Mux(acc_t, pkt_t.last, 0)),
+            vdt.refs.inc.eq(Mux(acc_t, c_vrn, 0)),
+        ] + [vdt.close.rec[i].eq(c_vr[i]) for i in range(3)] \
+          + [vdt.refs.inc_rec[i].eq(c_vr[i]) for i in range(3)]
+        pa_ = ptab.alloc
+        m.d.comb += [pa_.en.eq(acc_t), pa_.rec.eq(c_rec[:PR]),
+                     pa_.word.tag.eq(ptag(pkt_t.prid)), pa_.word.eu.eq(e_),
+                     pa_.word.entity.eq(ent), pa_.word.vrn.eq(c_vrn),
+                     ptab.close[1].en.eq(acc_p & pkt_p.last), ptab.close[1].rec.eq(c_rec[:PR]),
+                     ptab.pix_inc.en.eq(acc_p), ptab.pix_inc.rec.eq(c_rec[:PR])]
+        m.d.comb += [pa_.word.vr[i].eq(c_vr[i]) for i in range(3)]
 
         # ---------------------------------------------------------------- completion
         dn = self.done.payload
@@ -697,84 +1041,24 @@ class Spreader(wiring.Component):
         m.d.sync += ift_v.eq((ift_v | set_mask) & ~clr_mask)
         d_tri = Signal()
         m.d.comb += d_tri.eq(d_ok & (d_type == TRI))
-        with m.If(d_ok):
-            with m.Switch(d_type):
-                with m.Case(VTX):
-                    m.d.sync += v_done[d_rec[:VR]].eq(1)
-                with m.Case(PAT):
-                    r1 = Signal(VR)
-                    m.d.comb += r1.eq(d_rec[:VR] + 1)
-                    m.d.sync += [v_done[d_rec[:VR]].eq(1), v_done[r1].eq(1)]
-                with m.Case(TRI):
-                    m.d.sync += p_done[d_rec[:PR]].eq(1)
         dq = d_rec[:PR]
-        # pixel counts
-        for q in range(P):
-            inc = acc_p & (c_rec[:PR] == q)
-            dec = d_ok & (d_type == PIX) & (dq == q)
-            with m.If(inc & ~dec):
-                m.d.sync += p_pix[q].eq(p_pix[q] + 1)
-            with m.Elif(dec & ~inc):
-                m.d.sync += p_pix[q].eq(p_pix[q] - 1)
-        # reference counts
-        d_vr = [Signal(VR, name=f"d_vr{i}") for i in range(3)]
-        d_vrn = Signal(3)
-        m.d.comb += [d_vr[i].eq(p_vr[i][dq]) for i in range(3)] + [d_vrn.eq(p_vrn[dq])]
-        for r in range(V):
-            inc = Signal(name=f"ref_inc{r}")
-            dec = Signal(name=f"ref_dec{r}")
-            m.d.comb += [
-                inc.eq(acc_t & ((c_vrn[0] & (c_vr[0] == r)) | (c_vrn[1] & (c_vr[1] == r))
-                                | (c_vrn[2] & (c_vr[2] == r)))),
-                dec.eq(d_tri & ((d_vrn[0] & (d_vr[0] == r)) | (d_vrn[1] & (d_vr[1] == r))
-                                | (d_vrn[2] & (d_vr[2] == r)))),
-            ]
-            with m.If(inc & ~dec):
-                m.d.sync += v_refs[r].eq(v_refs[r] + 1)
-            with m.Elif(dec & ~inc):
-                m.d.sync += v_refs[r].eq(v_refs[r] - 1)
+        m.d.comb += [
+            vdt.done.en.eq(d_ok & ((d_type == VTX) | (d_type == PAT))),
+            vdt.done.patch.eq(d_type == PAT), vdt.done.rec.eq(d_rec[:VR]),
+            ptab.done.en.eq(d_tri), ptab.done.rec.eq(dq),
+            ptab.pix_dec.en.eq(d_ok & (d_type == PIX)), ptab.pix_dec.rec.eq(dq),
+            # a completed triangle's references: one less on each distinct VDT record
+            ptab.refs_addr.eq(dq), vdt.refs.dec.eq(Mux(d_tri, ptab.refs.vrn, 0)),
+        ] + [vdt.refs.dec_rec[i].eq(ptab.refs.vr[i]) for i in range(3)]
 
         # ---------------------------------------------------------------- release engine
-        ok_v = Signal(V)
-        cand_v = Signal(V)
-        for r in range(V):
-            m.d.comb += ok_v[r].eq(v_valid[r] & v_done[r] & v_closed[r] & (v_refs[r] == 0))
-        for r in range(V):
-            m.d.comb += cand_v[r].eq(ok_v[r] & (~v_patch[r]
-                                                 | ((v_half[r] == 0) & ok_v[(r + 1) % V])))
-        ok_p = Signal(P)
-        for q in range(P):
-            m.d.comb += ok_p[q].eq(p_valid[q] & p_done[q] & p_closed[q] & (p_pix[q] == 0))
+        # the VDT's releasable record first, else the PT's
         rl = push["release"]
         rel_room = fifos["release"].w_rdy
-        with m.If(rel_room & cand_v.any()):
-            m.d.comb += push_en["release"].eq(1)
-            for r in reversed(range(V)):
-                with m.If(cand_v[r]):
-                    m.d.comb += [rl.eu.eq(v_eu[r]), rl.entity.eq(v_ent[r]),
-                                 rl.etype.eq(Mux(v_patch[r], PAT, VTX)), rl.rec.eq(r)]
-            rsel = Signal(VR)
-            for r in reversed(range(V)):
-                with m.If(cand_v[r]):
-                    m.d.comb += rsel.eq(r)
-            rsel1 = Signal(VR)
-            m.d.comb += rsel1.eq(rsel + 1)
-            m.d.sync += [v_valid[rsel].eq(0), v_done[rsel].eq(0), v_closed[rsel].eq(0),
-                         v_patch[rsel].eq(0), v_refs[rsel].eq(0)]
-            with m.If(v_patch[rsel]):
-                m.d.sync += [v_valid[rsel1].eq(0), v_done[rsel1].eq(0),
-                             v_closed[rsel1].eq(0), v_patch[rsel1].eq(0),
-                             v_refs[rsel1].eq(0)]
-        with m.Elif(rel_room & ok_p.any()):
-            m.d.comb += push_en["release"].eq(1)
-            qsel = Signal(PR)
-            for q in reversed(range(P)):
-                with m.If(ok_p[q]):
-                    m.d.comb += qsel.eq(q)
-            m.d.comb += [rl.eu.eq(p_eu[qsel]), rl.entity.eq(p_ent[qsel]), rl.etype.eq(TRI),
-                         rl.rec.eq(qsel)]
-            m.d.sync += [p_valid[qsel].eq(0), p_done[qsel].eq(0), p_closed[qsel].eq(0),
-                         p_pix[qsel].eq(0), p_vrn[qsel].eq(0)]
+        m.d.comb += [vdt.release.ready.eq(rel_room),
+                     ptab.release.ready.eq(rel_room & ~vdt.release.valid),
+                     push_en["release"].eq(rel_room & (vdt.release.valid | ptab.release.valid)),
+                     rl.eq(Mux(vdt.release.valid, vdt.release.payload, ptab.release.payload))]
 
         # ---------------------------------------------------------------- configuration
         cf = self.cfg.payload
@@ -884,8 +1168,8 @@ class SpreaderQCC(wiring.Component):
     records, entities, lines : int
         Parameters of every QCC (its ``frames`` is 1: the spreader maps no frames).
         Defaults 8, 8, 16.
-    vdt_records, pt_records, fifo_depth, starve_limit : int
-        Parameters of the spreader (:class:`Spreader`); defaults 8, 4, 2, 8. The
+    vdt_records, pt_records, fifo_depth, starve_limit, rotate
+        Parameters of the spreader (:class:`Spreader`); defaults 8, 4, 2, 8, True. The
         spreader's ``eu_records`` and ``eu_lines`` are the QCC's ``records`` and
         ``lines``, its ``max_lines`` is ``min(8, lines)``.
 
@@ -907,13 +1191,13 @@ class SpreaderQCC(wiring.Component):
     """
 
     def __init__(self, *, n_eus=2, records=8, entities=8, lines=16, vdt_records=8,
-                 pt_records=4, fifo_depth=2, starve_limit=8):
+                 pt_records=4, fifo_depth=2, starve_limit=8, rotate=True):
         from hw.qcc import DONE, ISSUE, QCC     # only here: the plain spreader needs none
         self.n_eus = _check_int("n_eus", n_eus, 1, MAX_EUS)
         self.spreader_params, self.qcc_params = self.split_params(
             n_eus=n_eus, records=records, entities=entities, lines=lines,
             vdt_records=vdt_records, pt_records=pt_records, fifo_depth=fifo_depth,
-            starve_limit=starve_limit)
+            starve_limit=starve_limit, rotate=rotate)
         self._qccs = [QCC(**self.qcc_params) for _ in range(n_eus)]   # validates them
         self._spreader = Spreader(**self.spreader_params)
         L = self._spreader.lay
@@ -939,13 +1223,13 @@ class SpreaderQCC(wiring.Component):
 
     @staticmethod
     def split_params(*, n_eus=2, records=8, entities=8, lines=16, vdt_records=8,
-                     pt_records=4, fifo_depth=2, starve_limit=8):
+                     pt_records=4, fifo_depth=2, starve_limit=8, rotate=True):
         """``(spreader parameters, QCC parameters)`` of a parameter set, unchecked."""
         qcc = {"records": records, "entities": entities, "lines": lines, "frames": 1}
         spreader = {"n_eus": n_eus, "vdt_records": vdt_records, "pt_records": pt_records,
                     "eu_records": records, "eu_lines": lines,
                     "max_lines": max(1, min(8, lines)), "fifo_depth": fifo_depth,
-                    "starve_limit": starve_limit}
+                    "starve_limit": starve_limit, "rotate": rotate}
         return spreader, qcc
 
     def elaborate(self, platform):

@@ -31,6 +31,13 @@ HARDWARE = [
     ("spreader", "spreader.spreader_qcc", {"n_eus": 4, "records": 16, "entities": 16,
                                            "lines": 32, "vdt_records": 32, "pt_records": 32},
      "tb.bench_spreader", ["bench_scene_qcc"]),
+    # the same scenes without the load-balancing rotation (the lists' fixed order)
+    ("spreader", "spreader.spreader", {"n_eus": 4, "vdt_records": 32, "pt_records": 128,
+                                       "rotate": False}, "tb.bench_spreader", ["bench_scene"]),
+    ("spreader", "spreader.spreader_qcc", {"n_eus": 4, "records": 16, "entities": 16,
+                                           "lines": 32, "vdt_records": 32, "pt_records": 32,
+                                           "rotate": False},
+     "tb.bench_spreader", ["bench_scene_qcc"]),
     ("qcc", "qcc.qcc", {}, "tb.bench_qcc",
      ["bench_search", "bench_alloc", "bench_issue", "bench_issue_seed", "bench_mixed"]),
     ("wave", "wave.scheduler", {"wave_size": 32, "max_k": 12}, "tb.bench_wave",

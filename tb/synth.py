@@ -39,8 +39,8 @@ TARGETS = [
     ("raster.traversal", {"modes": (1,)}),
     ("raster.packer", {"modes": (1,)}),
     ("raster.pipeline", {"modes": (1,)}),
-    ("spreader.spreader", {"n_eus": 4, "vdt_records": 32, "pt_records": 32}),
-    ("spreader.spreader", {"n_eus": 8, "vdt_records": 32, "pt_records": 32}),
+    ("spreader.spreader", {"n_eus": 4}),          # default tables: 256/256 records
+    ("spreader.spreader", {"n_eus": 8}),
     ("qcc.qcc", {"records": 64}),
     ("qcc.qcc", {}),
     # Ports registered: out of context, nextpnr times only paths between flip-flops,

@@ -22,8 +22,10 @@ PORTS = ("move", "log", "release", "err")
 
 
 def small(**kw):
-    """A small spreader whose output transfers are recorded (see :func:`drain`)."""
-    args = dict(n_eus=4, vdt_records=16, pt_records=16)
+    """A small spreader whose output transfers are recorded (see :func:`drain`). Its
+    lists are walked from their first entry (``rotate=False``) unless asked, so that the
+    expected EUs read straight from the lists; the rotation has its own tests."""
+    args = dict(n_eus=4, vdt_records=16, pt_records=16, rotate=False)
     args.update(kw)
     sp = Spreader(**args)
     sp.out = {k: [] for k in PORTS}
@@ -107,6 +109,11 @@ def run_streams(sp, streams, respond=None, status=None, limit=50):
 def test_bad_parameters(kw, exc, msg):
     with pytest.raises(exc, match=msg):
         Spreader(**kw)
+
+
+def test_rotate_must_be_a_bool():
+    with pytest.raises(TypeError, match="rotate must be a bool, not 1"):
+        Spreader(rotate=1)
 
 
 def test_bad_port_values():
@@ -317,8 +324,8 @@ def test_no_candidate_with_room_waits_without_requests():
     assert drain(sp, 2)["log"][0].passes == 6
 
 
-def _vertex_run(latency, answers=None, n=8):
-    sp = small()
+def _vertex_run(latency, answers=None, n=8, rotate=False):
+    sp = small(rotate=rotate)
     eus = [ScriptedEU(answers=answers if e == 0 else None, latency=latency, done_after=None)
            for e in range(4)]
     wl = Workload([VertexPacket(8 * i, noref=True) for i in range(n)])
@@ -784,3 +791,51 @@ def test_scoreboard_catches_an_early_release():
     r.release[0] = (c - 1, rel)
     with pytest.raises(AssertionError, match="before its completion|before it was closed"):
         Scoreboard(sp, wl).check(r)
+
+
+# ---------------------------------------------------------------- load balance (rotation)
+
+def test_rotation_spreads_a_type_over_its_list():
+    """With room everywhere, vertex packets go round the list (fixed order: all to EU0)."""
+    assert [e.eu for e in _vertex_run(0, rotate=True).entries()] == [0, 1, 2, 3] * 2
+    assert [e.eu for e in _vertex_run(0).entries()] == [0] * 8
+
+
+def test_rotation_walks_the_configured_list_after_the_last_eu():
+    sp = small(rotate=True)
+    assert sp.walk(V) == (0, 1, 2, 3)
+    place(sp, V, VertexPacket(0), 2, 10)
+    assert sp.walk(V) == (3, 0, 1, 2)
+    assert sp.walk(T) == (0, 1, 2, 3)                  # per type
+    sp.cycle(cfg=Config.priority(V, (2, 1, 3)))
+    assert sp.walk(V) == (1, 3, 2)
+    sp.cycle(cfg=Config.priority(V, (1, 3)))           # last EU left out: from the start
+    assert sp.walk(V) == (1, 3)
+
+
+def test_rotation_keeps_locality_first():
+    """A triangle still goes to the EU holding its vertices, whatever the rotation."""
+    sp = small(rotate=True)
+    _groups(sp)                                        # last vertex allocation: EU3
+    assert sp.candidates(T, (2,)) == (2, 0, 1, 3)
+    place(sp, T, TrianglePacket(1, (0, 1, 2)), 2, 20)
+    assert drain(sp, 2)["log"][-1].eu == 2
+    # locality ties are broken in walk order: after EU2 comes EU3, then EU1
+    sp.cycle(heads(t=TrianglePacket(2, (0, 8, 16))), respond=accept(21))
+    assert drain(sp, 2)["log"][-1].eu == 3
+
+
+# ---------------------------------------------------------------- RTL constants
+
+def test_hw_codes_and_layouts_match_the_golden_model():
+    """The RTL's enumerations and port layouts are the model's (names, values, widths)."""
+    import golden.spreader as g
+    import hw.spreader as h
+    for hw_enum, model_enum in ((h.EType, g.EType), (h.Err, g.Err), (h.Src, g.Src),
+                                (h.Kind, g.Kind), (h.Ref, g.Ref), (h.CfgOp, g.CfgOp)):
+        assert {e.name: e.value for e in hw_enum} == {e.name: e.value for e in model_enum}
+    for kw in ({}, dict(n_eus=8, vdt_records=16, pt_records=4, index_bits=20, prid_bits=9,
+                        coord_bits=10, eu_records=100, eu_lines=1000)):
+        rtl, model = h.Spreader(**kw), g.Spreader(**kw)
+        for port, layout in rtl.lay.items():
+            assert [(name, field.width) for name, field in layout] == model.layout(port), port

@@ -1,0 +1,230 @@
+"""Golden model of the global spreader (spec ``spreader.md``, seed ``000_e8967f273ac2673e``:
+global spreader 12, primitive table 41, vertex descriptor table 43, Fig. 10, claims 1-20).
+
+Clock-exact, like :mod:`golden.qcc`: one call of :meth:`Spreader.cycle` is one clock of
+the RTL (``hw/spreader.py``). It takes what the RTL sees on its inputs in
+that clock and gives what the RTL drives and transfers. The RTL must equal it clock by
+clock, so its decision log equals the model's *exactly* (entries, order and transfer
+clock) for any stimulus; tests can either run the model in lock-step with the RTL (feed
+it the RTL's inputs every clock and compare the outputs) or run both closed-loop against
+the same deterministic EU models (:class:`ScriptedEU`, :class:`RandomEU` with a seed,
+:class:`QCCEU`) and packet feeder (:class:`Feeder`) and compare the logs.
+:class:`Scoreboard` checks the invariants on any run's observations, the RTL's included.
+The model never imports ``hw/``.
+
+Package layout: :mod:`~golden.spreader.types` (constants, codes, packets and records),
+:mod:`~golden.spreader.codec` (port layouts, ``pack``/``unpack``),
+:mod:`~golden.spreader.model` (:class:`Spreader`), :mod:`~golden.spreader.eus` (EU
+models), :mod:`~golden.spreader.workloads` (stimulus), :mod:`~golden.spreader.scoreboard`
+(invariants, figures). Everything public is importable from ``golden.spreader``.
+
+Public API
+----------
+* :class:`Spreader` -- the model: :meth:`~Spreader.cycle`, :meth:`~Spreader.run`,
+  observation (:meth:`~Spreader.vdt`, :meth:`~Spreader.pt`, :meth:`~Spreader.check`),
+  RTL encoding (:meth:`~Spreader.layout`, :meth:`~Spreader.pack`, :meth:`~Spreader.unpack`).
+* Packets :class:`VertexPacket`, :class:`TrianglePacket`, :class:`PixelPacket`,
+  :class:`PatchPacket`; configuration words :class:`Config`; EU-side records
+  :class:`EUStatus`, :class:`AllocRequest`, :class:`Answer`, :class:`Done`; outputs
+  :class:`LogEntry`, :class:`MoveCmd`, :class:`Loc`, :class:`ReleaseCmd`,
+  :class:`ErrorReport`; :class:`CycleResult`, :class:`ReqRecord`, :class:`RunResult`.
+* EU models: :class:`ScriptedEU`, :class:`RandomEU`, :class:`QCCEU` (a
+  :class:`golden.qcc.QCCModel` acting as an EU); :class:`DoneMerger`.
+* Stimulus: :class:`Item`, :class:`Workload`, :class:`Feeder`, :func:`build_workload`,
+  :func:`synthetic_workload`, :func:`scene_workload` (scenes of :mod:`golden.scenes` and
+  pixel packets of :mod:`golden.raster`).
+* :class:`Scoreboard` -- the invariant checker; :class:`Stats`.
+
+Entity types are those of the QCC: 0 vertex, 1 triangle, 2 pixel, 3 patch (:class:`EType`).
+
+Ports (RTL contract)
+--------------------
+Every stream is an ``amaranth.lib.stream`` interface with an ``amaranth.lib.data``
+struct payload, fields in the order listed, first field in the low bits (``pack``/
+``unpack`` give the exact encoding; :meth:`Spreader.layout` the widths). Widths below are
+at the defaults; ``I = index_bits`` (16), ``R = prid_bits`` (16), ``C = coord_bits`` (12),
+``SR = bit_length(eu_records)`` (9), ``SL = bit_length(eu_lines)`` (9),
+``D = max(I, R, 12)``, ``N = n_eus``.
+
+=================  =====  ===================================================================
+port               dir    payload
+=================  =====  ===================================================================
+``i_vtx``          in     ``base I, count 4, size 4, noref 1`` (25 bits)
+``i_tri``          in     ``prid R, i0 I, i1 I, i2 I, size 4, last 3`` (71 bits)
+``i_pix``          in     ``prid R, x C, y C, mask 16, last 1, size 4`` (61 bits)
+``i_pat``          in     ``base I, size 4, noref 1`` (21 bits)
+``cfg``            in     ``op 2, etype 2, count 5, eus 64 (entry i in bits 4i..4i+3),
+                          records SR, lines SL, limit 8`` (99 bits); ``ready`` = 1
+``done``           in     ``eu 4, entity 8`` (12 bits); ``ready`` = 1
+``status[e]``      in     plain: ``free_records SR, free_entities 9, free_lines SL``, e < N
+``alloc[e]``       out    ``etype 2, lines 4, hold 1, seq 16`` (23 bits); the answer rides on
+                          the transfer: plain inputs ``accept[e]`` (1), ``entity[e]`` (8),
+                          sampled when ``alloc[e].valid & alloc[e].ready``
+``move``           out    ``eu 4, entity 8, etype 2, seq 16, size 4, ref 2, index D,
+                          count 5, src 3 x (eu 4, entity 8, elem 4), x C, y C, mask 16``
+``release``        out    ``eu 4, entity 8, etype 2, rec 8``
+``log``            out    ``kind 2, etype 2, seq 16, eu 4, entity 8, ref 2, passes 8,
+                          refused 16, code 4`` (62 bits)
+``err``            out    ``code 4, src 3, seq 16, eu 4, detail D``
+``error``          out    plain, sticky (reset only); ``lost`` plain, sticky: a report dropped
+=================  =====  ===================================================================
+
+Packet fields. ``size`` is the data size in cache lines (the buffer the EU allocates,
+1..``max_lines``). A vertex packet holds ``count`` (1..8) vertices ``base .. base+count-1``
+of one group (``base`` a multiple of 8); ``noref`` = no triangle will reference the group.
+A triangle names its primitive id and three vertex indices; ``last`` bit i = no later
+triangle references the group of vertex i (closes that VDT record). A pixel packet is a 4x4
+span: its triangle's ``prid``, top-left pixel ``x, y``, 16-bit pixel mask (bit
+``4*py + px``), ``last`` = the last packet of that primitive; ``mask = 0, last = 1`` is an
+*end marker* (the primitive got no more pixels; it allocates nothing). A patch is 16
+control points ``base .. base+15`` (``base`` a multiple of 8; two VDT groups).
+
+Configuration (``cfg``, op): 0 LIST -- the priority list of ``etype``: ``count`` (0..N)
+distinct EUs < N in ``eus``; 1 MIN -- minimum free ``records`` (<= ``eu_records``) and
+``lines`` (<= ``eu_lines``) for ``etype``; 2 STARVE -- the anti-starvation ``limit``
+(0 = off); 3 is malformed. Reset: every list ``0, 1, .., N-1``, minimum 1 record and 1
+line, limit ``starve_limit``.
+
+Outputs. ``alloc[e]`` (one EU at a time): a request; ``hold`` is 1 for vertex, patch and
+triangle entities (kept until the spreader's release command), 0 for pixels; ``seq`` is a
+trace tag (EUs ignore it). ``move``: per allocation, what the EU's data move machine
+needs: ``index`` = base (vertex, patch) or prid (triangle, pixel), ``count`` = vertices
+(vertex 1..8, patch 16), ``src[i]`` = where vertex i of a triangle is (``elem`` =
+``index & 7``, plus 8 for a patch's second group), for a pixel ``src[0]`` = its triangle
+(``elem`` 0); ``ref`` 0 none (vertex, patch), 1 local (all referenced data in the chosen
+EU), 2 global (some of it elsewhere: the ``src`` entries of other EUs are the addresses
+to fetch from). ``release``: tells EU ``eu`` to release held entity ``entity`` (its VDT
+or PT record ``rec`` is freed with it). ``log``: one entry per input packet consumed, in
+consumption order: ``kind`` 0 ALLOC, 1 CLOSE (end marker), 2 ERROR; ``seq`` = the
+packet's number on its stream (counts every consumed packet, mod 2**16); ``eu, entity``
+where it went (CLOSE: the triangle's); ``passes`` how many passes it took (saturates at
+255); ``refused`` bit e = EU e refused it in the final pass; ``code`` the error code.
+``err``: ``src`` 0..3 a packet stream, 4 cfg, 5 done, 6 an EU's answer; ``detail``:
+the missing vertex index, the prid, the entity, the etype or the size (see :class:`Err`).
+
+Per-clock behaviour (timing contract)
+-------------------------------------
+``S_t`` is the state after the edge that ends cycle t-1; everything in cycle t reads
+``S_t`` and the inputs of cycle t, and all writes happen at the edge ending cycle t.
+
+1. **Allocator**: one packet at a time, in a *pass*. When no pass is active and the
+   ``log`` and ``move`` FIFOs each have a free entry in ``S_t``, the arbiter picks among
+   the input streams whose ``valid`` is high: a *starving* stream (its counter >=
+   ``limit``, limit > 0) if any, else fixed priority pixel > triangle > vertex > patch
+   (among starving streams the same order). The counter of every other valid stream is
+   incremented (saturating at 255), the winner's and every idle stream's cleared. A pass
+   starts in the same clock: checks, lookups (VDT, PT), candidate list and minimum
+   (S104-S115) are combinational from the head's payload and ``S_t``.
+2. A bad packet (:class:`Err` codes 1-5) and an end marker are consumed in the clock
+   their pass starts (``ready`` high, log entry, error report). A vertex or patch packet
+   whose VDT record(s), or a triangle whose PT record, is still occupied *waits*: the
+   pass ends at once, nothing is requested, nothing is logged.
+3. **Scan** (S118-S124): in the clock the pass starts, and in the clock after each
+   refusal, the spreader drives ``alloc[e]`` for the first candidate at or after the
+   current position whose ``status[e]`` *in that clock* meets the minimum. If none
+   does, the pass ends in that clock (the packet stays at its input, un-acknowledged)
+   and the next pass is arbitrated the next clock -- "retry from the top".
+4. The request is held (payload constant) until the EU takes it (``ready``); the EU
+   answers in that clock. ``accept`` with an entity that is still in flight for that EU
+   is a bad answer (error, treated as a refusal). Accept: the packet is consumed in that
+   very clock (its input ``ready`` is combinational from the answer), the tables, the
+   log and the move command are written at the edge. Refuse: next clock, scan on.
+   So with EUs that answer in the clock of the request (``N = 0``) the allocator takes
+   one packet per clock when the first candidate accepts, one extra clock per refused
+   candidate; an EU that answers N clocks late adds N clocks per request.
+   Measured by :class:`Stats` (``alloc_cycles``: clocks from the first request of an
+   allocation's final pass to its accept, so ``allocations_per_clock`` is 1.0 when
+   every first candidate accepts at N = 0; ``per_eu`` is the load balance).
+5. **Completion** (``done``, one per clock): looked up in the in-flight table
+   (``eu, entity`` -> type, record) of ``S_t``; unknown is bad input. Vertex/patch:
+   ``vdone``; triangle: ``tdone`` and one reference less on each distinct VDT record it
+   named; pixel: one pixel packet less in flight on its PT record. Effects from t+1.
+6. **Release engine**: when the ``release`` FIFO has a free entry in ``S_t``, it frees
+   one record per clock: the lowest VDT record that is valid, ``vdone``, closed and
+   unreferenced (a patch: both its records, checked at its first), else the lowest PT
+   record that is valid, ``tdone``, closed and has no pixel packet in flight. A vertex
+   group is closed by ``noref`` or by the ``last`` bit of a triangle that is allocated;
+   a primitive by its ``last`` pixel packet or end marker. (A record a pass can still
+   name is never releasable: a closed record is "unknown" to lookups, and the packet
+   that closes it takes its reference on the same edge.)
+7. **Configuration** applies at the edge; a pass keeps the list and minimum it started
+   with.
+8. Output FIFOs (``fifo_depth`` each): a push at the edge ending t is visible from t+1;
+   a pop happens at an edge where ``valid & ready``; a push needs a free entry in
+   ``S_t``. At most one error report per clock (precedence: packet, EU answer, ``done``,
+   ``cfg``); one that finds the FIFO full or comes second in a clock is dropped and sets
+   ``lost``. ``error`` is exact.
+
+Decisions (where spec and issue are silent)
+-------------------------------------------
+1. **Candidate lists** (S111): vertex, patch: the type's list in walk order (decision
+   9). Triangle: the EUs holding its vertices that are *in the triangle list*
+   (dedication wins over locality), most vertices first, ties in walk order; then the
+   rest of the list in walk order. Pixel: its triangle's EU if in the pixel list, then
+   the rest. **Minimum** (S115):
+   ``free_records >= max(1, min_records)``, ``free_entities >= 1``,
+   ``free_lines >= max(min_lines, size)``.
+2. **Local/global** is decided against the EU that accepts: local when every vertex (the
+   triangle, for a pixel) is in that EU; the seed's S108 case turns global when the
+   holding EU refuses.
+3. **Lifetimes**: a vertex group is held until released; the release condition of the
+   spec ("done and no triangle in flight references it") needs to know that no later
+   triangle will reference it, hence the ``last``/``noref`` closing bits (and the
+   pixel ``last``/end marker for primitives). A triangle naming a closed group, or a
+   pixel packet naming a closed primitive, is bad input (unknown vertex / prid).
+4. **Tables**: VDT record ``(index >> 3) mod vdt_records``, tagged with the upper index
+   bits; a hit needs valid, equal tag, ``index & 7 < count`` and the group not closed.
+   PT record ``prid mod pt_records``, tagged likewise. A packet whose record is
+   occupied waits (no error): a producer reuses a record only after closing it.
+5. **Passes re-arbitrate**: a packet that cannot be placed does not block the other
+   streams; fixed priority plus the starvation limit decides who gets the next pass.
+6. **Checks**, in precedence: MALFORMED (vertex ``count`` not 1..8 or ``base`` not
+   aligned; patch ``base`` not aligned; ``size`` 0 except for an end marker; pixel
+   mask 0 without ``last``), TOO_LARGE (``size > max_lines``), NO_EU (empty list),
+   UNKNOWN_VERTEX (first missing vertex in slot order), UNKNOWN_PRID; then waits.
+7. **In-flight table** (claim 1's "logical table"): ``(eu, entity)`` -> type and record,
+   set on accept, cleared on completion; a held entity is remembered by its VDT/PT
+   record until released.
+8. Completions come on one shared stream (an external merge of the EUs'), one per clock;
+   ``done.ready`` and ``cfg.ready`` are constant 1.
+9. **Load balance** (the spec's "rotating start", parameter ``rotate``, default on): a
+   type's priority list is walked from the entry after the EU that took that type's
+   last allocation (from its first entry before any allocation, or when that EU is not
+   in the list). Locality still comes first: the EUs holding a triangle's vertices (a
+   pixel packet's triangle) head the candidate list, the rotation orders only the
+   rest (and breaks locality ties). A pass keeps the list it started with; the EU is
+   remembered at the accept's edge, so the next pass of that type walks from the next
+   EU. Without it (``rotate=False``) every type starts at its list's first entry and,
+   with the reset lists, the first EUs take most of the work (the ``mesh`` scene on 4
+   QCCs left one EU idle); vertex packets, which have no locality, now go round the EUs
+   and the triangles and pixels follow their data.
+
+Producer contract (not checked beyond the errors above): a triangle is presented only
+after the vertex packets it names were consumed; pixel packets after their triangle; a
+group's or primitive's record is reused only after it was closed. :func:`build_workload`
+emits workloads with these dependencies (:class:`Item` ``after``). Progress also needs
+the driver to configure minimum resources so that held vertex data cannot crowd out the
+triangles and pixels that free it (e.g. records: vertex > triangle > pixel).
+"""
+
+from golden.spreader.eus import QCCEU, DoneMerger, RandomEU, ScriptedEU
+from golden.spreader.model import Spreader
+from golden.spreader.scoreboard import Scoreboard, Stats
+from golden.spreader.types import (
+    GROUP, PATCH_POINTS, PRIORITY, AllocRequest, Answer, CfgOp, Config, CycleResult, Done,
+    EType, Err, ErrorReport, EUStatus, Kind, Loc, LogEntry, MoveCmd, PatchPacket,
+    PixelPacket, Ref, ReleaseCmd, ReqRecord, RunResult, Src, TrianglePacket, VertexPacket,
+)
+from golden.spreader.workloads import (
+    Feeder, Item, Workload, build_workload, scene_workload, synthetic_workload,
+)
+
+__all__ = [
+    "EType", "Err", "Src", "Kind", "Ref", "CfgOp", "PRIORITY", "GROUP", "PATCH_POINTS",
+    "VertexPacket", "TrianglePacket", "PixelPacket", "PatchPacket", "Config", "EUStatus",
+    "AllocRequest", "Answer", "Done", "Loc", "MoveCmd", "ReleaseCmd", "LogEntry",
+    "ErrorReport", "CycleResult", "ReqRecord", "RunResult", "Spreader",
+    "ScriptedEU", "RandomEU", "QCCEU", "DoneMerger",
+    "Item", "Workload", "Feeder", "build_workload", "synthetic_workload", "scene_workload",
+    "Scoreboard", "Stats",
+]

@@ -1,0 +1,726 @@
+"""The clock-exact spreader model (:class:`Spreader`); its contract is the docstring of
+:mod:`golden.spreader`."""
+
+from collections import deque
+
+import numpy as np
+
+from golden.spreader.types import (
+    AllocRequest, Answer, CfgOp, Config, CycleResult, Done, ENTITIES, ENTITY_W, EType,
+    EUStatus, EU_W, Err, ErrorReport, GROUP, Kind, Loc, LogEntry, MAX_EUS, MoveCmd,
+    NO_SRC, PACKET_TYPES, PATCH_POINTS, PRIORITY, Ref, ReleaseCmd, ReqRecord, RunResult,
+    SAT, Src, _check_int, _check_pow2, _field,
+)
+from golden.spreader.codec import Codec
+from golden.spreader.eus import (
+    DoneMerger,
+)
+from golden.spreader.workloads import (
+    Feeder,
+)
+
+
+class _Fifo:
+    def __init__(self, depth):
+        self.depth = depth
+        self.q = deque()
+
+    def room(self):
+        return len(self.q) < self.depth
+
+
+class _Pass:
+    __slots__ = ("stream", "packet", "seq", "outcome", "code", "detail", "cands", "need",
+                 "pos", "req", "refused", "locs", "rec", "vrecs", "tri")
+
+    def __init__(self, stream, packet, seq):
+        self.stream, self.packet, self.seq = stream, packet, seq
+        self.outcome = None      # None (allocate), "error", "close", "wait"
+        self.code, self.detail = Err.NONE, 0
+        self.cands, self.need, self.pos = (), (1, 1), 0
+        self.req = None          # (index in cands, eu, AllocRequest)
+        self.refused = 0
+        self.locs = ()           # triangle: Loc per vertex
+        self.rec = None          # VDT record (vertex/patch) or PT record (triangle/pixel)
+        self.vrecs = ()          # triangle: distinct VDT records named
+        self.tri = None          # pixel: the triangle's Loc
+
+
+def rotated(lst, last):
+    """``lst`` walked from the entry after ``last`` (from its start when ``last`` is None
+    or not in it)."""
+    k = lst.index(last) + 1 if last in lst else 0
+    return tuple(lst[k:]) + tuple(lst[:k])
+
+
+class Spreader(Codec):
+    """Clock-exact model of the global spreader.
+
+    Parameters
+    ----------
+    n_eus : int
+        Execution units, 1..16. Default 4.
+    vdt_records : int
+        Vertex descriptor table records, a power of two 2..256. Default 256.
+    pt_records : int
+        Primitive table records, a power of two 1..256. Default 256.
+    index_bits : int
+        Vertex index width, ``3 + log2(vdt_records)`` .. 32. Default 16.
+    prid_bits : int
+        Primitive id width, ``max(1, log2(pt_records))`` .. 32. Default 16.
+    coord_bits : int
+        Pixel coordinate width, 4..16. Default 12.
+    max_lines : int
+        Largest buffer an EU can allocate for one entity (bigger packets are TOO_LARGE),
+        1 .. ``min(15, eu_lines)``. Default 8 (the QCC's).
+    eu_records : int
+        Records (and entity numbers) of an EU, for the status widths and MIN checks,
+        1..256. Default 256.
+    eu_lines : int
+        Cache lines of an EU, 1..65536. Default 256.
+    starve_limit : int
+        Reset value of the anti-starvation limit, 0..255 (0 = off). Default 8.
+    fifo_depth : int
+        Depth of the ``move``, ``log``, ``release`` and ``err`` FIFOs, 1..64. Default 4.
+    rotate : bool
+        Load balance (decision 9 of the module docstring): walk each type's priority
+        list from the EU after the one that took that type's last allocation (True,
+        default), or always from its first entry (False).
+
+    Notes
+    -----
+    Drive it with :meth:`cycle` (one clock) or :meth:`run` (a closed loop with EU
+    models and a :class:`Feeder`). State is read through :meth:`vdt`, :meth:`pt`,
+    :meth:`in_flight`, :meth:`config` and :meth:`check`.
+    """
+
+    def __init__(self, n_eus=4, vdt_records=256, pt_records=256, index_bits=16,
+                 prid_bits=16, coord_bits=12, max_lines=8, eu_records=256, eu_lines=256,
+                 starve_limit=8, fifo_depth=4, rotate=True):
+        self.n_eus = _check_int("n_eus", n_eus, 1, MAX_EUS)
+        self.vdt_records = _check_pow2("vdt_records", vdt_records, 2, 256)
+        self.pt_records = _check_pow2("pt_records", pt_records, 1, 256)
+        self._vbits = self.vdt_records.bit_length() - 1
+        self._pbits = self.pt_records.bit_length() - 1
+        self.index_bits = _check_int("index_bits", index_bits, 3 + self._vbits, 32)
+        self.prid_bits = _check_int("prid_bits", prid_bits, max(1, self._pbits), 32)
+        self.coord_bits = _check_int("coord_bits", coord_bits, 4, 16)
+        self.eu_records = _check_int("eu_records", eu_records, 1, 256)
+        self.eu_lines = _check_int("eu_lines", eu_lines, 1, 65536)
+        self.max_lines = _check_int("max_lines", max_lines, 1, min(15, self.eu_lines))
+        self.starve_limit = _check_int("starve_limit", starve_limit, 0, SAT)
+        self.fifo_depth = _check_int("fifo_depth", fifo_depth, 1, 64)
+        if not isinstance(rotate, (bool, np.bool_)):
+            raise TypeError(f"rotate must be a bool, not {rotate!r}")
+        self.rotate = bool(rotate)
+        self.status_widths = (self.eu_records.bit_length(), 9, self.eu_lines.bit_length())
+        self.detail_bits = max(self.index_bits, self.prid_bits, 12)
+        self.reset()
+
+    # ================================================================ state
+    def reset(self):
+        """Back to the reset state."""
+        n, V, P = self.n_eus, self.vdt_records, self.pt_records
+        self._list = [tuple(range(n)) for _ in range(4)]
+        self._min = [(1, 1) for _ in range(4)]
+        self._limit = self.starve_limit
+        self._last_eu = [None] * 4          # per type: the EU of its last allocation
+        self.v_valid = np.zeros(V, bool)
+        self.v_tag = np.zeros(V, np.int64)
+        self.v_eu = np.zeros(V, np.int64)
+        self.v_ent = np.zeros(V, np.int64)
+        self.v_count = np.zeros(V, np.int64)
+        self.v_half = np.zeros(V, np.int64)
+        self.v_patch = np.zeros(V, bool)
+        self.v_done = np.zeros(V, bool)
+        self.v_closed = np.zeros(V, bool)
+        self.v_refs = np.zeros(V, np.int64)
+        self.p_valid = np.zeros(P, bool)
+        self.p_tag = np.zeros(P, np.int64)
+        self.p_eu = np.zeros(P, np.int64)
+        self.p_ent = np.zeros(P, np.int64)
+        self.p_done = np.zeros(P, bool)
+        self.p_closed = np.zeros(P, bool)
+        self.p_pix = np.zeros(P, np.int64)
+        self.p_vrecs = [()] * P
+        self._ift = {}
+        self._fifo = {k: _Fifo(self.fifo_depth) for k in ("move", "log", "release", "err")}
+        self._seq = [0] * 4
+        self._passes = [0] * 4
+        self._starve = [0] * 4
+        self._pass = None
+        self.error = False
+        self.lost = False
+        self.t = 0
+
+    def config(self):
+        """``(lists, minimums, limit)`` now in force."""
+        return tuple(self._list), tuple(self._min), self._limit
+
+    def in_flight(self):
+        """``{(eu, entity): (etype, record)}`` of the in-flight table."""
+        return dict(self._ift)
+
+    def vdt(self, rec):
+        """A VDT record as a dict (``valid`` False if free)."""
+        return dict(valid=bool(self.v_valid[rec]), tag=int(self.v_tag[rec]),
+                    eu=int(self.v_eu[rec]), entity=int(self.v_ent[rec]),
+                    count=int(self.v_count[rec]), half=int(self.v_half[rec]),
+                    patch=bool(self.v_patch[rec]), done=bool(self.v_done[rec]),
+                    closed=bool(self.v_closed[rec]), refs=int(self.v_refs[rec]))
+
+    def pt(self, rec):
+        """A primitive table record as a dict (``valid`` False if free)."""
+        return dict(valid=bool(self.p_valid[rec]), tag=int(self.p_tag[rec]),
+                    eu=int(self.p_eu[rec]), entity=int(self.p_ent[rec]),
+                    done=bool(self.p_done[rec]), closed=bool(self.p_closed[rec]),
+                    pixels=int(self.p_pix[rec]), vrecs=tuple(self.p_vrecs[rec]))
+
+    def idle(self):
+        """No record held, nothing in flight, no pass active, all FIFOs empty."""
+        return (not self.v_valid.any() and not self.p_valid.any() and not self._ift
+                and self._pass is None and not any(f.q for f in self._fifo.values()))
+
+    def pending(self, port):
+        """Entries waiting in an output FIFO (``move``, ``log``, ``release``, ``err``)."""
+        return tuple(self._fifo[port].q)
+
+    def check(self):
+        """Assert the internal invariants (for tests)."""
+        V = self.vdt_records
+        for r in range(V):
+            if not self.v_valid[r]:
+                assert self.v_refs[r] == 0 and not self.v_done[r], f"free VDT {r} dirty"
+                continue
+            assert self.v_refs[r] >= 0, f"VDT {r}: negative refs"
+            if self.v_patch[r]:
+                o = (r + 1) % V if self.v_half[r] == 0 else (r - 1) % V
+                assert self.v_valid[o] and self.v_patch[o] and self.v_ent[o] == self.v_ent[r]
+        for q in range(self.pt_records):
+            if self.p_valid[q]:
+                assert self.p_pix[q] >= 0, f"PT {q}: negative pixel count"
+                for r in self.p_vrecs[q]:
+                    if not self.p_done[q]:
+                        assert self.v_valid[r] and self.v_refs[r] > 0, f"PT {q}: lost ref {r}"
+        refs = np.zeros(V, np.int64)
+        for q in range(self.pt_records):
+            if self.p_valid[q] and not self.p_done[q]:
+                for r in self.p_vrecs[q]:
+                    refs[r] += 1
+        assert (refs == self.v_refs).all(), "VDT reference counts out of step"
+        pix = np.zeros(self.pt_records, np.int64)
+        for (eu, ent), (t, rec) in self._ift.items():
+            if t == EType.PIXEL:
+                pix[rec] += 1
+            elif t == EType.TRIANGLE:
+                assert self.p_valid[rec] and not self.p_done[rec]
+                assert (self.p_eu[rec], self.p_ent[rec]) == (eu, ent)
+            else:
+                assert self.v_valid[rec] and not self.v_done[rec]
+                assert (self.v_eu[rec], self.v_ent[rec]) == (eu, ent)
+        assert (pix == self.p_pix).all(), "pixel counts out of step"
+
+
+    def _check_packet(self, s, p):
+        if not isinstance(p, PACKET_TYPES[s]):
+            raise TypeError(f"heads[{s}] must be a {PACKET_TYPES[s].__name__} or None, "
+                            f"not {type(p).__name__!r}")
+        self.pack(("i_vtx", "i_tri", "i_pix", "i_pat")[s], p)
+
+    # ================================================================ helpers
+    def _vrec(self, index):
+        return (index >> 3) & (self.vdt_records - 1)
+
+    def _vtag(self, index):
+        return index >> (3 + self._vbits)
+
+    def _prec(self, prid):
+        return prid & (self.pt_records - 1)
+
+    def _ptag(self, prid):
+        return prid >> self._pbits
+
+    def _vlookup(self, index):
+        r = self._vrec(index)
+        if (self.v_valid[r] and self.v_tag[r] == self._vtag(index) and not self.v_closed[r]
+                and (index & 7) < self.v_count[r]):
+            return r
+        return None
+
+    def _plookup(self, prid):
+        q = self._prec(prid)
+        if self.p_valid[q] and self.p_tag[q] == self._ptag(prid) and not self.p_closed[q]:
+            return q
+        return None
+
+    def need(self, etype, size):
+        """``(records, lines)`` an EU must have free for a packet (decision 1)."""
+        mr, ml = self._min[etype]
+        return max(1, mr), max(ml, size)
+
+    @staticmethod
+    def meets(status, need):
+        """True when an :class:`EUStatus` meets a ``need`` of :meth:`need`."""
+        return (status.free_records >= need[0] and status.free_entities >= 1
+                and status.free_lines >= need[1])
+
+    def walk(self, etype):
+        """The type's priority list in the order it is walked: from its first entry, or
+        (``rotate``) from the entry after the EU of the type's last allocation."""
+        return rotated(self._list[etype], self._last_eu[etype] if self.rotate else None)
+
+    def candidates(self, etype, local=()):
+        """The candidate list: the EUs of ``local`` that are in the type's list (in the
+        given order), then the rest of the list in walk order."""
+        lst = self.walk(etype)
+        first = [e for e in local if e in lst]
+        return tuple(first + [e for e in lst if e not in first])
+
+    # ================================================================ pass start
+    def _start(self, s, pkt):
+        p = _Pass(s, pkt, self._seq[s])
+        V = self.vdt_records
+        if s == EType.VERTEX:
+            if not 1 <= pkt.count <= GROUP or pkt.base & 7:
+                return self._bad(p, Err.MALFORMED, 0)
+        elif s == EType.PATCH:
+            if pkt.base & 7:
+                return self._bad(p, Err.MALFORMED, 0)
+        elif s == EType.PIXEL:
+            if pkt.mask == 0:
+                if not pkt.last:
+                    return self._bad(p, Err.MALFORMED, 0)
+                q = self._plookup(pkt.prid)
+                if q is None:
+                    return self._bad(p, Err.UNKNOWN_PRID, pkt.prid)
+                p.outcome, p.rec = "close", q
+                return p
+        if pkt.size == 0:
+            return self._bad(p, Err.MALFORMED, 0)
+        if pkt.size > self.max_lines:
+            return self._bad(p, Err.TOO_LARGE, pkt.size)
+        if not self._list[s]:
+            return self._bad(p, Err.NO_EU, s)
+        p.need = self.need(s, pkt.size)
+        if s == EType.VERTEX:
+            p.rec = self._vrec(pkt.base)
+            if self.v_valid[p.rec]:
+                p.outcome = "wait"
+            p.cands = self.candidates(s)
+        elif s == EType.PATCH:
+            p.rec = self._vrec(pkt.base)
+            if self.v_valid[p.rec] or self.v_valid[(p.rec + 1) % V]:
+                p.outcome = "wait"
+            p.cands = self.candidates(s)
+        elif s == EType.TRIANGLE:
+            locs, recs = [], []
+            for i in pkt.indices:
+                r = self._vlookup(i)
+                if r is None:
+                    return self._bad(p, Err.UNKNOWN_VERTEX, i)
+                locs.append(Loc(int(self.v_eu[r]), int(self.v_ent[r]),
+                                int(self.v_half[r]) * 8 + (i & 7)))
+                if r not in recs:
+                    recs.append(r)
+            p.locs, p.vrecs = tuple(locs), tuple(recs)
+            p.rec = self._prec(pkt.prid)
+            if self.p_valid[p.rec]:
+                p.outcome = "wait"
+            lst = self.walk(s)
+            count = {}
+            for loc in locs:
+                count[loc.eu] = count.get(loc.eu, 0) + 1
+            local = sorted((e for e in count if e in lst),
+                           key=lambda e: (-count[e], lst.index(e)))
+            p.cands = self.candidates(s, local)
+        else:
+            q = self._plookup(pkt.prid)
+            if q is None:
+                return self._bad(p, Err.UNKNOWN_PRID, pkt.prid)
+            p.rec = q
+            p.tri = Loc(int(self.p_eu[q]), int(self.p_ent[q]), 0)
+            p.cands = self.candidates(s, (p.tri.eu,))
+        return p
+
+    @staticmethod
+    def _bad(p, code, detail):
+        p.outcome, p.code, p.detail = "error", code, detail
+        return p
+
+    def _arbitrate(self, heads):
+        valid = [s for s in PRIORITY if heads[s] is not None]
+        if not valid:
+            return None
+        starving = [s for s in valid if self._limit and self._starve[s] >= self._limit]
+        win = (starving or valid)[0]
+        for s in range(4):
+            self._starve[s] = (0 if heads[s] is None or s == win
+                               else min(SAT, self._starve[s] + 1))
+        return win
+
+    # ================================================================ the clock
+    def cycle(self, heads=(None, None, None, None), cfg=None, done=None, status=None,
+              respond=None, ready=None):
+        """One clock.
+
+        Parameters
+        ----------
+        heads : sequence of 4 packets or None
+            The payload of each input stream (vertex, triangle, pixel, patch) whose
+            ``valid`` is high in this clock, else None. While a packet is not taken it
+            must stay the same (stream rule).
+        cfg : Config or None
+            The word on ``cfg`` this clock (``ready`` is 1: it is taken).
+        done : Done or tuple or None
+            The completion on ``done`` this clock (taken).
+        status : sequence of EUStatus, optional
+            ``status[e]`` this clock; default every EU empty (full capacity).
+        respond : callable, Answer, tuple or None
+            The answer of the EU the model requests this clock: ``respond(eu, request)``
+            returning None (``ready`` low: no answer this clock) or an :class:`Answer` /
+            ``(accept, entity)``; or that value itself. Called only when a request is
+            driven.
+        ready : sequence of 4 bool or dict, optional
+            ``ready`` of ``move``, ``log``, ``release``, ``err`` this clock (default all 1).
+
+        Returns
+        -------
+        CycleResult
+        """
+        heads = tuple(heads)
+        if len(heads) != 4:
+            raise ValueError(f"heads must hold 4 entries, not {len(heads)}")
+        for s, h in enumerate(heads):
+            if h is not None:
+                self._check_packet(s, h)
+        if cfg is not None and not isinstance(cfg, Config):
+            raise TypeError(f"cfg must be a Config or None, not {type(cfg).__name__!r}")
+        if cfg is not None:
+            self.pack("cfg", cfg)
+        if done is not None:
+            done = Done(_field("done.eu", done[0], EU_W), _field("done.entity", done[1], ENTITY_W))
+        if status is None:
+            status = [EUStatus(self.eu_records, ENTITIES, self.eu_lines)] * self.n_eus
+        status = [EUStatus(*st) for st in status]
+        if len(status) != self.n_eus:
+            raise ValueError(f"status must hold {self.n_eus} entries, not {len(status)}")
+        if ready is None:
+            ready = dict(move=True, log=True, release=True, err=True)
+        elif not isinstance(ready, dict):
+            ready = dict(zip(("move", "log", "release", "err"), ready))
+        p = self._pass
+        if p is not None and heads[p.stream] != p.packet:
+            raise ValueError(f"stream {p.stream} changed its head while not taken")
+
+        # -- outputs: FIFO heads transferred this clock (popped at the edge)
+        out = {k: (f.q[0] if f.q and ready.get(k, True) else None)
+               for k, f in self._fifo.items()}
+        errors = []            # (ErrorReport) in precedence order
+        writes = []            # callables applied at the edge, in order
+        consumed, request, answer, started = None, None, None, False
+
+        # -- allocator
+        if p is None and self._fifo["log"].room() and self._fifo["move"].room():
+            s = self._arbitrate(heads)
+            if s is not None:
+                p = self._pass = self._start(s, heads[s])
+                self._passes[s] = min(SAT, self._passes[s] + 1)
+                started = True
+        if p is not None:
+            if p.outcome == "error":
+                consumed = p.stream
+                errors.append(ErrorReport(p.code, p.stream, p.seq, 0, p.detail))
+                writes.append(lambda p=p: self._commit_log(p, Kind.ERROR))
+            elif p.outcome == "close":
+                consumed = p.stream
+                writes.append(lambda p=p: self._commit_close(p))
+            elif p.outcome == "wait":
+                writes.append(self._end_pass)
+            else:
+                if p.req is None:
+                    for i in range(p.pos, len(p.cands)):
+                        e = p.cands[i]
+                        if self.meets(status[e], p.need):
+                            pkt = p.packet
+                            p.req = (i, e, AllocRequest(
+                                p.stream, pkt.size, int(p.stream != EType.PIXEL), p.seq))
+                            break
+                    else:
+                        writes.append(self._end_pass)
+                if p.req is not None:
+                    i, e, req = p.req
+                    request = (e, req)
+                    ans = respond(e, req) if callable(respond) else respond
+                    if ans is not None:
+                        ans = Answer(bool(ans[0]), _field("entity", ans[1], ENTITY_W))
+                        answer = ans
+                        if ans.accept and (e, ans.entity) in self._ift:
+                            errors.append(ErrorReport(Err.BAD_ANSWER, Src.ANSWER, p.seq, e,
+                                                      ans.entity))
+                            ans = Answer(False, 0)
+                        if ans.accept:
+                            consumed = p.stream
+                            writes.append(lambda p=p, e=e, n=ans.entity: self._commit(p, e, n))
+                        else:
+                            p.refused |= 1 << e
+                            p.pos, p.req = i + 1, None
+
+        # -- completion (reads S_t)
+        if done is not None:
+            key = (done.eu, done.entity)
+            if done.eu >= self.n_eus or key not in self._ift:
+                errors.append(ErrorReport(Err.UNKNOWN_DONE, Src.DONE, 0, done.eu, done.entity))
+            else:
+                writes.append(lambda key=key: self._complete(key))
+
+        # -- release engine (reads S_t)
+        rel = None
+        if self._fifo["release"].room():
+            rel = self._pick_release()
+            if rel is not None:
+                writes.append(lambda rel=rel: self._release(rel))
+
+        # -- configuration
+        if cfg is not None:
+            code = self._check_config(cfg)
+            if code == Err.BAD_CONFIG:
+                errors.append(ErrorReport(Err.BAD_CONFIG, Src.CONFIG, 0, 0, cfg.op))
+            else:
+                if code == Err.NO_EU:
+                    errors.append(ErrorReport(Err.NO_EU, Src.CONFIG, 0, 0, cfg.etype))
+                writes.append(lambda cfg=cfg: self._apply_config(cfg))
+
+        # -- the edge
+        res = CycleResult(consumed, request, answer, started, out["move"], out["log"],
+                          out["release"], out["err"], self.error, self.lost)
+        err_room = self._fifo["err"].room()         # a free entry in S_t (rule 8)
+        for k, f in self._fifo.items():
+            if out[k] is not None:
+                f.q.popleft()
+        for w in writes:
+            w()
+        if errors:
+            self.error = True
+            if err_room:
+                self._fifo["err"].q.append(errors[0])
+                errors = errors[1:]
+            if errors:
+                self.lost = True
+        self.t += 1
+        return res
+
+    def _check_config(self, cfg):
+        if cfg.op == CfgOp.LIST:
+            if (len(cfg.eus) > self.n_eus or any(e >= self.n_eus for e in cfg.eus)
+                    or len(set(cfg.eus)) != len(cfg.eus)):
+                return Err.BAD_CONFIG
+            return Err.NO_EU if not cfg.eus else Err.NONE
+        if cfg.op == CfgOp.MIN:
+            if cfg.records > self.eu_records or cfg.lines > self.eu_lines:
+                return Err.BAD_CONFIG
+            return Err.NONE
+        if cfg.op == CfgOp.STARVE:
+            return Err.NONE
+        return Err.BAD_CONFIG
+
+    def _apply_config(self, cfg):
+        if cfg.op == CfgOp.LIST:
+            self._list[cfg.etype] = tuple(cfg.eus)
+        elif cfg.op == CfgOp.MIN:
+            self._min[cfg.etype] = (cfg.records, cfg.lines)
+        else:
+            self._limit = cfg.limit
+
+    # ================================================================ edge writes
+    def _end_pass(self):
+        self._pass = None
+
+    def _consume(self, p, entry):
+        self._fifo["log"].q.append(entry)
+        self._seq[p.stream] = (self._seq[p.stream] + 1) & 0xFFFF
+        self._passes[p.stream] = 0
+        self._pass = None
+
+    def _commit_log(self, p, kind):
+        self._consume(p, LogEntry(kind, p.stream, p.seq, passes=self._passes[p.stream],
+                                  code=p.code))
+
+    def _commit_close(self, p):
+        q = p.rec
+        self.p_closed[q] = True
+        self._consume(p, LogEntry(Kind.CLOSE, p.stream, p.seq, int(self.p_eu[q]),
+                                  int(self.p_ent[q]), passes=self._passes[p.stream]))
+
+    def _commit(self, p, e, ent):
+        pkt, s, V = p.packet, p.stream, self.vdt_records
+        self._last_eu[s] = e
+        ref, index, count, src, xy = Ref.NONE, 0, 0, NO_SRC, (0, 0, 0)
+        if s in (EType.VERTEX, EType.PATCH):
+            recs = [p.rec] if s == EType.VERTEX else [p.rec, (p.rec + 1) % V]
+            for h, r in enumerate(recs):
+                g = (pkt.base >> 3) + h
+                self.v_valid[r], self.v_tag[r] = True, g >> self._vbits
+                self.v_eu[r], self.v_ent[r] = e, ent
+                self.v_count[r] = pkt.count if s == EType.VERTEX else GROUP
+                self.v_half[r], self.v_patch[r] = h, s == EType.PATCH
+                self.v_done[r], self.v_closed[r], self.v_refs[r] = False, pkt.noref, 0
+            index = pkt.base
+            count = pkt.count if s == EType.VERTEX else PATCH_POINTS
+        elif s == EType.TRIANGLE:
+            q = p.rec
+            self.p_valid[q], self.p_tag[q] = True, self._ptag(pkt.prid)
+            self.p_eu[q], self.p_ent[q] = e, ent
+            self.p_done[q], self.p_closed[q], self.p_pix[q] = False, False, 0
+            self.p_vrecs[q] = p.vrecs
+            for r in p.vrecs:
+                self.v_refs[r] += 1
+            for i in range(3):
+                if pkt.last >> i & 1:
+                    self.v_closed[self._vrec(pkt.indices[i])] = True
+            ref = Ref.LOCAL if all(loc.eu == e for loc in p.locs) else Ref.GLOBAL
+            index, src = pkt.prid, p.locs
+        else:
+            q = p.rec
+            self.p_pix[q] += 1
+            if pkt.last:
+                self.p_closed[q] = True
+            ref = Ref.LOCAL if p.tri.eu == e else Ref.GLOBAL
+            index, src, xy = pkt.prid, (p.tri, Loc(), Loc()), (pkt.x, pkt.y, pkt.mask)
+        self._ift[(e, ent)] = (s, p.rec)
+        self._fifo["move"].q.append(MoveCmd(e, ent, s, p.seq, pkt.size, ref, index, count,
+                                            src, *xy))
+        self._consume(p, LogEntry(Kind.ALLOC, s, p.seq, e, ent, ref, self._passes[s],
+                                  p.refused))
+
+    def _complete(self, key):
+        t, rec = self._ift.pop(key)
+        if t == EType.VERTEX:
+            self.v_done[rec] = True
+        elif t == EType.PATCH:
+            self.v_done[rec] = self.v_done[(rec + 1) % self.vdt_records] = True
+        elif t == EType.TRIANGLE:
+            self.p_done[rec] = True
+            for r in self.p_vrecs[rec]:
+                self.v_refs[r] -= 1
+        else:
+            self.p_pix[rec] -= 1
+
+    def _pick_release(self):
+        ok = self.v_valid & self.v_done & self.v_closed & (self.v_refs == 0)
+        if ok.any():
+            partner = np.roll(ok, -1)                     # ok[r + 1]
+            cand = ok & (~self.v_patch | ((self.v_half == 0) & partner))
+            if cand.any():
+                return ("v", int(np.argmax(cand)))
+        ok = self.p_valid & self.p_done & self.p_closed & (self.p_pix == 0)
+        if ok.any():
+            return ("p", int(np.argmax(ok)))
+        return None
+
+    def _release(self, rel):
+        kind, r = rel
+        if kind == "v":
+            patch = bool(self.v_patch[r])
+            cmd = ReleaseCmd(int(self.v_eu[r]), int(self.v_ent[r]),
+                             EType.PATCH if patch else EType.VERTEX, r)
+            for x in ([r, (r + 1) % self.vdt_records] if patch else [r]):
+                self.v_valid[x] = self.v_done[x] = self.v_closed[x] = self.v_patch[x] = False
+                self.v_refs[x] = 0
+        else:
+            cmd = ReleaseCmd(int(self.p_eu[r]), int(self.p_ent[r]), EType.TRIANGLE, r)
+            self.p_valid[r] = self.p_done[r] = self.p_closed[r] = False
+            self.p_pix[r] = 0
+            self.p_vrecs[r] = ()
+        self._fifo["release"].q.append(cmd)
+
+    # ================================================================ closed loop
+    def run(self, workload, eus, config=(), ready=None, max_cycles=100_000,
+            stall_cycles=None, check=False, cycles=None):
+        """Run a workload against EU models until everything is consumed and drained.
+
+        Parameters
+        ----------
+        workload : Workload or Feeder
+            The packets (a :class:`Feeder` gives random input gaps).
+        eus : sequence of EU models
+            ``n_eus`` objects with the EU model interface (:class:`ScriptedEU`).
+        config : iterable of Config or (cycle, Config)
+            Words for ``cfg``, one per clock from their cycle on (plain words: from 0).
+        ready : callable, optional
+            ``ready(t) -> (move, log, release, err)`` back-pressure; default always ready.
+        max_cycles : int
+            ``RuntimeError`` when not finished by then.
+        stall_cycles : int, optional
+            ``RuntimeError`` (deadlock) when no packet is consumed for this many clocks
+            while one is waiting.
+        check : bool
+            Call :meth:`check` every clock.
+        cycles : int, optional
+            Run exactly this many clocks instead (no completion check).
+
+        Returns
+        -------
+        RunResult
+        """
+        if len(eus) != self.n_eus:
+            raise ValueError(f"eus must hold {self.n_eus} EU models, not {len(eus)}")
+        feeder = workload if isinstance(workload, Feeder) else Feeder(workload)
+        cfgq = deque(sorted(((c if isinstance(c, tuple) else (0, c)) for c in config),
+                            key=lambda x: x[0]))
+        merger = DoneMerger(eus)
+        r = RunResult(self, feeder.workload)
+        start, last_progress = self.t, self.t
+        req_open = None
+        while True:
+            t = self.t
+            if cycles is not None:
+                if t - start >= cycles:
+                    break
+            elif feeder.finished() and self.idle() and all(eu.idle() for eu in eus) \
+                    and not merger.pending():
+                break
+            if t - start >= max_cycles:
+                raise RuntimeError(f"run did not finish within {max_cycles} cycles")
+            if stall_cycles and feeder.waiting() and t - last_progress > stall_cycles:
+                raise RuntimeError(f"deadlock: nothing consumed for {stall_cycles} cycles "
+                                   f"(cycle {t})")
+            heads = feeder.heads(t)
+            cfg = cfgq.popleft()[1] if cfgq and cfgq[0][0] <= t else None
+            done = merger.take()
+            status = [eu.status() for eu in eus]
+            rd = ready(t) if ready is not None else None
+            res = self.cycle(heads, cfg, done, status, lambda e, q: eus[e].answer(q), rd)
+            if res.request is not None:
+                e, q = res.request
+                if req_open is None:
+                    req_open = [t, e, q, tuple(status)]
+                if res.answer is not None:
+                    r.requests.append(ReqRecord(req_open[0], t, e, q, req_open[3],
+                                                res.answer.accept, res.answer.entity))
+                    req_open = None
+            if res.consumed is not None:
+                feeder.ack(res.consumed, t)
+                r.consumed.append((t, res.consumed))
+                last_progress = t
+            if not feeder.waiting():
+                last_progress = t
+            if done is not None:
+                r.completions.append((t, done.eu, done.entity))
+            if cfg is not None:
+                r.config.append((t, cfg))
+            for name in ("move", "log", "release", "err"):
+                item = getattr(res, name)
+                if item is not None:
+                    getattr(r, name).append((t, item))
+            if res.move is not None:
+                eus[res.move.eu].move(res.move)
+            if res.release is not None:
+                eus[res.release.eu].release(res.release)
+            for eu in eus:
+                eu.tick()
+            merger.collect()
+            if check:
+                self.check()
+        r.cycles = self.t - start
+        r.error, r.lost = self.error, self.lost
+        return r
