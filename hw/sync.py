@@ -60,7 +60,8 @@ the first design to 146 MHz):
 2. **Take.** Every clock the unit takes at most one word: an injected token, a join's
    event barrier, or the head of the current input. Whether it takes it depends only on
    registers (the FIFO heads, the one-hot current input, the injector's state and the
-   emit stage's ``room``), two LUT levels from a FIFO's read enable. Routing, discard and
+   emit stage's ``room``), so a FIFO's read enable is a short function of flip-flops,
+   with no multiplexer and no output's ready on the way. Routing, discard and
    "output of the last data item" are resolved here, into the word's target outputs.
 3. **Emit stage.** A two-entry skid buffer of (word, targets) whose ``room`` is a
    register. Its oldest word is written into every target output buffer with space and
@@ -72,9 +73,11 @@ the first design to 146 MHz):
 No port's ``ready`` reaches another port combinationally, and the unit moves one word per
 clock per port: a join switching inputs on END_BATCH or a fork broadcasting a token to
 outputs that are all ready loses no cycle. A consumed SWITCH or a dropped word is taken
-in a clock of its own with no output. Every word taken, a dropped one too, waits for room
-in the emit stage. A join's barrier is detected a clock before it fires (its inputs'
-heads are registered by then), so a barrier takes two clocks. A word taken in at one
+in a clock of its own with no output. Every word taken, a dropped one too, and a join's
+step past a waiting event wait for room in the emit stage. Each input word carries, from
+its decoding, the input a join reads next (``next_input``), so moving between inputs is a
+one-hot multiplexer. A join's barrier is detected a clock before it fires (the inputs'
+heads cannot change in between), so a barrier takes two clocks. A word taken in at one
 clock edge can leave four edges later (``make bench`` measures it); ``ev_in`` strobes are
 registered before they act, and ``ev_out`` strobes in the clock after the unit takes the
 event token. The golden model is transaction level: none of this timing changes what it
@@ -325,15 +328,18 @@ class TokenUnit(wiring.Component):
             "drop": 1,          # malformed: dropped, sets `error`
             "data": 1,          # a data item
             "event": 1,         # EVENT_START / EVENT_END with a valid id
-            "switch": 1,        # SWITCH at a join: read input `arg` next
-            "next_input": self.n_inputs,    # ... that input, one-hot
-            "end_batch": 1,     # END_BATCH at a join: read the next input
+            "switch": 1,        # SWITCH at a join: consumed
+            # One-hot: the input a join reads after taking this word, or steps to while
+            # this word (an event) waits for its barrier: `arg` after a SWITCH, the next
+            # input after END_BATCH or an event, else the same input.
+            "next_input": self.n_inputs,
             "to_last": 1,       # a separator for the output of the last data item
             "targets": self.n_outputs,   # outputs, unless discarded or `to_last`
         })
 
-    def decode(self, m, word):
-        """The decoded form of ``word`` (a View or a constant-valued View)."""
+    def decode(self, m, word, index=0):
+        """The decoded form of ``word`` (a View or a constant-valued View) read from input
+        ``index``."""
         n_in, n_out = self.n_inputs, self.n_outputs
         dec = Signal(self.decoded_layout())
         code, arg = word.data[0:8], word.data[8:16]
@@ -342,22 +348,26 @@ class TokenUnit(wiring.Component):
         known = Cat(code == c for c in Token).any()
         all_outputs = Const((1 << n_out) - 1, n_out)
         is_join = n_in > 1
-        m.d.comb += dec.word.eq(word)
+        here, after = Const(1 << index, n_in), Const(1 << (index + 1) % n_in, n_in)
+        m.d.comb += [dec.word.eq(word), dec.next_input.eq(here)]
         with m.If(~word.is_token):
             m.d.comb += [dec.data.eq(route < n_out), dec.drop.eq(route >= n_out),
                          dec.targets.eq(1 << route)]
         with m.Elif(~known | (is_event_code & ~_is_valid_event(word))):
             m.d.comb += dec.drop.eq(1)
         with m.Elif(is_event_code):
-            m.d.comb += [dec.event.eq(1), dec.targets.eq(all_outputs)]
+            m.d.comb += [dec.event.eq(1), dec.targets.eq(all_outputs), dec.next_input.eq(after)]
         with m.Elif((code == Token.SWITCH) if is_join else Const(0)):
-            m.d.comb += [dec.switch.eq(arg < n_in), dec.drop.eq(arg >= n_in),
-                         dec.next_input.eq(Cat(arg == k for k in range(n_in)))]
+            with m.If(arg < n_in):
+                m.d.comb += [dec.switch.eq(1), dec.next_input.eq(Cat(arg == k for k in range(n_in)))]
+            with m.Else():
+                m.d.comb += dec.drop.eq(1)
         with m.Else():    # separators; END_BATCH and SWITCH of a unit with one input
             broadcast = Cat(code == c for c in self.broadcast).any()
             m.d.comb += [dec.targets.eq(Mux(broadcast, all_outputs, 0)),
-                         dec.to_last.eq(~broadcast),
-                         dec.end_batch.eq((code == Token.END_BATCH) if is_join else 0)]
+                         dec.to_last.eq(~broadcast)]
+            with m.If(code == Token.END_BATCH):
+                m.d.comb += dec.next_input.eq(after)
         return dec
 
     def elaborate(self, platform):
@@ -421,7 +431,7 @@ class TokenUnit(wiring.Component):
         with m.If(Cat(keep & h.data for keep, h in zip(kept, heads)).any()):
             m.d.sync += last_route.eq(head.targets)
         if n_in > 1:
-            self._next_input(m, cur, inputs, taken, inputs_open, barrier)
+            self._next_input(m, cur, inputs, inputs_open, room, barrier)
         loads_event = (inj_go & inj_head.event) | fire
         if n_in == 1:
             loads_event |= kept[0] & heads[0].event
@@ -440,7 +450,7 @@ class TokenUnit(wiring.Component):
             buf = m.submodules[f"in_fifo_{k}"] = fifo.SyncFIFOBuffered(
                 width=self.decoded_layout().size, depth=self.fifo_depth)
             m.d.comb += [
-                buf.w_data.eq(self.decode(m, port.payload)),
+                buf.w_data.eq(self.decode(m, port.payload, k)),
                 buf.w_en.eq(port.valid),
                 port.ready.eq(buf.w_rdy),
             ]
@@ -508,25 +518,19 @@ class TokenUnit(wiring.Component):
         pops = [fire & same[k] for k in range(len(inputs))]
         return all_at_event, fire, pops, fire & ~same.all()
 
-    def _next_input(self, m, cur, inputs, taken, inputs_open, barrier):
+    def _next_input(self, m, cur, inputs, inputs_open, room, barrier):
         """Move a join's one-hot ``cur``: to input 0 once every input has an event at its
-        head (the barrier emits input 0's, and reading resumes there), to input ``arg`` on
-        a SWITCH, to the next input after END_BATCH or when an event at the head waits."""
-        n_in = self.n_inputs
-        heads = [buf.r_data for buf in inputs]
-        rotated = Cat(cur[n_in - 1], cur[:n_in - 1])
-        waits = Cat(cur[k] & buf.r_rdy & head.event
-                    for k, (buf, head) in enumerate(zip(inputs, heads))).any()
-        switches = [take & head.switch for take, head in zip(taken, heads)]
-        switch_to = Signal(n_in)
-        m.d.comb += switch_to.eq(_one_hot_mux(Cat(switches), [h.next_input for h in heads]))
-        ends_batch = Cat(take & head.end_batch for take, head in zip(taken, heads)).any()
+        head (the barrier emits input 0's, and reading resumes there), else, when the
+        current input's head is taken or is an event that waits, to its ``next_input``.
+
+        An event steps on only when the emit stage has room, as a taken word does: that
+        keeps the condition short, and the stage has room unless the outputs stall.
+        """
+        moves = Cat(cur[k] & buf.r_rdy for k, buf in enumerate(inputs)).any() & inputs_open & room
         with m.If(barrier):
             m.d.sync += cur.eq(1)
-        with m.Elif(Cat(switches).any()):
-            m.d.sync += cur.eq(switch_to)
-        with m.Elif(ends_batch | (waits & inputs_open)):
-            m.d.sync += cur.eq(rotated)
+        with m.Elif(moves):
+            m.d.sync += cur.eq(_one_hot_mux(cur, [buf.r_data.next_input for buf in inputs]))
 
     def _events_out(self, m, emitted, word, open_events, discarding):
         """Strobe ``ev_out`` for an emitted event token and open or close its mode."""
