@@ -41,7 +41,9 @@ SLOW_BUILDS = {
     "setup_tri": ("raster.setup", {"edges": 3, "modes": (1, 4)}, ["setup_records",
                                                                   "setup_malformed"]),
     "packer": ("raster.packer", {**SMALL, "packets": 3}, ["packer_packets"]),
-    "pipeline_256": ("raster.pipeline", {"int_bits": 8, "subpix": 4, "tag_bits": 12},
+    # 9 integer bits: a 256-pixel frame's right and bottom edges (256.0) must be
+    # representable, or the mesh's last column and row of samples stay uncovered.
+    "pipeline_256": ("raster.pipeline", {"int_bits": 9, "subpix": 4, "tag_bits": 12},
                      ["pipeline_frame_256"]),
     "pipeline_default": ("raster.pipeline", {}, ["pipeline_huge", "pipeline_malformed"]),
 }
