@@ -41,8 +41,8 @@ Decisions (also in README.md)
 * The ``index`` port carries up to three indices per transfer (``count`` 0 to 3, lanes
   in order), so an indexed triangle list reaches one triangle per clock. A transfer
   holds indices of one draw only; the assembler takes a transfer's lanes in order, up to
-  one completed primitive per clock (a transfer may take two clocks, e.g. a line list's
-  or a strip's). Lanes beyond an indexed draw's ``count`` are bad input: dropped, error
+  one completed primitive per clock (a transfer takes one clock per primitive it
+  completes, at least one). Lanes beyond an indexed draw's ``count`` are bad input: dropped, error
   set.
 * Every bad input is found from the draw command, so a bad draw is dropped whole: an
   unknown topology or a patch size outside 1..``max_k`` in the assembler (an indexed
@@ -288,8 +288,8 @@ class Assembler(wiring.Component):
         """One clock of an indexed draw; returns the signal that the draw has all its
         indices. The clock takes lanes of the index transfer from ``lane`` on, in order,
         up to (not including) a second lane that completes a primitive, so at most one
-        primitive goes out per clock: a transfer of three indices of a triangle list
-        gives one triangle, a transfer of a strip's or a line list's up to two clocks.
+        primitive goes out per clock: a transfer takes one clock per primitive it
+        completes (at least one), so three indices of a triangle list take one clock.
         The transfer is acknowledged when its last lane is taken, or when the draw has
         all its indices (lanes left over then are bad input: dropped, error set)."""
         K = self.max_k
