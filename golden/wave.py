@@ -1,7 +1,8 @@
 """Golden model of the wave scheduler for merged vertex/geometry (VS|GS) shaders.
 
 Transaction level and timing-free. A *draw* (:class:`Draw`) and, for an indexed draw,
-its 32-bit indices go through
+its 32-bit indices (on the port: up to :data:`INDEX_LANES` per transfer, see
+:func:`index_transfers`) go through
 
 1. the **primitive assembler** (:func:`assemble`): the draw's primitives in Vulkan order,
    each a tuple of K vertex ids, numbered 0, 1, ... in the order they are emitted;
@@ -22,6 +23,15 @@ start at ``first``) and the number of *indices* an indexed draw reads. In an ind
 the index :data:`RESTART` ends a strip (the next primitive starts a new strip, whose
 triangle parity starts even again); list topologies drop the incomplete primitive in
 front of it. Primitive ids count the primitives the draw emits, across restarts.
+
+Index port
+----------
+An index transfer carries ``count`` (2 bits, 0 to 3) and three 32-bit lanes; lanes 0 to
+``count - 1`` hold indices in order, the others are ignored (:func:`pack_indices`). Each
+indexed draw's indices come in their own transfers (a transfer never holds indices of two
+draws); a transfer may carry fewer than three (``count`` 0 carries none), so a producer
+can send any split. Indices in a transfer beyond the draw's remaining ``count`` are bad
+input: they are dropped and set the sticky error flag (the draw itself is unaffected).
 
 Packing rules (spec ``wave.md``), wave size ``L``:
 
@@ -57,10 +67,12 @@ __all__ = [
     "check_wave_size", "check_max_k", "vertices_per_primitive", "draw_problem", "assemble",
     "resolve_mode", "fibers_per_primitive", "build_waves", "schedule", "pack_draw",
     "record_fields", "pack_wave", "unpack_wave", "geometry_shader", "Execution", "execute",
-    "reference_outputs", "grid_mesh", "assembler_words", "Kind",
+    "reference_outputs", "grid_mesh", "assembler_words", "Kind", "INDEX_LANES",
+    "pack_indices", "index_transfers",
 ]
 
 RESTART = 0xFFFF_FFFF
+INDEX_LANES = 3                     # indices per transfer on the index port
 MAX_N = 1024
 MAX_K = 32
 
@@ -350,6 +362,29 @@ def pack_draw(draw):
         word |= (int(getattr(draw, name)) & ((1 << bits) - 1)) << shift
         shift += bits
     return word
+
+
+def pack_indices(indices):
+    """One index transfer as the integer the RTL's ``index`` port takes: ``count`` in
+    bits 0-1, lane j in bits ``2 + 32j`` (unused lanes 0)."""
+    if len(indices) > INDEX_LANES:
+        raise ValueError(f"a transfer carries 0 to {INDEX_LANES} indices, not {len(indices)}")
+    return len(indices) | sum(int(i) << (2 + 32 * j) for j, i in enumerate(indices))
+
+
+def index_transfers(indices, sizes=None):
+    """A draw's indices as index transfers: full ones (three indices) by default, or
+    ``sizes[t]`` indices in transfer t (cycled; sizes from 0 to 3, not all 0)."""
+    if sizes is None:
+        sizes = [INDEX_LANES]
+    if not any(sizes):
+        raise ValueError("sizes must not all be 0")
+    transfers, start, t = [], 0, 0
+    while start < len(indices):
+        size = sizes[t % len(sizes)]
+        transfers.append(pack_indices(indices[start:start + size]))
+        start, t = start + size, t + 1
+    return transfers
 
 
 class Kind:

@@ -7,11 +7,12 @@ record for record (its docstring has the packing rules and address formulas).
 Blocks
 ------
 :class:`Assembler` (``wave.assembler``)
-    ``draw`` (:func:`draw_layout`) and, for indexed draws, ``index`` (32-bit indices,
-    exactly ``count`` per indexed draw) -> ``o``, a stream of :func:`prim_layout` words:
-    a DRAW word with the draw's settings, its primitives (K vertex ids each, Vulkan
-    order, restart honoured), an END word. One primitive per clock for non-indexed draws
-    and indexed strips, one index per clock for indexed lists.
+    ``draw`` (:func:`draw_layout`) and, for indexed draws, ``index`` (:func:`index_layout`:
+    up to three 32-bit indices per transfer and their ``count``; exactly ``count`` indices
+    per indexed draw, in transfers of its own) -> ``o``, a stream of :func:`prim_layout`
+    words: a DRAW word with the draw's settings, its primitives (K vertex ids each, Vulkan
+    order, restart honoured), an END word. One primitive per clock for non-indexed draws,
+    indexed strips and indexed triangle lists in full transfers (three indices a clock).
 :class:`Builder` (``wave.builder``)
     Primitive words -> wave records (:func:`record_layout`) on ``o``. One triangle per
     clock into waves in both modes, wave boundaries included.
@@ -37,6 +38,12 @@ Decisions (also in README.md)
 * ``count`` is the number of primitives of a non-indexed draw and the number of indices
   an indexed draw reads (Vulkan's ``indexCount``): with primitive restart, the number of
   primitives of an indexed draw is not known in advance.
+* The ``index`` port carries up to three indices per transfer (``count`` 0 to 3, lanes
+  in order), so an indexed triangle list reaches one triangle per clock. A transfer
+  holds indices of one draw only; the assembler takes a transfer's lanes in order, up to
+  one completed primitive per clock (a transfer takes one clock per primitive it
+  completes, at least one). Lanes beyond an indexed draw's ``count`` are bad input: dropped, error
+  set.
 * Every bad input is found from the draw command, so a bad draw is dropped whole: an
   unknown topology or a patch size outside 1..``max_k`` in the assembler (an indexed
   draw's indices are still read and dropped), an unknown mode (3), N outside 1..1024 or
@@ -64,10 +71,11 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["Topology", "Mode", "Kind", "RESTART", "draw_layout", "prim_layout",
+__all__ = ["Topology", "Mode", "Kind", "RESTART", "draw_layout", "index_layout", "prim_layout",
            "record_layout", "Assembler", "Builder", "Scheduler", "DESIGNS"]
 
 RESTART = 0xFFFF_FFFF
+INDEX_LANES = 3                     # indices per transfer on the index port
 MAX_N = 1024
 LANES = 3                           # vertex ids searched per clock
 
@@ -117,6 +125,11 @@ def draw_layout():
         "gs_size": 8, "first": 32, "count": 32, "threshold": 32})
 
 
+def index_layout():
+    """An index transfer: ``count`` (0 to 3) indices in lanes ``0 .. count-1``."""
+    return data.StructLayout({"count": 2, "index": data.ArrayLayout(32, INDEX_LANES)})
+
+
 def settings_layout():
     """The settings a DRAW word carries to the builder (``k``: vertices per primitive)."""
     return data.StructLayout({"mode": 2, "k": 6, "n": 11, "vs_size": 8, "gs_size": 8,
@@ -164,10 +177,11 @@ class Assembler(wiring.Component):
     Attributes
     ----------
     draw : stream of :func:`draw_layout`, in
-    index : stream of 32-bit indices, in (``count`` per indexed draw)
+    index : stream of :func:`index_layout`, in (``count`` indices per indexed draw)
     o : stream of :func:`prim_layout`, out
     error : out
-        Sticky: a draw had an unknown topology or a patch size outside 1..``max_k``.
+        Sticky: a draw had an unknown topology or a patch size outside 1..``max_k``, or
+        an index transfer carried more indices than its draw had left.
     """
 
     def __init__(self, *, max_k=32):
@@ -175,7 +189,7 @@ class Assembler(wiring.Component):
         self.max_k = max_k
         super().__init__({
             "draw": In(stream.Signature(draw_layout())),
-            "index": In(stream.Signature(32)),
+            "index": In(stream.Signature(index_layout())),
             "o": Out(stream.Signature(prim_layout(max_k))),
             "error": Out(1),
         })
@@ -252,37 +266,10 @@ class Assembler(wiring.Component):
                         m.next = "END"
 
             with m.State("INDEXED"):
-                index = self.index.payload
-                m.d.comb += self.index.ready.eq(out.w_rdy)
-                with m.If(self.index.valid & out.w_rdy):
-                    m.d.sync += remaining.eq(remaining - 1)
-                    with m.If(remaining == 1):
-                        m.next = "END"
-                    with m.If(index == RESTART):
-                        m.d.sync += [fill.eq(0), odd.eq(0)]
-                    with m.Elif(strip):
-                        # window[0], window[1]: the strip's last two indices.
-                        with m.If(fill + 1 >= k):
-                            m.d.sync += odd.eq(~odd)
-                            with m.If(topology == Topology.LINE_STRIP):
-                                emit([window[1], index])
-                            with m.Elif(odd):
-                                emit([window[0], index, window[1]])
-                            with m.Else():
-                                emit([window[0], window[1], index])
-                        with m.Else():
-                            m.d.sync += fill.eq(fill + 1)
-                        m.d.sync += [window[0].eq(window[1]), window[1].eq(index)]
-                    with m.Else():
-                        with m.If(fill + 1 == k):
-                            emit([Mux(fill == j, index, window[j]) for j in range(K)])
-                            m.d.sync += fill.eq(0)
-                        with m.Else():
-                            m.d.sync += fill.eq(fill + 1)
-                            with m.Switch(fill):
-                                for j in range(K):
-                                    with m.Case(j):
-                                        m.d.sync += window[j].eq(index)
+                done = self._indexed(m, out, emit, k, strip, topology, remaining, odd,
+                                     window, fill)
+                with m.If(done):
+                    m.next = "END"
 
             with m.State("END"):
                 with m.If(out.w_rdy):
@@ -292,10 +279,73 @@ class Assembler(wiring.Component):
             with m.State("DROP"):
                 m.d.comb += self.index.ready.eq(1)
                 with m.If(self.index.valid):
-                    m.d.sync += remaining.eq(remaining - 1)
-                    with m.If(remaining == 1):
+                    m.d.sync += remaining.eq(remaining - self.index.payload.count)
+                    with m.If(self.index.payload.count >= remaining):
                         m.next = "IDLE"
         return m
+
+    def _indexed(self, m, out, emit, k, strip, topology, remaining, odd, window, fill):
+        """One clock of an indexed draw; returns the signal that the draw has all its
+        indices. The clock takes lanes of the index transfer from ``lane`` on, in order,
+        up to (not including) a second lane that completes a primitive, so at most one
+        primitive goes out per clock: a transfer takes one clock per primitive it
+        completes (at least one), so three indices of a triangle list take one clock.
+        The transfer is acknowledged when its last lane is taken, or when the draw has
+        all its indices (lanes left over then are bad input: dropped, error set)."""
+        K = self.max_k
+        lane = Signal(range(INDEX_LANES), name="index_lane")   # next lane of the transfer
+        transfer = self.index.payload
+
+        win = [window[p] for p in range(K)]   # the window before each lane, in turn
+        fill_now, odd_now = fill, odd
+        taken_before, emitted_before = Const(1), Const(0)
+        taken_count = Const(0, 2)
+        emitters = []                         # per lane: (emits, vertices)
+        for j in range(INDEX_LANES):
+            index = transfer.index[j]
+            restart = index == RESTART
+            completes = ~restart & Mux(strip, fill_now + 1 >= k, fill_now + 1 == k)
+            take = Signal(name=f"index{j}_take")
+            m.d.comb += take.eq((j >= lane) & (j < transfer.count) & (remaining > taken_count)
+                                & taken_before & ~(emitted_before & completes))
+            emits = Signal(name=f"index{j}_emits")
+            m.d.comb += emits.eq(take & completes)
+            # The primitive this lane completes: strips from the last two indices (odd
+            # triangles swap the last two vertices), lists from the window.
+            if_list = [Mux(fill_now == p, index, win[p]) for p in range(K)]
+            triangle = [win[0], Mux(odd_now, index, win[1]), Mux(odd_now, win[1], index)]
+            line = [win[1], index, triangle[2]]
+            if_strip = [Mux(topology == Topology.LINE_STRIP, line[p], triangle[p])
+                        for p in range(3)]
+            emitters.append((emits, [Mux(strip, if_strip[p], if_list[p]) if p < 3
+                                     else if_list[p] for p in range(K)]))
+            # The state after this lane: strips shift the window, lists fill it.
+            shifted = [win[1], index] + win[2:]
+            stepped = [Mux(strip, shifted[p], if_list[p]) for p in range(K)]
+            win = [Mux(take & ~restart, stepped[p], win[p]) for p in range(K)]
+            fill_next = Mux(restart, 0, Mux(completes, Mux(strip, fill_now, 0), fill_now + 1))
+            odd_next = Mux(restart, 0, Mux(completes & strip, ~odd_now, odd_now))
+            fill_now = Mux(take, fill_next, fill_now)
+            odd_now = Mux(take, odd_next, odd_now)
+            taken_before = taken_before & ((j < lane) | take)   # lanes stay in order
+            emitted_before = emitted_before | emits
+            taken_count = taken_count + take
+        next_lane = Signal(range(INDEX_LANES + 1))
+        m.d.comb += next_lane.eq(lane + taken_count)
+        done = Signal()
+        m.d.comb += done.eq(self.index.valid & out.w_rdy & (remaining == taken_count))
+        ack = (next_lane >= transfer.count) | done
+        with m.If(self.index.valid & out.w_rdy):
+            m.d.comb += self.index.ready.eq(ack)
+            m.d.sync += [remaining.eq(remaining - taken_count), fill.eq(fill_now),
+                         odd.eq(odd_now), lane.eq(Mux(ack, 0, next_lane))]
+            m.d.sync += [window[p].eq(win[p]) for p in range(K)]
+            with m.If(done & (next_lane < transfer.count)):
+                m.d.sync += self.error.eq(1)
+            for emits, vertices in emitters:
+                with m.If(emits):
+                    emit(vertices)
+        return done
 
 
 # ---------------------------------------------------------------- builder
@@ -597,7 +647,7 @@ class Scheduler(wiring.Component):
         self.max_k = max_k
         super().__init__({
             "draw": In(stream.Signature(draw_layout())),
-            "index": In(stream.Signature(32)),
+            "index": In(stream.Signature(index_layout())),
             "o": Out(stream.Signature(record_layout(wave_size, max_k))),
             "error": Out(1),
         })

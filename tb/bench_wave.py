@@ -13,6 +13,7 @@ import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from golden.wave import (Draw, Mode, Topology, assemble, build_waves, execute, grid_mesh,
+                         index_transfers,
                          pack_draw, pack_wave, schedule)
 from tb.bench import emit_figure
 from tb.harness import StreamDriver, StreamMonitor, params, start
@@ -49,7 +50,7 @@ async def _run(dut, rng, draw, indices, wave_size, max_k):
     draws = StreamDriver(dut, "draw", rng, gap=0)
     index = StreamDriver(dut, "index", rng, gap=0)
     out = StreamMonitor(dut, "o", rng, stall=0)
-    index.send(indices)
+    index.send(index_transfers(indices))
     draws.send([pack_draw(draw)])
     while not draws.accepted:
         await RisingEdge(dut.clk)

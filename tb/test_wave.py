@@ -15,14 +15,16 @@ import pytest
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
 
 from golden.wave import (MAX_N, RESTART, Draw, Mode, Topology, assembler_words, draw_problem,
-                         grid_mesh, pack_draw, pack_wave, schedule, unpack_wave)
+                         grid_mesh, index_transfers, pack_draw, pack_indices, pack_wave,
+                         schedule, unpack_wave)
 from tb.harness import (WIDE_DESIGN, StreamDriver, StreamMonitor, check_equal, params,
                         run_cocotb, simulators, start, wait_until)
 
 BUILDS = {
     # name: (parameters, cocotb tests)
     "l8_k4": ({"wave_size": 8, "max_k": 4},
-              ["random_draws", "seed_examples", "bad_draws", "reuse_and_restart"]),
+              ["random_draws", "seed_examples", "bad_draws", "reuse_and_restart",
+               "excess_index_lanes"]),
     "l32_k6": ({"wave_size": 32, "max_k": 6}, ["seed_examples"]),
 }
 SOAK_ENV = "FRESCO_SOAK"
@@ -100,6 +102,17 @@ def random_draw(rng, wave_size, max_k, *, mode=None, topology=None, indexed=None
     return draw, indices
 
 
+def random_transfers(rng, draws):
+    """The index transfers of ``draws``: per draw, full transfers or a random split
+    (transfers of 0 to 3 indices)."""
+    transfers = []
+    for draw, indices in draws:
+        if draw.indexed:
+            sizes = None if rng.random() < 0.5 else [int(x) for x in rng.integers(0, 4, 8)]
+            transfers += index_transfers(indices, sizes if sizes and any(sizes) else None)
+    return transfers
+
+
 def describe_record(wave_size, max_k):
     """A short form of a record for failure messages."""
     def describe(word):
@@ -115,6 +128,7 @@ class SchedulerBench:
 
     def __init__(self, dut, rng, *, gap=0.3, stall=0.3):
         self.dut = dut
+        self.rng = rng
         self.wave_size = params().get("wave_size", 32)
         self.max_k = params().get("max_k", 32)
         self.draw = StreamDriver(dut, "draw", rng, gap=gap)
@@ -122,15 +136,16 @@ class SchedulerBench:
         self.out = StreamMonitor(dut, "o", rng, stall=stall)
         self.draws = []
 
-    def send(self, draws):
+    def send(self, draws, *, transfers=None):
+        """Queue ``draws``; their index transfers are a random split unless given."""
         self.draws += draws
         self.draw.send(pack_draw(d) for d, _ in draws)
-        self.index.send(i for d, idx in draws if d.indexed for i in idx)
+        self.index.send(random_transfers(self.rng, draws) if transfers is None else transfers)
 
     def expected(self):
         return schedule(self.draws, self.wave_size, self.max_k)
 
-    async def check(self, *, error=None):
+    async def check(self, *, error=None, extra_error=False):
         """Wait for every expected record, then a while for extra ones; compare."""
         want = self.expected()
         words = [pack_wave(w, self.max_k) for w in want.waves]
@@ -141,9 +156,10 @@ class SchedulerBench:
         await ClockCycles(self.dut.clk, 30)
         check_equal("o", words, self.out.items, describe_record(self.wave_size, self.max_k))
         await ReadOnly()
-        assert int(self.dut.error.value) == want.error, (
-            f"error is {int(self.dut.error.value)}, expected {want.error} "
-            f"({want.problems or 'no bad draw'})")
+        expected_error = want.error or extra_error
+        assert int(self.dut.error.value) == expected_error, (
+            f"error is {int(self.dut.error.value)}, expected {expected_error} "
+            f"({want.problems or 'no bad draw'}, excess index lanes {extra_error})")
         if error is not None:
             assert want.error == error
         await FallingEdge(self.dut.clk)
@@ -271,6 +287,23 @@ async def bad_draws(dut):
     await bench.check(error=True)
 
 
+@cocotb.test()
+async def excess_index_lanes(dut):
+    """A good indexed draw whose last transfer carries two indices more than its count:
+    they are dropped and set the error, the draw's waves and the next draw's are whole."""
+    rng = await start(dut)
+    bench = SchedulerBench(dut, rng)
+    draw = Draw(Topology.TRIANGLE_LIST, 7, indexed=True, mode=Mode.NON_REPLICATED, n=3)
+    indices = [1, 2, 3, 4, 5, 6, 7]
+    after = Draw(Topology.TRIANGLE_STRIP, 5, indexed=True, mode=Mode.REPLICATED, n=3)
+    after_indices = [9, 8, 7, 6, 5]
+    transfers = (index_transfers(indices[:6]) + [pack_indices([7, 100, 101])]
+                 + index_transfers(after_indices))
+    bench.send([(draw, indices), (after, after_indices)], transfers=transfers)
+    want = await bench.check(extra_error=True)
+    assert not want.error and len(want.waves) >= 2
+
+
 # ---------------------------------------------------------------- the assembler alone
 
 def _masked(words, max_k):
@@ -300,7 +333,7 @@ async def assembler_words_match(dut):
     index = StreamDriver(dut, "index", rng)
     out = StreamMonitor(dut, "o", rng)
     drv.send(pack_draw(d) for d, _ in draws)
-    index.send(i for d, idx in draws if d.indexed for i in idx)
+    index.send(random_transfers(rng, draws))
     want = assembler_words(draws, max_k)
     await wait_until(dut, lambda: len(out.items) >= len(want) and index.idle and drv.idle,
                      timeout=40 * len(want) + 500, what="assembler words")

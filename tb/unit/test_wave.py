@@ -9,7 +9,8 @@ import pytest
 
 from golden.wave import (MAX_N, RESTART, Draw, Mode, Topology, assemble, build_waves,
                          check_max_k, check_wave_size, execute, fibers_per_primitive,
-                         grid_mesh, pack_draw, pack_wave, record_fields,
+                         grid_mesh, index_transfers, pack_draw, pack_indices, pack_wave,
+                         record_fields,
                          reference_outputs, resolve_mode, schedule, unpack_wave)
 
 REP, NON = Mode.REPLICATED, Mode.NON_REPLICATED
@@ -328,3 +329,31 @@ def test_grid_mesh_reuse_shades_fewer_vertices_per_triangle():
         vs[mode] = execute(build_waves(draw, assemble(draw, idx), 32), "pass_through", 3)
     assert vs[REP].vs_invocations == 3 * 128
     assert vs[NON].vs_invocations < 128          # under one shaded vertex per triangle
+
+
+# ---------------------------------------------------------------- the index port
+
+def _unpack_transfer(word):
+    count = word & 3
+    return [(word >> (2 + 32 * j)) & 0xFFFF_FFFF for j in range(count)]
+
+
+def test_pack_indices_puts_count_low_and_lanes_in_order():
+    word = pack_indices([7, RESTART])
+    assert word & 3 == 2 and _unpack_transfer(word) == [7, RESTART]
+    assert word >> (2 + 64) == 0                      # the unused lane is 0
+    assert pack_indices([]) == 0
+    with pytest.raises(ValueError, match="a transfer carries 0 to 3 indices, not 4"):
+        pack_indices([1, 2, 3, 4])
+
+
+@pytest.mark.parametrize("sizes", [None, [1], [2, 0, 3], [0, 1, 3, 2]])
+def test_index_transfers_carry_every_index_once_in_order(sizes):
+    indices = list(range(100, 117))
+    transfers = index_transfers(indices, sizes)
+    assert [i for t in transfers for i in _unpack_transfer(t)] == indices
+    if sizes is None:                                # full transfers but the last
+        assert [t & 3 for t in transfers] == [3] * 5 + [2]
+    assert index_transfers([], sizes) == []
+    with pytest.raises(ValueError, match="sizes must not all be 0"):
+        index_transfers(indices, [0, 0])
