@@ -54,7 +54,7 @@ def test_spreader_qcc_soak(simulator):
     run_cocotb("spreader.spreader_qcc", "tb.test_spreader_qcc", simulator,
                {"n_eus": 4, "records": 16, "entities": 12, "lines": 32, "vdt_records": 16,
                 "pt_records": 8, "fifo_depth": 3},
-               testcase=["qcc_traffic", "qcc_sizes"],
+               testcase=["qcc_traffic", "qcc_sizes", "qcc_mixed_sizes"],
                **WIDE_DESIGN, extra_env={SOAK_ENV: "5"})
 
 
@@ -217,14 +217,14 @@ async def run_qcc(dut, rng, workload, *, config=(), gap=0.3, stall=0.3, work=(1,
     return res, stats
 
 
-def _resized(workload, rng, smallest, largest):
-    """``workload`` with vertex and patch packets of random sizes ``smallest..largest``
-    lines."""
+def _resized(workload, rng, smallest, largest, streams=(0, 3)):
+    """``workload`` with the packets of ``streams`` (default: vertex and patch) of random
+    sizes ``smallest..largest`` lines."""
     def size(it):
         return dataclasses.replace(it, packet=dataclasses.replace(
             it.packet, size=int(rng.integers(smallest, largest + 1))))
-    st = workload.streams
-    return Workload([size(it) for it in st[0]], st[1], st[2], [size(it) for it in st[3]])
+    return Workload(*[[size(it) for it in st] if s in streams else st
+                      for s, st in enumerate(workload.streams)])
 
 
 # ---------------------------------------------------------------- cocotb tests
@@ -238,26 +238,35 @@ async def qcc_traffic(dut):
 
 @cocotb.test()
 async def qcc_sizes(dut):
-    """Vertex and patch packets of 5..8 lines on 16-line QCCs: first-fit fragmentation
-    can make a QCC refuse (NO_LINES) although its free count met the minimum; the
-    spreader then tries the next candidate and retries from the top. The refusals are
-    counted, not required (0 to 11 per run in the seeds tried): the minima below, which
-    keep the run free of deadlock, leave little room for fragmentation.
+    """Vertex and patch packets of 5..8 lines on 16-line QCCs: first fit fragments the
+    lines, and the status the spreader checks is the QCC's longest free run, so a QCC
+    whose status met the minimum never refuses (0 refusals asserted; with the count of
+    free lines as status, 0 to 11 per run were refused in the seeds tried).
 
-    Held data must not be able to fragment the lines that the packets freeing it need:
-    a QCC refuses a buffer without a contiguous run, which the spreader's minimum (a
-    count) cannot see, so with large triangles or pixel packets too the run can deadlock
-    (seen: a 6-line pixel packet waiting for 6 free but scattered lines held by its own
-    triangle's vertices). So here triangles and pixel packets keep one line (a single
-    free line always fits), held vertex and patch data go only to a QCC with 10 free
-    lines (two left), and triangles only to one with 2 (one left for their pixel
-    packets)."""
+    The minima below keep held vertex and patch data (10 lines: two left) and triangles
+    (2: one left for their pixel packets) from taking the room of the packets that free
+    them (with 16 lines and large triangles or pixel packets too, capacity alone can
+    deadlock; ``qcc_mixed_sizes`` runs every size on larger QCCs)."""
     rng = await _start(dut)
     wl = _resized(traffic(rng, 60 * soak()), rng, 5, 8)
     config = [(0, Config.minimum(EType.VERTEX, 4, 10)),
               (1, Config.minimum(EType.TRIANGLE, 2, 2)), (2, Config.minimum(EType.PIXEL, 1, 1)),
               (3, Config.minimum(EType.PATCH, 4, 10))]
-    await run_qcc(dut, rng, wl, config=config, work=(2, 10), name="qcc_sizes")
+    _, stats = await run_qcc(dut, rng, wl, config=config, work=(2, 10), name="qcc_sizes")
+    assert stats.refusals == 0, f"{stats.refusals} refusals after a passing check"
+
+
+@cocotb.test()
+async def qcc_mixed_sizes(dut):
+    """Soak (``make regress``, 32-line QCCs): packets of every type of 1..8 lines, the
+    spreader's minima left at their reset values: every packet allocated once, no
+    refusal after a passing check (the status is the QCC's longest free run), no
+    deadlock. The run that deadlocked with the free-line count as status is replayed
+    on the golden models in ``tb/unit/test_qcc_spreader.py``."""
+    rng = await _start(dut)
+    wl = _resized(traffic(rng, 60 * soak()), rng, 1, 8, streams=range(4))
+    _, stats = await run_qcc(dut, rng, wl, work=(1, 8), name="qcc_mixed_sizes")
+    assert stats.refusals == 0, f"{stats.refusals} refusals after a passing check"
 
 
 @cocotb.test()
