@@ -120,8 +120,12 @@ order as listed, first field in the low bits); ``A = max(1, ceil(log2(lines)))``
   machine), :class:`Issue` without ``kind``: ``record 8, entity 8, etype 3, stage 4,
   desc 8, buf 8`` (39 bits).
 * ``n_done``, ``m_done`` (in): ``record 8``; ``ready`` is constant 1.
-* ``status`` (plain outputs): ``free_records``, ``free_entities``, ``free_lines``
-  (each wide enough for its full count, 9 bits at 256) and the sticky ``error``.
+* ``status`` (plain outputs): ``free_records``, ``free_entities``, ``free_lines``,
+  ``free_run`` (each wide enough for its full count, 9 bits at 256) and the sticky
+  ``error``. ``free_run`` is the longest run of contiguous free lines: with a free
+  record and entity number, an ALLOC of ``n`` lines in cycle t is accepted exactly when
+  ``free_run >= n`` in cycle t (``free_lines`` alone can pass while first fit fails,
+  which deadlocks a system that waits on data holding the scattered lines).
 
 Response fields not listed for an op are 0, and *every* field but ``op`` and ``code``
 is 0 when ``code`` is not OK. ALLOC/MAP: ``entity, record, frame, etype, stage (0),
@@ -422,10 +426,16 @@ class Issue(NamedTuple):
 
 
 class Status(NamedTuple):
-    """The ``status`` outputs."""
+    """The ``status`` outputs.
+
+    ``free_run`` is the longest run of contiguous free lines: an ALLOC or MAP of ``n``
+    lines finds its lines exactly when ``free_run >= n`` (first fit), which a count of
+    scattered free lines cannot tell.
+    """
     free_records: int
     free_entities: int
     free_lines: int
+    free_run: int
     error: bool
 
 
@@ -712,7 +722,7 @@ class QCCModel:
     def status(self):
         """The ``status`` outputs in the current cycle."""
         return Status(int((~self._valid).sum()), int(self._ent_free.sum()),
-                      int(self._line_free.sum()), self.error)
+                      int(self._line_free.sum()), self._longest_free_run(), self.error)
 
     def idle(self):
         """True when no entity is queued or busy (held entities may remain)."""
@@ -807,6 +817,10 @@ class QCCModel:
                     etype=int(self._etype[r]), stage=int(self._stage[r]),
                     busy=int(self._busy[r]), hold=int(self._hold[r]), buf=r,
                     addr=int(self._base[r]), lines=int(self._len[r]))
+
+    def _longest_free_run(self):
+        edges = np.flatnonzero(np.diff(np.concatenate(([0], self._line_free, [0])).astype(np.int8)))
+        return int((edges[1::2] - edges[0::2]).max()) if edges.size else 0
 
     def _first_fit(self, n):
         if n > self.lines:

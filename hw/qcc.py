@@ -34,7 +34,9 @@ Ports
 ``n_done``, ``m_done`` (in)
     Completions (a record index); ``ready`` is always 1.
 ``status``
-    ``free_records``, ``free_entities``, ``free_lines`` and the sticky ``error``.
+    ``free_records``, ``free_entities``, ``free_lines``, ``free_run`` (the longest run of
+    contiguous free lines: what an ALLOC of a multi-line buffer needs, so a minimum
+    check against it that passes means the ALLOC is accepted) and the sticky ``error``.
 
 How it is built, and why
 ------------------------
@@ -108,7 +110,9 @@ How it is built, and why
   that type and subtracts its accepted completions.
 * **Responses** go through a two-entry queue with a bypass; ``cmd.ready`` and
   ``query.ready`` come from registers (and ``cmd``'s ``op``), never from
-  ``resp.ready``/``qresp.ready``. ``status`` counts are population counts of the state.
+  ``resp.ready``/``qresp.ready``. ``status`` counts are population counts of the state;
+  ``free_run`` is a balanced tree over the free-line bitmap whose nodes join the
+  free runs at the ends of two halves (log2(lines) levels of small adders).
 * Timing: :class:`QCCTiming` puts a flip-flop on every port so that an out-of-context
   place and route also times the paths from and to the ports.
 
@@ -369,6 +373,32 @@ def _popcount(bits):
     return _tree(lambda a, b: a + b, [bits[i] for i in range(len(bits))])
 
 
+def _longest_run(m, bits, name):
+    """Length of the longest run of set bits, as a balanced tree of segments.
+
+    Each segment knows its length, its run from its low end, its run into its high end
+    and its longest run; joining two segments adds the high-end run of the lower one to
+    the low-end run of the upper one (all set: the run goes on through). Every node's
+    values are signals: an expression would be copied into each of its users, doubling
+    the logic with every level.
+    """
+    def join(lo, hi):
+        (lo_n, lo_low, lo_high, lo_best), (hi_n, hi_low, hi_high, hi_best) = lo, hi
+        n = lo_n + hi_n
+        shape = range(n + 1)
+        low = Signal(shape, name=f"{name}_low")
+        high = Signal(shape, name=f"{name}_high")
+        best = Signal(shape, name=f"{name}_best")
+        across = lo_high + hi_low
+        wider = Mux(lo_best > hi_best, lo_best, hi_best)
+        m.d.comb += [low.eq(Mux(lo_low == lo_n, lo_n + hi_low, lo_low)),
+                     high.eq(Mux(hi_high == hi_n, hi_n + lo_high, hi_high)),
+                     best.eq(Mux(across > wider, across, wider))]
+        return n, low, high, best
+    leaves = [(1, bits[i], bits[i], bits[i]) for i in range(len(bits))]
+    return _tree(join, leaves)[3]
+
+
 class _ResponseQueue(wiring.Component):
     """Two-entry response queue with a bypass.
 
@@ -439,8 +469,10 @@ class QCC(wiring.Component):
         Issues to the thread controller (NUMERIC) and the data move machine (MOVE).
     n_done, m_done : stream of :data:`DONE`, in
         Completions of NUMERIC and MOVE issues; ``ready`` is always 1.
-    status : free_records, free_entities, free_lines, error; out
-        Counts of the state at the start of the clock; ``error`` is sticky (reset only).
+    status : free_records, free_entities, free_lines, free_run, error; out
+        Counts of the state at the start of the clock; ``free_run`` is the longest run of
+        contiguous free lines (an ALLOC of n lines is accepted iff ``free_run >= n``, given a
+        free record and entity number); ``error`` is sticky (reset only).
     """
 
     def __init__(self, *, records=256, entities=256, lines=256, frames=16, programs=None):
@@ -469,6 +501,7 @@ class QCC(wiring.Component):
                 "free_records": Out(range(records + 1)),
                 "free_entities": Out(range(entities + 1)),
                 "free_lines": Out(range(lines + 1)),
+                "free_run": Out(range(lines + 1)),
                 "error": Out(1),
             })),
         })
@@ -1110,6 +1143,7 @@ class QCC(wiring.Component):
         m.d.comb += [st.free_records.eq(_popcount(~s.valid)),
                      st.free_entities.eq(_popcount(s.ent_free)),
                      st.free_lines.eq(_popcount(s.line_free)),
+                     st.free_run.eq(_longest_run(m, s.line_free, "free_run")),
                      st.error.eq(s.error)]
 
 

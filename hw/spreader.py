@@ -1129,8 +1129,12 @@ class SpreaderQCC(wiring.Component):
     stream; the QCC has a command/response port, status outputs and stage issue and
     completion ports. A small adapter per EU maps one onto the other:
 
-    * ``status[e]`` is the QCC's ``status`` (``free_records``, ``free_entities``,
-      ``free_lines``), so the spreader's minimum check reads the QCC's own counts.
+    * ``status[e]`` is the QCC's ``status``: ``free_records``, ``free_entities`` and, as
+      ``free_lines``, the QCC's ``free_run`` (its longest run of contiguous free lines),
+      so the spreader's minimum check reads the QCC's own counts, and a check that
+      passes means the ALLOC finds its lines (a count of scattered free lines can pass
+      while first fit fails, which deadlocked a packet waiting on lines held by the
+      data of its own triangle).
     * An allocation request becomes the QCC command ``ALLOC`` (``etype`` = the request's
       type, the numbers agree: vertex 0, triangle 1, pixel 2, patch 3; ``lines`` = the
       packet's size; ``hold`` = the request's ``hold``, 0 only for pixel packets). The
@@ -1265,7 +1269,7 @@ class SpreaderQCC(wiring.Component):
             st = sp.status[e]
             m.d.comb += [st.free_records.eq(q.status.free_records),
                          st.free_entities.eq(q.status.free_entities),
-                         st.free_lines.eq(q.status.free_lines),
+                         st.free_lines.eq(q.status.free_run),
                          self.status_tap[e].eq(st), self.qcc_error[e].eq(q.status.error)]
             with m.If(rel.valid & rel.ready & (rel.payload.eu == e)):
                 m.d.sync += [rel_v[e].eq(1), rel_ent[e].eq(rel.payload.entity)]

@@ -100,7 +100,7 @@ class Sample:
     n_ready: bool = False       # the issue port could load an issue: ~valid | ready
     m_ready: bool = False
     outputs: dict = None        # port -> (valid, ready, payload) of resp/qresp/n_issue/m_issue
-    status: tuple = None        # (free_records, free_entities, free_lines, error)
+    status: tuple = None        # (free_records, free_entities, free_lines, free_run, error)
 
 
 class CycleChecker:
@@ -466,7 +466,7 @@ class QCCBench:
                                                                        "payload"))
                    for port in CycleChecker.PORTS}
         status = [getattr(dut, f"status__{f}") for f in
-                  ("free_records", "free_entities", "free_lines", "error")]
+                  ("free_records", "free_entities", "free_lines", "free_run", "error")]
         try:
             while True:
                 await FallingEdge(dut.clk)
@@ -732,8 +732,12 @@ async def delete_cases(dut):
         # A FIFO of several entities, then deletions while it drains one per clock.
         n = min(config["entities"], config["records"])
         await bench.settle([Command.alloc(EType.STATE, 1) for _ in range(n)], timeout=50 * n)
-        live = bench.model.live_entities()
-        victims = [int(e) for e in rng.permutation(live)[:3]]
+        # Victims near the head of the FIFO, so that at every table size the deletions
+        # meet the issues popping the same FIFO (and sometimes the very entity issued).
+        order = {r: i for i, r in enumerate(bench.model.queue(EType.STATE, 0))}
+        near = sorted(bench.model.live_entities(), key=lambda e: order.get(
+            bench.model.entity_info(e)[0]["record"], -1))[:8]
+        victims = [int(e) for e in rng.permutation(near)[:3]]
         for proc in bench.procs:
             proc.monitor.stall = 0.0
         for _ in range(int(rng.integers(0, 3))):
@@ -762,41 +766,67 @@ async def delete_cases(dut):
     bench.stop()
 
 
-#: Bad input, one case each: (name, set-up commands, processors stopped, the bad request
-#: as (port, payload), the code the model answers).
-BAD_CASES = [
-    ("cmd op 7", [], False, ("cmd", Command(7)), Code.BAD_OP),
-    ("query ALLOC", [], False, ("query", Command.alloc(0, 1)), Code.BAD_OP),
-    ("ALLOC etype 5", [], False, ("cmd", Command.alloc(5, 1)), Code.BAD_ARG),
-    ("ALLOC 0 lines", [], False, ("cmd", Command.alloc(0, 0)), Code.BAD_ARG),
-    ("ALLOC 9 lines", [], False, ("cmd", Command.alloc(0, 9)), Code.BAD_ARG),
-    ("MAP 0 lines", "one", False, ("cmd", Command.map(0, 1, 0)), Code.BAD_ARG),
-    ("MAP frame >= frames", "one", False, ("cmd", Command.map(0, 15, 1)), Code.BAD_ARG),
-    ("MAP unknown entity", "one", False, ("cmd", Command.map(5, 1, 1)), Code.UNKNOWN),
-    ("MAP frame 0", "one", False, ("cmd", Command.map(0, 0, 1)), Code.MAPPED),
-    ("MAP mapped frame", "mapped", False, ("cmd", Command.map(0, 1, 2)), Code.MAPPED),
-    ("CONFIG no stages", [], False, ("cmd", Command.config(1, [(0, 1)], nstages=0)),
-     Code.BAD_ARG),
-    ("CONFIG 9 stages", [], False, ("cmd", Command.config(1, [(0, 1)], nstages=9)),
-     Code.BAD_ARG),
-    ("CONFIG etype 6", [], False, ("cmd", Command.config(6, [(0, 1)])), Code.BAD_ARG),
-    ("CONFIG in flight", "one", True, ("cmd", Command.config(0, [(0, 1)])), Code.BUSY),
-    ("DELETE unknown", [], False, ("cmd", Command.delete(3)), Code.UNKNOWN),
-    ("DELETE busy", "one", True, ("cmd", Command.delete(0)), Code.BUSY),
-    ("RELEASE unknown", [], False, ("cmd", Command.release(2)), Code.UNKNOWN),
-    ("RELEASE not held", "one", True, ("cmd", Command.release(0)), Code.NOT_HELD),
-    ("TRANSLATE free buffer", "one", False, ("cmd", Command.translate(3, 0)), Code.UNKNOWN),
-    ("TRANSLATE buffer >= records", "one", False, ("query", Command.translate(255, 0)),
-     Code.UNKNOWN),
-    ("TRANSLATE past the buffer", "one", False, ("query", Command.translate(0, 2)),
-     Code.RANGE),
-    ("TRANSLATE past the buffer (cmd)", "one", False, ("cmd", Command.translate(0, 9)),
-     Code.RANGE),
-    ("completion of a free record", [], False, ("n_done", 2), Code.UNKNOWN),
-    ("completion of a record >= records", [], False, ("m_done", 255), Code.UNKNOWN),
-    ("completion of a queued record", "queued", True, ("m_done", 1), Code.NOT_BUSY),
-    ("completion on the wrong port", "one", True, ("n_done", 0), Code.NOT_BUSY),
-]
+def bad_cases(config):
+    """Bad input, one case each, with values derived from ``config``: (name, set-up,
+    processors stopped, the bad request as (port, payload), the code the model answers).
+
+    The set-up is a list of ``cmd`` commands and ``(port, record)`` completions sent by
+    hand. A case whose value cannot be encoded at this shape (``frames = 16`` leaves no
+    4-bit frame >= ``frames``; 256 records leave no 8-bit index >= ``records``) is left
+    out (the test logs the names it ran).
+    """
+    E, R, F = config["entities"], config["records"], config["frames"]
+    unknown = E - 1 if E > 1 else 1           # entity 0 is the only live one
+    # PATCH with two MOVE stages: record 0 issued (the MOVE processor takes nothing),
+    # completed by hand, so it waits queued in stage 1 behind the unread stage-0 issue.
+    two_moves = [Command.config(EType.PATCH, [(Kind.MOVE, 0x30), (Kind.MOVE, 0x31)]),
+                 Command.alloc(EType.PATCH, 1, hold=True), ("m_done", 0),
+                 lambda model: model.queue(EType.PATCH, 1) == (0,)]
+    cases = [
+        ("cmd op 7", [], False, ("cmd", Command(7)), Code.BAD_OP),
+        ("query ALLOC", [], False, ("query", Command.alloc(0, 1)), Code.BAD_OP),
+        ("ALLOC etype 5", [], False, ("cmd", Command.alloc(5, 1)), Code.BAD_ARG),
+        ("ALLOC 0 lines", [], False, ("cmd", Command.alloc(0, 0)), Code.BAD_ARG),
+        ("ALLOC 9 lines", [], False, ("cmd", Command.alloc(0, 9)), Code.BAD_ARG),
+        ("MAP 0 lines", "one", False, ("cmd", Command.map(0, min(1, F - 1), 0)),
+         Code.BAD_ARG),
+        ("MAP frame >= frames", "one", False, ("cmd", Command.map(0, F, 1)), Code.BAD_ARG)
+        if F < 16 else None,
+        ("MAP unknown entity", "one", False, ("cmd", Command.map(unknown, 0, 1)),
+         Code.UNKNOWN),
+        ("MAP frame 0", "one", False, ("cmd", Command.map(0, 0, 1)), Code.MAPPED),
+        ("MAP mapped frame", "mapped", False, ("cmd", Command.map(0, 1, 2)), Code.MAPPED)
+        if F > 1 else None,
+        ("CONFIG no stages", [], False, ("cmd", Command.config(1, [(0, 1)], nstages=0)),
+         Code.BAD_ARG),
+        ("CONFIG 9 stages", [], False, ("cmd", Command.config(1, [(0, 1)], nstages=9)),
+         Code.BAD_ARG),
+        ("CONFIG etype 6", [], False, ("cmd", Command.config(6, [(0, 1)])), Code.BAD_ARG),
+        ("CONFIG in flight", "one", True, ("cmd", Command.config(0, [(0, 1)])), Code.BUSY),
+        ("DELETE unknown", [], False, ("cmd", Command.delete(unknown)), Code.UNKNOWN),
+        ("DELETE busy", "one", True, ("cmd", Command.delete(0)), Code.BUSY),
+        ("RELEASE unknown", [], False, ("cmd", Command.release(unknown)), Code.UNKNOWN),
+        ("RELEASE not held", "one", True, ("cmd", Command.release(0)), Code.NOT_HELD),
+        ("RELEASE of a queued entity", "queued", True, ("cmd", Command.release(1)),
+         Code.NOT_HELD) if min(E, R) > 1 else None,
+        ("TRANSLATE free buffer", "one", False, ("cmd", Command.translate(R - 1, 0)),
+         Code.UNKNOWN) if R > 1 else None,
+        ("TRANSLATE buffer >= records", "one", False, ("query", Command.translate(R, 0)),
+         Code.UNKNOWN) if R < 256 else None,
+        ("TRANSLATE past the buffer", "one", False, ("query", Command.translate(0, 2)),
+         Code.RANGE),
+        ("TRANSLATE past the buffer (cmd)", "one", False, ("cmd", Command.translate(0, 9)),
+         Code.RANGE),
+        ("completion of a free record", [], False, ("n_done", R - 1), Code.UNKNOWN),
+        ("completion of a record >= records", [], False, ("m_done", R), Code.UNKNOWN)
+        if R < 256 else None,
+        ("completion of a queued record", "queued", True, ("m_done", 1), Code.NOT_BUSY)
+        if min(E, R) > 1 else None,
+        ("completion of a record whose issue was completed (queued in its next stage)",
+         two_moves, True, ("m_done", 0), Code.NOT_BUSY),
+        ("completion on the wrong port", "one", True, ("n_done", 0), Code.NOT_BUSY),
+    ]
+    return [c for c in cases if c is not None]
 
 
 @cocotb.test()
@@ -804,7 +834,9 @@ async def bad_input(dut):
     """Each kind of bad input is ignored with the sticky error flag, leaves the state
     unchanged (every record and buffer is probed afterwards) and does not hang."""
     rng = await start(dut)
-    for name, setup, stopped, (port, request), code in BAD_CASES:
+    cases = bad_cases(bench_config())
+    dut._log.info("%d bad-input cases: %s", len(cases), [c[0] for c in cases])
+    for name, setup, stopped, (port, request), code in cases:
         bench = QCCBench(dut, rng, gap=0.3, stall=0.3, latency=(1, 3))
         if stopped:
             for proc in bench.procs:
@@ -812,7 +844,14 @@ async def bad_input(dut):
         setups = {"one": [Command.alloc(EType.VERTEX, 2, hold=True)],   # MOVE stage 0
                   "mapped": [Command.alloc(EType.VERTEX, 2, hold=True), Command.map(0, 1, 1)],
                   "queued": [Command.alloc(EType.STATE, 1), Command.alloc(EType.STATE, 1)]}
-        await bench.settle(setups[setup] if isinstance(setup, str) else setup, timeout=500)
+        for step in setups[setup] if isinstance(setup, str) else setup:
+            if isinstance(step, Command):
+                await bench.settle([step], timeout=500)
+            elif callable(step):
+                assert step(bench.model), f"{name}: the set-up did not reach its state"
+            else:
+                _send_done(bench, *step)
+                await ClockCycles(dut.clk, 4)
         if not stopped:
             await bench.drain()
         await ClockCycles(dut.clk, 2)
@@ -824,7 +863,7 @@ async def bad_input(dut):
         elif port == "query":
             bench.ask([request])
         else:
-            bench.procs[0 if port == "n_done" else 1].driver.send([request])
+            _send_done(bench, port, request)
         await wait_until(dut, lambda: len(bench.checker.commands) + len(
             bench.checker.completions) + len(bench.checker.seen["qresp"]) > sum(count)
             and bench.cmd.idle and bench.query.idle, timeout=200, what=name)
@@ -842,6 +881,11 @@ async def bad_input(dut):
         bench.stop()
         await reset(dut)
         assert int(dut.status__error.value) == 0, "reset clears the error flag"
+
+
+def _send_done(bench, port, record):
+    """A completion of ``record`` on ``port`` sent by hand (not by a processor)."""
+    bench.procs[0 if port == "n_done" else 1].driver.send([record])
 
 
 def _bad_code(bench, port, count):
@@ -880,8 +924,9 @@ async def reset_midway(dut):
     await reset(dut)
     await ReadOnly()
     assert (int(dut.status__free_records.value), int(dut.status__free_entities.value),
-            int(dut.status__free_lines.value), int(dut.status__error.value)) == (
-        config["records"], config["entities"], config["lines"], 0)
+            int(dut.status__free_lines.value), int(dut.status__free_run.value),
+            int(dut.status__error.value)) == (
+        config["records"], config["entities"], config["lines"], config["lines"], 0)
     await FallingEdge(dut.clk)
     bench = QCCBench(dut, rng, gap=0.2, stall=0.3, latency=(1, 6))
     await bench.run([Command.alloc(t, 1) for t in range(N_TYPES)]

@@ -238,26 +238,22 @@ async def qcc_traffic(dut):
 
 @cocotb.test()
 async def qcc_sizes(dut):
-    """Vertex and patch packets of 5..8 lines on 16-line QCCs: first-fit fragmentation
-    can make a QCC refuse (NO_LINES) although its free count met the minimum; the
-    spreader then tries the next candidate and retries from the top. The refusals are
-    counted, not required (0 to 11 per run in the seeds tried): the minima below, which
-    keep the run free of deadlock, leave little room for fragmentation.
+    """Vertex and patch packets of 5..8 lines on 16-line QCCs: first fit fragments the
+    lines, and the status the spreader checks is the QCC's longest free run, so a QCC
+    whose status met the minimum never refuses (0 refusals asserted; with the count of
+    free lines as status, 0 to 11 per run were refused in the seeds tried).
 
-    Held data must not be able to fragment the lines that the packets freeing it need:
-    a QCC refuses a buffer without a contiguous run, which the spreader's minimum (a
-    count) cannot see, so with large triangles or pixel packets too the run can deadlock
-    (seen: a 6-line pixel packet waiting for 6 free but scattered lines held by its own
-    triangle's vertices). So here triangles and pixel packets keep one line (a single
-    free line always fits), held vertex and patch data go only to a QCC with 10 free
-    lines (two left), and triangles only to one with 2 (one left for their pixel
-    packets)."""
+    The minima below keep held vertex and patch data (10 lines: two left) and triangles
+    (2: one left for their pixel packets) from taking the room of the packets that free
+    them (with 16 lines and large triangles or pixel packets too, capacity alone can
+    deadlock)."""
     rng = await _start(dut)
     wl = _resized(traffic(rng, 60 * soak()), rng, 5, 8)
     config = [(0, Config.minimum(EType.VERTEX, 4, 10)),
               (1, Config.minimum(EType.TRIANGLE, 2, 2)), (2, Config.minimum(EType.PIXEL, 1, 1)),
               (3, Config.minimum(EType.PATCH, 4, 10))]
-    await run_qcc(dut, rng, wl, config=config, work=(2, 10), name="qcc_sizes")
+    _, stats = await run_qcc(dut, rng, wl, config=config, work=(2, 10), name="qcc_sizes")
+    assert stats.refusals == 0, f"{stats.refusals} refusals after a passing check"
 
 
 @cocotb.test()

@@ -284,7 +284,9 @@ class QCCEU(_EUBase):
     stays in use until the spreader has taken its completion; the adapter itself
     releases the ones the spreader did not ask to hold. Stage issues are completed by
     processors with random latencies; an entity is complete when it reaches
-    ``DONE_STAGE``. ``status`` is the QCC's.
+    ``DONE_STAGE``. ``status`` is the QCC's, with its longest run of contiguous free
+    lines (``free_run``) as ``free_lines``: a minimum check that passes means the ALLOC
+    finds its lines.
 
     Parameters
     ----------
@@ -310,8 +312,8 @@ class QCCEU(_EUBase):
         self.responses = []
 
     def status(self):
-        st = self.qcc.status()
-        return EUStatus(st.free_records, st.free_entities, st.free_lines)
+        st = self.qcc.status()       # free lines as the longest contiguous run (first fit)
+        return EUStatus(st.free_records, st.free_entities, st.free_run)
 
     def _clock(self, cmd):
         q = self._q

@@ -4,6 +4,7 @@ import random
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
+import numpy as np
 import pytest
 
 from golden.qcc import (
@@ -103,11 +104,11 @@ def test_allocate_until_no_record():
         r = m.allocate(P, 2)
         assert r == Response(Op.ALLOC, Code.OK, entity=i, record=i, frame=0, etype=P,
                              stage=0, busy=0, hold=0, buf=i, addr=2 * i, lines=2)
-    assert m.status() == (0, 4, 56, False)
+    assert m.status() == (0, 4, 56, 56, False)
     before = m.snapshot()
     r = m.allocate(P, 2)
     assert r == Response(Op.ALLOC, Code.NO_RECORD) and not r.ok and not r.error
-    assert m.snapshot() == before and m.status() == (0, 4, 56, False)
+    assert m.snapshot() == before and m.status() == (0, 4, 56, 56, False)
 
 
 def test_allocate_until_no_entity_and_no_lines():
@@ -121,7 +122,7 @@ def test_allocate_until_no_entity_and_no_lines():
     assert m.allocate(V, 2).addr == 8
     before = m.snapshot()
     assert m.allocate(V, 1).code == Code.NO_LINES
-    assert m.snapshot() == before and m.status() == (6, 6, 0, False)
+    assert m.snapshot() == before and m.status() == (6, 6, 0, 0, False)
 
 
 def test_refusal_precedence():
@@ -168,7 +169,29 @@ def test_map_frames_and_search():
     assert m.search(200, 0).code == Code.MISS
     assert not m.error
     assert sorted(m.entity_info(e)) == [0, 1, 3]
-    assert m.status() == (4, 6, 25, False)
+    assert m.status() == (4, 6, 25, 25, False)
+
+
+def test_free_run_tells_whether_alloc_finds_its_lines():
+    """With lines scattered by random allocations and deletions, an ALLOC of n lines is
+    accepted exactly when the status showed a free run of at least n lines, whatever
+    the count of free lines."""
+    rng = np.random.default_rng(11)
+    m = small(records=64, entities=64, lines=48)
+    passes = refusals = 0
+    for _ in range(3000):
+        live = m.live_entities()
+        if live and rng.random() < 0.4:
+            m.delete(int(rng.choice(live)))
+            continue
+        n = int(rng.integers(1, 9))
+        st = m.status()
+        r = m.allocate(S, n, hold=True)
+        if st.free_records and st.free_entities:
+            assert r.ok == (st.free_run >= n), (st, n, r)
+            passes += r.ok
+            refusals += r.code == Code.NO_LINES and st.free_lines >= n
+    assert passes > 100 and refusals > 10       # scattered lines that were not enough
 
 
 def test_map_refusals_are_not_errors():
@@ -188,9 +211,9 @@ def test_delete_frees_everything():
     m.map_frame(e, 1, 4)
     m.map_frame(e, 2, 1)
     other = m.allocate(P, 1)
-    assert m.status() == (4, 6, 24, False)
+    assert m.status() == (4, 6, 24, 24, False)
     assert m.delete(e) == Response(Op.DELETE, Code.OK, entity=e)
-    assert m.status() == (7, 7, 31, False)
+    assert m.status() == (7, 7, 31, 24, False)
     for f in range(3):
         assert not m.search(e, f).hit
     assert m.queue(V, 0) == ()
@@ -232,7 +255,7 @@ def test_default_program_issue_sequence(etype, kinds):
     assert [i.stage for i in issues] == list(range(len(kinds)))
     assert all(i.entity == r.entity and i.etype == etype and i.buf == r.record
                for i in issues)
-    assert m.status() == (8, 8, 32, False)          # deleted after the last stage
+    assert m.status() == (8, 8, 32, 32, False)          # deleted after the last stage
     assert not m.search(r.entity).hit
 
 
@@ -338,10 +361,10 @@ def test_hold_and_release():
     assert len(run_one(m, r.record)) == 6
     s = m.search(r.entity)
     assert (s.hit, s.stage, s.busy, s.hold) == (True, DONE_STAGE, 0, 1)
-    assert m.status() == (6, 7, 29, False)
+    assert m.status() == (6, 7, 29, 29, False)
     assert m.step() == []
     assert m.release(r.entity) == Response(Op.RELEASE, Code.OK, entity=r.entity)
-    assert m.status() == (8, 8, 32, False)
+    assert m.status() == (8, 8, 32, 32, False)
     assert m.release(r.entity).code == Code.UNKNOWN and m.error
 
 
@@ -350,7 +373,7 @@ def test_delete_of_held_entity():
     r = m.allocate(S, 1, hold=True)
     run_one(m, r.record)
     assert m.delete(r.entity).ok
-    assert m.status() == (8, 8, 32, False) and not m.error
+    assert m.status() == (8, 8, 32, 32, False) and not m.error
 
 
 def test_configure():
@@ -557,7 +580,7 @@ def test_run_default_programs_fixed_latency():
     for t in range(N_TYPES):
         assert per_entity[t] == [(s.kind, s.desc) for s in DEFAULT_PROGRAMS[t]]
     assert len(res.completions) == len(res.issues) == sum(map(len, DEFAULT_PROGRAMS))
-    assert m.status() == (16, 16, 64, False) and m.idle()
+    assert m.status() == (16, 16, 64, 64, False) and m.idle()
     again = small(records=16, entities=16, lines=64).run(script, latency=3)
     assert again == res
 
@@ -576,7 +599,7 @@ def test_run_drain_and_release():
               Command.release(0), Command.release(1)]
     res = m.run(script, latency=lambda issue: 2 + issue.record)
     assert [r.code for _, _, r in res.responses] == [Code.OK] * 4
-    assert m.status() == (8, 8, 32, False)
+    assert m.status() == (8, 8, 32, 32, False)
     with pytest.raises(RuntimeError, match="within 10 cycles"):
         small().run([Command.alloc(V, 1)], ready=lambda t: (False, False), max_cycles=10)
 
@@ -586,15 +609,15 @@ def test_default_size_fill_to_the_brim():
     for i in range(256):
         r = m.allocate(i % N_TYPES, 1, hold=True)
         assert (r.entity, r.record, r.addr) == (i, i, i)
-    assert m.status() == (0, 0, 0, False)
+    assert m.status() == (0, 0, 0, 0, False)
     assert m.allocate(V, 1).code == Code.NO_RECORD
     assert m.search(255).hit and m.translate(255, 0).addr == 255
     res = m.run([DRAIN], latency=1)
     assert len(res.issues) == sum(len(DEFAULT_PROGRAMS[i % N_TYPES]) for i in range(256))
-    assert m.status() == (0, 0, 0, False)
+    assert m.status() == (0, 0, 0, 0, False)
     for e in range(256):
         assert m.release(e).ok
-    assert m.status() == (256, 256, 256, False)
+    assert m.status() == (256, 256, 256, 256, False)
     m.check()
 
 
@@ -636,8 +659,12 @@ class Scoreboard:
 
     # -- expectations, all from the state at the start of the cycle --------------
     def status(self):
+        run = longest = 0
+        for used in self.used:
+            run = 0 if used else run + 1
+            longest = max(longest, run)
         return (self.owner.count(None), self.entities - len(self.live),
-                self.used.count(False))
+                self.used.count(False), longest)
 
     def first_fit(self, n):
         for a in range(self.lines - n + 1):
@@ -909,13 +936,13 @@ def random_mix(seed, records, entities, lines, frames, cycles, check_every=1):
         sb.cycle(cmd, query, done.get(N), done.get(M), n_ready, m_ready, res)
         for iss in res.issues:
             pending[iss.kind].append((t + rng.randint(1, 12), iss.record))
-        assert m.status()[:3] == sb.status()
+        assert m.status()[:4] == sb.status()
         if t % check_every == 0:
             m.check()
         t += 1
     m.check()
     assert not sb.live
-    assert m.status()[:3] == (records, entities, lines)   # every line came back
+    assert m.status()[:4] == (records, entities, lines, lines)   # every line came back
     assert sb.ended == set(range(sb.n_inc))                # no entity lost
     return sb, t
 

@@ -63,7 +63,7 @@ class SimBench:
         sample = Sample(n_done=done.get(Kind.NUMERIC), m_done=done.get(Kind.MOVE),
                         outputs={}, status=tuple(ctx.get(getattr(dut.status, f)) for f in
                                                  ("free_records", "free_entities",
-                                                  "free_lines", "error")))
+                                                  "free_lines", "free_run", "error")))
         for port in ("cmd", "query"):
             stream = getattr(dut, port)
             if self.presenting[port] is not None and ctx.get(stream.ready):
@@ -181,4 +181,4 @@ def test_hw_constants_match_the_golden_model():
         assert h.addr_width(lines) == g.addr_width(lines)
         assert h.response_layout(lines).size == 48 + g.addr_width(lines)
     dut = QCC(records=8, entities=6, lines=24, frames=4)
-    assert model_of(dut.config()).status() == (8, 6, 24, False)
+    assert model_of(dut.config()).status() == (8, 6, 24, 24, False)

@@ -1,0 +1,86 @@
+"""The global spreader on QCC golden models: the QCC's status must be one the spreader
+can trust (issue 11).
+
+A QCC places a buffer first fit in contiguous lines. The spreader's minimum check
+compares ``free_lines`` with the packet's size; fed with the QCC's count of free lines
+it passed while the lines were scattered, the QCC refused, and with those lines held by
+data that waits for the refused packet (the vertices of its own triangle) the run
+deadlocked. Fed with the QCC's ``free_run`` (longest run of contiguous free lines), a
+check that passes means the ALLOC is accepted.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from golden.qcc import MAX_BUF_LINES, QCCModel
+from golden.spreader import (Config, EType, EUStatus, Feeder, QCCEU, Scoreboard, Spreader,
+                             Workload, synthetic_workload)
+
+
+class CountingQCCEU(QCCEU):
+    """The adapter as it was before issue 11: the status reports the free-line count."""
+
+    def status(self):
+        st = self.qcc.status()
+        return EUStatus(st.free_records, st.free_entities, st.free_lines)
+
+
+def mixed_sizes(workload, rng):
+    """``workload`` with every packet (vertex, triangle, pixel, patch) resized to a random
+    1..MAX_BUF_LINES lines."""
+    def resize(item):
+        size = int(rng.integers(1, MAX_BUF_LINES + 1))
+        return dataclasses.replace(item, packet=dataclasses.replace(item.packet, size=size))
+    return Workload(*[[resize(item) for item in stream] for stream in workload.streams])
+
+
+def run(seed, eu_class, *, n_eus, records, entities, lines, vdt, pt, config):
+    sp = Spreader(n_eus=n_eus, vdt_records=vdt, pt_records=pt)
+    wl = mixed_sizes(synthetic_workload(seed, n_triangles=40, cols=4, max_pixels=3,
+                                        n_patches=2, vdt_records=vdt, pt_records=pt),
+                     np.random.default_rng(seed))
+    eus = [eu_class(QCCModel(records=records, entities=entities, lines=lines),
+                    seed * 10 + e, work=(1, 6)) for e in range(n_eus)]
+    result = sp.run(Feeder(wl, gap=0.2, rng=seed), eus, config=config, stall_cycles=3000)
+    stats = Scoreboard(sp, wl).check(result)
+    assert not result.error and not any(eu.errors for eu in eus)
+    assert all(eu.qcc.status()[:3] == (records, entities, lines) for eu in eus)
+    return stats, eus
+
+
+#: The co-simulation's small shape (``tb/test_spreader_qcc.py``, QCC_SMALL) and the
+#: minima the spreader tests use everywhere (``tb.test_spreader.min_config``).
+SMALL = dict(n_eus=3, records=8, entities=8, lines=16, vdt=8, pt=4,
+             config=[Config.minimum(EType.VERTEX, 4, 1), Config.minimum(EType.TRIANGLE, 2, 1),
+                     Config.minimum(EType.PIXEL, 1, 1)])
+
+
+def test_scattered_free_lines_deadlock_is_gone():
+    """Regression: this run deadlocked with the free-line count as status (a pixel
+    packet whose size the count of free lines met, refused by every QCC for want of a
+    contiguous run, the scattered lines held by its triangle and vertices); with the
+    longest free run as status it completes, and no QCC ever refuses."""
+    with pytest.raises(RuntimeError, match="deadlock"):
+        run(1, CountingQCCEU, **SMALL)
+    stats, eus = run(1, QCCEU, **SMALL)
+    assert stats.refusals == 0 and stats.allocations > 90
+
+
+#: Held data (vertex, triangle, patch) only where a run of two largest buffers and two
+#: records are free, so it always leaves room for the pixel packets that free it
+#: (derived from the packet-size bound; ``tb/test_spreader_qcc.py`` uses the same).
+HELD_ROOM = [Config.minimum(t, 2, 2 * MAX_BUF_LINES)
+             for t in (EType.VERTEX, EType.TRIANGLE, EType.PATCH)]
+
+
+@pytest.mark.parametrize("seed", [0, 1] + [pytest.param(s, marks=pytest.mark.slow)
+                                           for s in range(2, 12)])
+def test_mixed_sizes_with_held_room_minima(seed):
+    """Packets of 1..8 lines of every type on QCCs of 32 lines with :data:`HELD_ROOM`:
+    every packet allocated exactly once (the scoreboard), no refusal after a passing
+    check, no deadlock, every resource back."""
+    stats, _ = run(seed, QCCEU, n_eus=4, records=16, entities=12, lines=32, vdt=16, pt=8,
+                   config=HELD_ROOM)
+    assert stats.refusals == 0 and stats.allocations > 90
