@@ -87,7 +87,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Op", "Error", "RESULT_MODES", "PER_LANE_BANK_OPS", "WARP_WIDE_OPS",
+__all__ = ["PROGRAMS", "Op", "Error", "RESULT_MODES", "PER_LANE_BANK_OPS", "WARP_WIDE_OPS",
            "encode", "assemble", "check_parameters", "WarpModel", "WarpResult",
            "random_program"]
 
@@ -561,3 +561,51 @@ def random_program(rng, length, *, branches=True):
     for index, step in enumerate(steps):
         lines += [f"s{index}: {step[0]}", *step[1:]]
     return "\n".join(lines) + "\n"
+
+
+#: The spec's named programs (text for :func:`assemble`; ``{K}`` is the iteration count,
+#: ``{res}`` the register the lock result lands in: ``r3``, or ``r31`` with
+#: ``result="shared"``), used by the tests and the bench.
+PROGRAMS = {
+    # The seed's deadlock: every lane tries the lock; the winner leaves the loop, the
+    # losers branch back to a lower program counter, which the scheduler always prefers.
+    "spin_lock": """
+        LI r1, 0               ; the lock word; the counter is the word after it
+        LI r2, 1
+    spin:
+        ATOM.XCHG r3, [r1], r2 ; try: old value into r3
+        BNZ r3, spin           ; taken by someone: try again
+        LD r4, [r1 + 1]
+        ADDI r4, r4, 1
+        ST r4, [r1 + 1]
+        ST r0, [r1]            ; release
+        EXIT
+    """,
+    # The same critical section with the warp-wide lock, run K times by every warp.
+    "warp_lock": """
+        LI r1, 0
+        LI r5, {K}
+    loop:
+        WATOM.LOCK r3, [r1]    ; once for the warp; 1 in every active lane if taken
+        BZ {res}, loop
+        LD r4, [r1 + 1]
+        ADDI r4, r4, 1
+        ST r4, [r1 + 1]
+        WATOM.XCHG r0, [r1], r0 ; release
+        ADDI r5, r5, -1
+        BNZ r5, loop
+        EXIT
+    """,
+    # ... and without any lock.
+    "no_lock": """
+        LI r1, 0
+        LI r5, {K}
+    loop:
+        LD r4, [r1 + 1]
+        ADDI r4, r4, 1
+        ST r4, [r1 + 1]
+        ADDI r5, r5, -1
+        BNZ r5, loop
+        EXIT
+    """,
+}

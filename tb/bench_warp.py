@@ -11,10 +11,10 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
 
-from golden.warp import Op, assemble, encode, random_program
+from golden.warp import PROGRAMS, Op, assemble, encode, random_program
 from tb.bench import emit_figure
 from tb.harness import params, reset, start
-from tb.test_warp import SPIN_LOCK, WARP_LOCK, WarpBench, imem_word
+from tb.test_warp import WarpBench, imem_word
 
 K = 8                     # critical sections / increments per lane or warp
 DEADLOCK_CLOCKS = 5000    # how long the per-lane spin lock is given
@@ -77,7 +77,7 @@ async def bench_lock(dut):
     """The critical section under a per-lane spin lock (deadlocks) and under the
     warp-wide lock, K times per warp: clocks, transactions, counter."""
     bench = await _bench(dut)
-    words = assemble(SPIN_LOCK)
+    words = assemble(PROGRAMS["spin_lock"])
     await bench.load(words)
     await bench.write_bank(np.zeros(bench.p["words"], np.uint64))
     await bench.start()
@@ -96,7 +96,7 @@ async def bench_lock(dut):
     bench.imem.send([imem_word(0, encode(Op.EXIT))])      # stop it (IMEM_BUSY) ...
     await bench.finish(20)
     await reset(dut)                                        # ... and clear the error
-    want = await bench.run(WARP_LOCK.format(K=K, res="r3"))
+    want = await bench.run(PROGRAMS["warp_lock"].format(K=K, res="r3"))
     await bench.check(want, state=False)
     assert want.done and int(want.bank[1]) == bench.p["warps"] * K
     _figure(f"lock, warp-wide WATOM.LOCK: clocks for {bench.p['warps']}x{K} sections",

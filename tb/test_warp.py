@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 
-from golden.warp import Error, Op, WarpModel, assemble, encode, random_program
+from golden.warp import PROGRAMS, Error, Op, WarpModel, assemble, encode, random_program
 from tb.harness import (WIDE_DESIGN, StreamDriver, StreamMonitor, params, reset,
                         run_cocotb, simulators, start, wait_until)
 
@@ -263,47 +263,6 @@ async def divergent_warp_wide(dut):
 
 # ---------------------------------------------------------------- the spec's programs
 
-SPIN_LOCK = """
-        LI r1, 0
-        LI r2, 1
-    spin:
-        ATOM.XCHG r3, [r1], r2
-        BNZ r3, spin
-        LD r4, [r1 + 1]
-        ADDI r4, r4, 1
-        ST r4, [r1 + 1]
-        ST r0, [r1]
-        EXIT
-"""
-
-WARP_LOCK = """
-        LI r1, 0
-        LI r5, {K}
-    loop:
-        WATOM.LOCK r3, [r1]
-        BZ {res}, loop
-        LD r4, [r1 + 1]
-        ADDI r4, r4, 1
-        ST r4, [r1 + 1]
-        WATOM.XCHG r0, [r1], r0
-        ADDI r5, r5, -1
-        BNZ r5, loop
-        EXIT
-"""
-
-NO_LOCK = """
-        LI r1, 0
-        LI r5, {K}
-    loop:
-        LD r4, [r1 + 1]
-        ADDI r4, r4, 1
-        ST r4, [r1 + 1]
-        ADDI r5, r5, -1
-        BNZ r5, loop
-        EXIT
-"""
-
-
 @cocotb.test()
 async def spin_lock_deadlocks(dut):
     """The per-lane spin lock never finishes: after 3000 clocks one lane of warp 0 is past
@@ -311,7 +270,7 @@ async def spin_lock_deadlocks(dut):
     instruction-memory write then stops the unit (IMEM_BUSY)."""
     bench = await setup(dut)
     lanes = bench.p["lanes"]
-    words = assemble(SPIN_LOCK)
+    words = assemble(PROGRAMS["spin_lock"])
     await bench.load(words)
     await bench.write_bank(np.zeros(bench.p["words"], np.uint64))
     await bench.start()
@@ -345,7 +304,7 @@ async def warp_lock_counts_every_update(dut):
     bench = await setup(dut)
     K = 4
     res = "r31" if bench.p["result"] == "shared" else "r3"
-    want = await bench.run(WARP_LOCK.format(K=K, res=res))
+    want = await bench.run(PROGRAMS["warp_lock"].format(K=K, res=res))
     assert want.done and int(want.bank[1]) == bench.p["warps"] * K
     await bench.check(want)
 
@@ -355,7 +314,7 @@ async def unlocked_loses_updates(dut):
     """Without the lock every warp of an iteration loads the same counter: it ends at K."""
     bench = await setup(dut)
     K = 5
-    want = await bench.run(NO_LOCK.format(K=K))
+    want = await bench.run(PROGRAMS["no_lock"].format(K=K))
     assert want.done and int(want.bank[1]) == K
     await bench.check(want, state=False)
     await FallingEdge(dut.clk)

@@ -7,51 +7,8 @@ The RTL is compared with this model clock for clock in ``tb/test_warp.py``."""
 import numpy as np
 import pytest
 
-from golden.warp import (Error, Op, WarpModel, assemble, encode, random_program)
-
-PROGRAMS = {
-    # The seed's deadlock: every lane tries the lock; the winner leaves the loop, the
-    # losers branch back to a lower program counter, which the scheduler always prefers.
-    "spin_lock": """
-        LI r1, 0               ; the lock word; the counter is the word after it
-        LI r2, 1
-    spin:
-        ATOM.XCHG r3, [r1], r2 ; try: old value into r3
-        BNZ r3, spin           ; taken by someone: try again
-        LD r4, [r1 + 1]
-        ADDI r4, r4, 1
-        ST r4, [r1 + 1]
-        ST r0, [r1]            ; release
-        EXIT
-    """,
-    # The same critical section with the warp-wide lock, run K times by every warp.
-    "warp_lock": """
-        LI r1, 0
-        LI r5, {K}
-    loop:
-        WATOM.LOCK r3, [r1]    ; once for the warp; 1 in every active lane if taken
-        BZ {res}, loop
-        LD r4, [r1 + 1]
-        ADDI r4, r4, 1
-        ST r4, [r1 + 1]
-        WATOM.XCHG r0, [r1], r0 ; release
-        ADDI r5, r5, -1
-        BNZ r5, loop
-        EXIT
-    """,
-    # ... and without any lock.
-    "no_lock": """
-        LI r1, 0
-        LI r5, {K}
-    loop:
-        LD r4, [r1 + 1]
-        ADDI r4, r4, 1
-        ST r4, [r1 + 1]
-        ADDI r5, r5, -1
-        BNZ r5, loop
-        EXIT
-    """,
-}
+from golden.warp import (PROGRAMS, Error, Op, WarpModel, assemble, encode,
+                         random_program)
 
 
 def model(**kw):
