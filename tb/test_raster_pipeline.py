@@ -475,6 +475,30 @@ def frame_coverage(fmt, packets, ids, side, samples):
     return count[:side, :side]
 
 
+def queue_scene(run, name, verts, samples, side):
+    """Send scene ``verts`` at ``samples`` over a ``side``-square frame and expect the
+    golden model's packets; returns what :func:`check_scenes` needs of it."""
+    fmt = run.fmt
+    ids, _, _, pkts = run.primitives(verts, samples, (0, 0, side, side))
+    run.expected += [fmt.packet(pk, ids[pk.prim]) for pk in pkts]
+    return name, samples, verts, set(i & fmt.tag_mask for i in ids)
+
+
+async def check_scenes(run, checks, side):
+    """Wait for the pipeline, compare the packets in order, and compare each queued
+    scene's frame coverage with ``golden.raster.coverage`` (meshes: every sample once)."""
+    fmt = run.fmt
+    got = await pipeline_wait(run)
+    check_list("packet", run.expected, got, describe_packet)
+    for name, samples, verts, ids in checks:
+        count = frame_coverage(fmt, got, ids, side, samples)
+        want = R.coverage_count(verts, side, side, samples, **fmt.golden())
+        assert np.array_equal(count, want), f"{name} {samples}x: coverage differs"
+        if name == "mesh":
+            assert (count == 1).all(), f"mesh {samples}x: {(count == 0).sum()} holes, " \
+                                       f"{(count > 1).sum()} overlaps"
+
+
 @cocotb.test()
 async def pipeline_scenes(dut):
     """Every built-in scene in every MSAA mode through the pipeline, modes interleaved
@@ -488,18 +512,8 @@ async def pipeline_scenes(dut):
     checks = []
     for samples in fmt.modes:
         for name, verts in small_scenes(fmt, rng, side):
-            ids, st, recs, pkts = run.primitives(verts, samples, (0, 0, side, side))
-            run.expected += [fmt.packet(pk, ids[pk.prim]) for pk in pkts]
-            checks.append((name, samples, verts, set(i & fmt.tag_mask for i in ids)))
-    got = await pipeline_wait(run)
-    check_list("packet", run.expected, got, describe_packet)
-    for name, samples, verts, ids in checks:
-        count = frame_coverage(fmt, got, ids, side, samples)
-        want = R.coverage_count(verts, side, side, samples, **fmt.golden())
-        assert np.array_equal(count, want), f"{name} {samples}x: coverage differs"
-        if name == "mesh":
-            assert (count == 1).all(), f"mesh {samples}x: {(count == 0).sum()} holes, " \
-                                       f"{(count > 1).sum()} overlaps"
+            checks.append(queue_scene(run, name, verts, samples, side))
+    await check_scenes(run, checks, side)
     assert not int(dut.error.value)
 
 
@@ -601,14 +615,5 @@ async def pipeline_frame_256(dut):
                             ("lines", S.wide_lines(side, side, 10, seed, **kw))):
             if verts.shape[1] > fmt.edges:
                 continue
-            ids, st, recs, pkts = run.primitives(verts, samples, (0, 0, side, side))
-            run.expected += [fmt.packet(pk, ids[pk.prim]) for pk in pkts]
-            checks.append((name, samples, verts, set(i & fmt.tag_mask for i in ids)))
-    got = await pipeline_wait(run)
-    check_list("packet", run.expected, got, describe_packet)
-    for name, samples, verts, ids in checks:
-        count = frame_coverage(fmt, got, ids, side, samples)
-        want = R.coverage_count(verts, side, side, samples, **fmt.golden())
-        assert np.array_equal(count, want), f"{name} {samples}x: coverage differs"
-        if name == "mesh":
-            assert (count == 1).all(), f"mesh {samples}x: holes or overlaps"
+            checks.append(queue_scene(run, name, verts, samples, side))
+    await check_scenes(run, checks, side)
