@@ -885,14 +885,16 @@ class TriangleSetup(_Format, wiring.Component):
     out) and counted in ``culled`` (precedence zero area, back face, outside, as in
     ``golden.raster``).
 
-    Pipeline: 6 register stages, all moving together when the output register is free
+    Pipeline: 8 register stages, all moving together when the output register is free
     or taken (``i.ready = ~o.valid | o.ready``): 1 input checks, 2 edge vectors and the
-    vertex box, 3 scissor clip and the offsets of the first block's centre, 4 the 2 + 2
-    per edge products (``dx*dy``-sized: ``(W+1) x (W+1)`` signed, ``W = int_bits +
-    subpix``; ``synth_ecp5`` maps each 21x21 product of the 12.8 build to 4 MULT18X18D
-    blocks, 40 in all), 5 their differences, 6 orientation, culling and the output word.
-    The 12.8 build routes at 74.7 MHz on the ECP5-85F: the critical path is a product's
-    DSP blocks and the adds of their partial products in stage 4.
+    vertex box, 3 scissor clip, 4 the offsets of the first block's centre, 5 the partial
+    products of the 2 + 2 per edge products and of the area (``(W+1) x (W+1)`` signed,
+    ``W = int_bits + subpix``, each operand wider than 18 bits cut at bit 17 so that
+    every partial product fits one 18x18 MULT18X18D), 6 the products (sums of their
+    partial products), 7 their differences, 8 orientation, culling and the output word.
+    Each clock holds one compare-and-choose, one carry chain or one DSP: the 6-stage
+    design, with the clip feeding the offsets and a whole product in one clock, routed
+    at 74.7 MHz on the ECP5-85F.
 
     Malformed primitives -- an ``msaa`` code the build lacks, ``n_verts`` other than 3
     or 4 (4 only on a 4-edge build), a used vertex coordinate outside ``0 ..
@@ -915,7 +917,10 @@ class TriangleSetup(_Format, wiring.Component):
         Primitives culled for zero area, back face, outside the scissor (wrapping counts).
     """
 
-    LATENCY = 6
+    LATENCY = 8
+    #: operand bits below the cut of a split product: a 17-bit unsigned low part and a
+    #: signed high part both fit the 18-bit signed inputs of a MULT18X18D.
+    PRODUCT_CUT = 17
 
     def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16):
         self._format(edges, modes, subpix, int_bits, tag_bits)
@@ -944,8 +949,8 @@ class TriangleSetup(_Format, wiring.Component):
         m = Module()
         s, w, ib = self.subpix, self.int_bits + self.subpix, self.int_bits
         en = Signal()                           # every stage moves
-        valid = [Signal(name=f"v{k}") for k in range(1, 7)]
-        st = [_Stage(f"s{k}") for k in range(1, 6)]
+        valid = [Signal(name=f"v{k}") for k in range(1, 9)]
+        st = [_Stage(f"s{k}") for k in range(1, 8)]
         m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en)]
 
         # Stage 1: checks; vertices in range from here on (a triangle's v3 := v0).
@@ -991,76 +996,115 @@ class TriangleSetup(_Format, wiring.Component):
         sc2 = data.View(self.primitive_layout().members["scissor"],
                         st[1].reg(sc1, "scissor"))
 
-        # Stage 3: clip to the scissor; offsets of the first block's centre from each
-        # edge's start vertex.
+        # Stage 3: clip to the scissor. The box is empty when the vertices' box lies
+        # beyond the scissor on a side (the vertices' box is never inverted, nor is a
+        # scissor that passed the checks): compares of the inputs, not of the clip.
         bx0 = Mux(box2[0] > sc2.left, box2[0], sc2.left)[:ib]
         by0 = Mux(box2[1] > sc2.top, box2[1], sc2.top)[:ib]
         right, bottom = (sc2.right - 1)[:ib], (sc2.bottom - 1)[:ib]
         bx1 = Mux(box2[2] < right, box2[2], right)
         by1 = Mux(box2[3] < bottom, box2[3], bottom)
-        outside3 = st[2].reg((bx0 > bx1) | (by0 > by1), "outside")
+        outside = ((box2[0] >= sc2.right) | (box2[1] >= sc2.bottom) |
+                   (box2[2] < sc2.left) | (box2[3] < sc2.top))
+        outside3 = st[2].reg(outside, "outside")
         bbox3 = st[2].reg(Cat(bx0, by0, bx1, by1), "bbox")
-        xc = Cat(Const(0, s), Const(8, 4), bx0[4:])      # ((x0 >> 4) * 16 + 8) << subpix
-        yc = Cat(Const(0, s), Const(8, 4), by0[4:])
-        relx3 = st[2].regs([xc - ax2[e] for e in range(4)], "relx", signed(w + 1))
-        rely3 = st[2].regs([yc - ay2[e] for e in range(4)], "rely", signed(w + 1))
+        ax3, ay3 = st[2].regs(ax2, "ax"), st[2].regs(ay2, "ay")
         dx3, dy3 = st[2].regs(dx2, "dx"), st[2].regs(dy2, "dy")
         u3, v3 = st[2].regs(u2, "u"), st[2].regs(v2, "w")
         quad3, meta3 = st[2].reg(quad2, "quad"), st[2].reg(meta2, "meta")
 
-        # Stage 4: products. Stage 5: differences.
-        prod = signed(2 * w + 2)
-        pa4 = st[3].regs([dx3[e] * rely3[e] for e in range(4)], "pa", prod)
-        pb4 = st[3].regs([dy3[e] * relx3[e] for e in range(4)], "pb", prod)
-        area4 = st[3].regs([u3[0] * v3[1], u3[1] * v3[0]], "area", prod)
+        # Stage 4: offsets of the first block's centre from each edge's start vertex.
+        bx3, by3 = bbox3[:ib], bbox3[ib:2 * ib]
+        xc = Cat(Const(0, s), Const(8, 4), bx3[4:])      # ((x0 >> 4) * 16 + 8) << subpix
+        yc = Cat(Const(0, s), Const(8, 4), by3[4:])
+        relx4 = st[3].regs([xc - ax3[e] for e in range(4)], "relx", signed(w + 1))
+        rely4 = st[3].regs([yc - ay3[e] for e in range(4)], "rely", signed(w + 1))
+        dx4, dy4 = st[3].regs(dx3, "dx"), st[3].regs(dy3, "dy")
+        u4, v4 = st[3].regs(u3, "u"), st[3].regs(v3, "w")
         pass4 = {k: st[3].reg(val, k) for k, val in (
-            ("dx", Cat(dx3)), ("dy", Cat(dy3)), ("quad", quad3), ("meta", meta3),
-            ("outside", outside3), ("bbox", bbox3))}
-        lo5 = st[4].regs([pa4[e] - pb4[e] for e in range(4)], "lo", signed(2 * w + 3))
-        area5 = st[4].reg(area4[0] - area4[1], "area2", signed(2 * w + 3))
-        pass5 = {k: st[4].reg(val, k) for k, val in pass4.items()}
+            ("quad", quad3), ("meta", meta3), ("outside", outside3), ("bbox", bbox3))}
+
+        # Stage 5: partial products. Stage 6: products. Stage 7: differences.
+        pairs = {"pa": [(dx4[e], rely4[e]) for e in range(4)],
+                 "pb": [(dy4[e], relx4[e]) for e in range(4)],
+                 "area": [(u4[0], v4[1]), (u4[1], v4[0])]}
+        split = {name: [self._partial_products(a, b) for a, b in ab]
+                 for name, ab in pairs.items()}
+        part5 = {name: [(st[4].regs([p for p, _ in parts], f"{name}{k}_"),
+                         [shift for _, shift in parts]) for k, parts in enumerate(products)]
+                 for name, products in split.items()}
+        pass5 = {k: st[4].reg(val, k) for k, val in (
+            ("dx", Cat(dx4)), ("dy", Cat(dy4)), *pass4.items())}
+        prod = signed(2 * w + 2)
+        prod6 = {name: st[5].regs([self._sum_partials(*p) for p in parts], name, prod)
+                 for name, parts in part5.items()}
+        pass6 = {k: st[5].reg(val, k) for k, val in pass5.items()}
+        pa6, pb6, area6 = prod6["pa"], prod6["pb"], prod6["area"]
+        lo7 = st[6].regs([pa6[e] - pb6[e] for e in range(4)], "lo", signed(2 * w + 3))
+        area7 = st[6].reg(area6[0] - area6[1], "area2", signed(2 * w + 3))
+        pass7 = {k: st[6].reg(val, k) for k, val in pass6.items()}
 
         for stage in st:
             stage.commit(m, en)
         with m.If(en):
             m.d.sync += [valid[0].eq(self.i.valid & ~bad)]
-            m.d.sync += [valid[k].eq(valid[k - 1]) for k in range(1, 5)]
+            m.d.sync += [valid[k].eq(valid[k - 1]) for k in range(1, 7)]
 
-        # Stage 6: orientation, top-left bias, culling, the output word.
-        dx5 = [pass5["dx"][(w + 1) * e:(w + 1) * (e + 1)].as_signed() for e in range(4)]
-        dy5 = [pass5["dy"][(w + 1) * e:(w + 1) * (e + 1)].as_signed() for e in range(4)]
-        meta5 = meta_layout(pass5["meta"])
-        flipped = area5 < 0
-        zero = area5 == 0
-        back = meta5.cull_back & Mux(meta5.front_ccw, area5 > 0, area5 < 0)
-        cull = _wire(m, Mux(zero, 1, Mux(back, 2, Mux(pass5["outside"], 3, 0))), "cull",
+        # Stage 8: orientation, top-left bias, culling, the output word.
+        dx7 = [pass7["dx"][(w + 1) * e:(w + 1) * (e + 1)].as_signed() for e in range(4)]
+        dy7 = [pass7["dy"][(w + 1) * e:(w + 1) * (e + 1)].as_signed() for e in range(4)]
+        meta7 = meta_layout(pass7["meta"])
+        flipped = area7 < 0
+        zero = area7 == 0
+        back = meta7.cull_back & Mux(meta7.front_ccw, area7 > 0, area7 < 0)
+        cull = _wire(m, Mux(zero, 1, Mux(back, 2, Mux(pass7["outside"], 3, 0))), "cull",
                      unsigned(2))
         out = self.o.payload
         with m.If(en):
-            m.d.sync += [valid[5].eq(valid[4] & (cull == 0)),
-                         out.prim.eq(meta5.prim), out.msaa.eq(meta5.msaa),
-                         out.n_edges.eq(Mux(pass5["quad"], 4, 3)),
-                         out.bbox.as_value().eq(pass5["bbox"])]
+            m.d.sync += [valid[7].eq(valid[6] & (cull == 0)),
+                         out.prim.eq(meta7.prim), out.msaa.eq(meta7.msaa),
+                         out.n_edges.eq(Mux(pass7["quad"], 4, 3)),
+                         out.bbox.as_value().eq(pass7["bbox"])]
             for j in range(self.edges):
                 # Oriented edge j: input edge j, or -(input edge k-1-j) when flipped.
                 def pick(vals, j=j):        # input edge k-1-j (k = 3 or 4 edges)
-                    return (Mux(pass5["quad"], vals[3 - j], vals[2 - j]) if j < 3 else
+                    return (Mux(pass7["quad"], vals[3 - j], vals[2 - j]) if j < 3 else
                             vals[0])
-                dxo = Mux(flipped, -pick(dx5), dx5[j])
-                dyo = Mux(flipped, -pick(dy5), dy5[j])
-                loo = Mux(flipped, -pick(lo5), lo5[j])
+                dxo = Mux(flipped, -pick(dx7), dx7[j])
+                dyo = Mux(flipped, -pick(dy7), dy7[j])
+                loo = Mux(flipped, -pick(lo7), lo7[j])
                 topleft = (dyo < 0) | ((dyo == 0) & (dxo >= 0))
-                used = pass5["quad"] if j == 3 else 1
+                used = pass7["quad"] if j == 3 else 1
                 edge = out.edge[j]
                 m.d.sync += [edge.A.eq(Mux(used, -dyo, 0)), edge.B.eq(Mux(used, dxo, 0)),
                              edge.lo16.eq(Mux(used, loo, 0)), edge.bias.eq(used & ~topleft)]
         counts = [Signal(32, name=f"culled{code}") for code in range(1, 4)]
         for code, count in enumerate(counts, start=1):
-            with m.If(en & valid[4] & (cull == code)):
+            with m.If(en & valid[6] & (cull == code)):
                 m.d.sync += count.eq(count + 1)
             m.d.comb += self.culled[code - 1].eq(count)
-        m.d.comb += self.o.valid.eq(valid[5])
+        m.d.comb += self.o.valid.eq(valid[7])
         return m
+
+    @classmethod
+    def _partial_products(cls, a, b):
+        """The partial products of signed ``a * b`` as ``(product, shift)`` pairs: an
+        operand wider than 18 bits is cut at :attr:`PRODUCT_CUT` into an unsigned low
+        and a signed high part, so that every partial product fits one MULT18X18D."""
+        def parts(x):
+            cut = cls.PRODUCT_CUT
+            if len(x) <= 18:
+                return [(x, 0)]
+            return [(x[:cut], 0), (x[cut:].as_signed(), cut)]
+        return [(xa * xb, sa + sb) for xa, sa in parts(a) for xb, sb in parts(b)]
+
+    @staticmethod
+    def _sum_partials(products, shifts):
+        """``a * b`` from the (registered) products of :meth:`_partial_products`."""
+        total = 0
+        for product, shift in zip(products, shifts):
+            total = total + (product << shift)
+        return total
 
     @staticmethod
     def _extreme(values, smallest):

@@ -9,9 +9,10 @@ box's first block), the traversal's block records and the packer's packets from
 coverage from :func:`golden.raster.coverage`. All runs have random input gaps and output
 back-pressure; the seed is printed (``SEED=N`` reruns it).
 
-The pipeline runs at a small coordinate format (7.4: frames up to 128 pixels) in the fast
-tests, because the block rasterizer at every MSAA mode is slow to simulate; the
-``slow`` tests run a 256x256 scene per mode at 8.4 and the default 12.8 format.
+The pipeline runs at a small coordinate format (7.4: frames up to 128 pixels) with the
+1x and 4x modes in the fast tests, because the block rasterizer at every MSAA mode is slow
+to build and simulate; the ``slow`` tests run it in every mode at 7.4, a 256x256 scene
+per mode at 9.4 and the default 12.8 format.
 """
 
 import math
@@ -29,18 +30,22 @@ from tb.harness import (WIDE_DESIGN, StreamDriver, StreamMonitor, params, run_co
 
 SMALL = {"int_bits": 7, "subpix": 4, "tag_bits": 12}
 
+PIPELINE_TESTS = ["pipeline_scenes", "pipeline_culled_scissor", "pipeline_huge",
+                  "pipeline_malformed"]
 #: (design, parameters, cocotb tests) of the fast regression ...
 BUILDS = {
     "setup": ("raster.setup", {}, ["setup_records", "setup_malformed"]),
     "traversal": ("raster.traversal", {}, ["traversal_records"]),
-    "pipeline": ("raster.pipeline", {**SMALL, "packets": 4}, ["pipeline_scenes", "pipeline_culled_scissor",
-                                            "pipeline_huge", "pipeline_malformed"]),
+    # two modes: the every-mode pipeline's Verilator build takes minutes (regress below)
+    "pipeline": ("raster.pipeline", {**SMALL, "packets": 4, "modes": (1, 4)},
+                 PIPELINE_TESTS),
 }
 #: ... and of ``make regress`` only (the pipeline tests the packer too).
 SLOW_BUILDS = {
     "setup_tri": ("raster.setup", {"edges": 3, "modes": (1, 4)}, ["setup_records",
                                                                   "setup_malformed"]),
     "packer": ("raster.packer", {**SMALL, "packets": 3}, ["packer_packets"]),
+    "pipeline_all_modes": ("raster.pipeline", {**SMALL, "packets": 4}, PIPELINE_TESTS),
     # 9 integer bits: a 256-pixel frame's right and bottom edges (256.0) must be
     # representable, or the mesh's last column and row of samples stay uncovered.
     "pipeline_256": ("raster.pipeline", {"int_bits": 9, "subpix": 4, "tag_bits": 12},

@@ -43,7 +43,7 @@ def test_scheduler(build, simulator):
 @pytest.mark.parametrize("simulator", simulators())
 def test_assembler(simulator):
     run_cocotb("wave.assembler", "tb.test_wave", simulator, {"max_k": 5},
-               testcase=["assembler_words_match"])
+               testcase=["assembler_words_match"], **WIDE_DESIGN)
 
 
 @pytest.mark.slow
