@@ -1216,10 +1216,13 @@ class PixelPacker(_Format, wiring.Component):
     An output word carries up to ``packets`` packets (``count`` of them, in slots
     ``0 .. count-1``, in order), so a block with ``n`` non-empty spans costs
     ``max(1, ceil(n / packets))`` clocks, and a block with none costs one clock and gives
-    no word. Two register stages: the input register splits the block's mask into span
-    fields, pixel masks and full bits (by the block's mode); the output register takes
-    the next ``packets`` non-empty spans, chosen by their rank among those left.
-    ``i.ready = ~holding | (the block's last word goes out now)``.
+    no word. Three register stages, each doing one thing per clock: A splits the block's
+    mask into span fields, pixel masks and full bits (by the block's mode); B holds the
+    block with each non-empty span's rank among them (a prefix count); the output
+    register takes the packets of the next ``packets`` ranks, each slot a compare of a
+    rank register and an AND-OR over the 16 spans. (With the ranks counted in the clock
+    that chose the packets, the 1x packer routed at 42.6 MHz.) ``i.ready`` is high while A
+    is empty or moves to B, which it does when B's block sends its last word.
 
     Parameters
     ----------
@@ -1271,47 +1274,84 @@ class PixelPacker(_Format, wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        holding = Signal()
-        left = Signal(SPANS)                        # non-empty spans not yet sent
-        field = [Signal(16 * self.max_samples, name=f"field{k}") for k in range(SPANS)]
-        pixels = [Signal(16, name=f"pixels{k}") for k in range(SPANS)]
-        full = Signal(SPANS)
-        meta = Signal(data.StructLayout(self._block_fields()))
+        a = self._span_registers("a")       # stage A: the block split into spans
+        b = self._span_registers("b")       # stage B: the block whose words go out
+        a_valid, b_holding = Signal(), Signal()
+        rank = [Signal(4, name=f"rank{k}") for k in range(SPANS)]
+        total = Signal(5)                   # non-empty spans of B's block
+        # the rank each slot of the next word takes: first + j (registers, no adders)
+        target = [Signal(6, name=f"target{j}") for j in range(self.packets)]
 
-        # Output: the next `packets` spans of `left`, by rank.
+        # Output: the packets of ranks target[0] .. target[0] + packets - 1. A slot is a
+        # compare of two registers; its packet an AND-OR over the 16 spans.
         free = _wire(m, ~self.o.valid | self.o.ready, "free")
-        go = _wire(m, holding & free, "go")
-        ranks = [_popcount(left[:k]) if k else Const(0, 1) for k in range(SPANS)]
-        slots = [_wire(m, Cat(left[k] & (ranks[k] == j) for k in range(SPANS)), f"slot{j}")
+        go = _wire(m, b_holding & free, "go")
+        slots = [_wire(m, Cat(b["nonempty"][k] & (rank[k] == target[j])
+                              for k in range(SPANS)), f"slot{j}")
                  for j in range(self.packets)]
-        taken = _wire(m, self._or_all(slots), "taken")
-        done = _wire(m, (left & ~taken) == 0, "done")
-        m.d.comb += self.i.ready.eq(~holding | (go & done))
+        left = _wire(m, total - target[0], "left", signed(7))
+        done = _wire(m, left <= self.packets, "done")
+        b_free = _wire(m, ~b_holding | (go & done), "b_free")
+        m.d.comb += self.i.ready.eq(~a_valid | b_free)
         out = self.o.payload
         with m.If(go):
-            m.d.sync += [self.o.valid.eq(left != 0), left.eq(left & ~taken),
-                         out.count.eq(_popcount(taken))]
+            m.d.sync += [self.o.valid.eq(left > 0), out.count.eq(Mux(done, left, self.packets))]
+            m.d.sync += [t.eq(t + self.packets) for t in target]
             for j, slot in enumerate(slots):
                 pkt = out.packet[j]
                 pick = lambda values: self._or_all([Mux(slot[k], values[k], 0)
                                                     for k in range(SPANS)])
-                m.d.sync += [pkt.prim.eq(meta.tag), pkt.bx.eq(meta.bx), pkt.by.eq(meta.by),
-                             pkt.msaa.eq(meta.msaa), pkt.span.eq(_encode(slot)),
-                             pkt.pixel_mask.eq(pick(pixels)), pkt.sample_mask.eq(pick(field)),
-                             pkt.full.eq((slot & full).any())]
-            with m.If(done):
-                m.d.sync += holding.eq(0)
+                m.d.sync += [pkt.prim.eq(b["meta"].tag), pkt.bx.eq(b["meta"].bx),
+                             pkt.by.eq(b["meta"].by), pkt.msaa.eq(b["meta"].msaa),
+                             pkt.span.eq(_encode(slot)), pkt.pixel_mask.eq(pick(b["pixels"])),
+                             pkt.sample_mask.eq(pick(b["field"])),
+                             pkt.full.eq((slot & b["full"]).any())]
         with m.Elif(self.o.ready):
             m.d.sync += self.o.valid.eq(0)
 
+        # Stage B takes A's block when its own last word goes (or it is empty), with each
+        # non-empty span's rank among them.
+        with m.If(b_free):
+            m.d.sync += b_holding.eq(a_valid)
+        with m.If(b_free & a_valid):
+            m.d.sync += self._copy(b, a)
+            m.d.sync += [r.eq(_popcount(a["nonempty"][:k]) if k else 0)
+                         for k, r in enumerate(rank)]
+            m.d.sync += total.eq(_popcount(a["nonempty"]))
+            m.d.sync += [t.eq(j) for j, t in enumerate(target)]
+
+        # Stage A: the block's mask split into span fields, pixel masks, full bits.
+        with m.If(self.i.ready):
+            m.d.sync += a_valid.eq(self.i.valid)
         with m.If(self.i.valid & self.i.ready):
             fields, pix, fulls = self._split(m, self.i.payload)
-            m.d.sync += [holding.eq(1), meta.eq(Cat(
-                self.i.payload[name] for name in self._block_fields())),
-                left.eq(Cat(p.any() for p in pix)), full.eq(Cat(fulls))]
-            m.d.sync += [f.eq(v) for f, v in zip(field, fields)]
-            m.d.sync += [p.eq(v) for p, v in zip(pixels, pix)]
+            m.d.sync += self._copy(a, {
+                "meta": Cat(self.i.payload[name] for name in self._block_fields()),
+                "field": fields, "pixels": pix, "full": Cat(fulls),
+                "nonempty": Cat(p.any() for p in pix)})
         return m
+
+    def _span_registers(self, stage):
+        """The registers of a block split into spans, named after ``stage``."""
+        return {
+            "meta": Signal(data.StructLayout(self._block_fields()), name=f"{stage}_meta"),
+            "field": [Signal(16 * self.max_samples, name=f"{stage}_field{k}")
+                      for k in range(SPANS)],
+            "pixels": [Signal(16, name=f"{stage}_pixels{k}") for k in range(SPANS)],
+            "full": Signal(SPANS, name=f"{stage}_full"),
+            "nonempty": Signal(SPANS, name=f"{stage}_nonempty"),
+        }
+
+    @staticmethod
+    def _copy(dst, src):
+        """Assignments of every register of ``dst`` from the matching value of ``src``."""
+        out = []
+        for name, reg in dst.items():
+            if isinstance(reg, list):
+                out += [r.eq(v) for r, v in zip(reg, src[name])]
+            else:
+                out.append(reg.eq(src[name]))
+        return out
 
     _or_all = staticmethod(BlockRasterizer._or_all)
 
