@@ -892,9 +892,9 @@ class TriangleSetup(_Format, wiring.Component):
     ``W = int_bits + subpix``, each operand wider than 18 bits cut at bit 17 so that
     every partial product fits one 18x18 MULT18X18D), 6 the products (sums of their
     partial products), 7 their differences, 8 orientation, culling and the output word.
-    Each clock holds one compare-and-choose, one carry chain or one DSP: the 6-stage
-    design, with the clip feeding the offsets and a whole product in one clock, routed
-    at 74.7 MHz on the ECP5-85F.
+    Each clock holds one compare-and-choose, one carry chain or one DSP: the 12.8 build
+    routes at 104.9 MHz on the ECP5-85F (the 6-stage design, with the clip feeding the
+    offsets and a whole product in one clock, at 74.7 MHz).
 
     Malformed primitives -- an ``msaa`` code the build lacks, ``n_verts`` other than 3
     or 4 (4 only on a 4-edge build), a used vertex coordinate outside ``0 ..
