@@ -123,7 +123,7 @@ from hw import sync as sync_block
 from hw.qcc import DEFAULT_PROGRAMS, DONE, ISSUE, EType as QType, Kind
 from hw.spreader import CfgOp, SpreaderQCC
 
-__all__ = ["Frontend", "CommandParser", "PixelEngine", "Framebuffer", "Group", "PrimOp",
+__all__ = ["Frontend", "FrontendBoard", "BOARD_PARAMS", "DEFAULT_COMMANDS", "CommandParser", "PixelEngine", "Framebuffer", "Group", "PrimOp",
            "StateOp", "SUBPIX", "DESIGNS"]
 
 SUBPIX = 8                   #: fractional bits of the command coordinates (16.8)
@@ -401,8 +401,10 @@ class Framebuffer(wiring.Component):
     (a synchronous read port, transparent to the write port, so a row written in the
     same clock is read new) and in the next clock each covered sample becomes
     ``max(old, prid)`` and is written back. The acknowledgement ``ack[e]`` goes out with
-    the last row's write. ``clear`` (a strobe) zeroes every word, one a clock; ``fb_addr``
-    reads a word (``fb_data`` one clock later) while ``idle``.
+    the last row's write. ``clear`` (a strobe) zeroes every word, one a clock, before
+    the next request is taken (a per-word frame tag would save those clocks, but a
+    word that no frame wrote for a tag period would then come back). ``fb_addr`` reads
+    a word (``fb_data`` one clock later) while ``idle``.
     """
 
     def __init__(self, *, n, width, height, modes, prid_bits):
@@ -424,22 +426,23 @@ class Framebuffer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        S, P = self.max_samples, self.prid_bits
+        S, P, B = self.max_samples, self.prid_bits, self.word_bits
         xw, aw = _log2(self.width), _log2(self.words)
-        mem = Memory(shape=self.word_bits, depth=self.words, init=[])
+        mem = Memory(shape=B, depth=self.words, init=[])
         m.submodules.mem = mem
         wp = mem.write_port()
         rp = mem.read_port(transparent_for=(wp,))
+        current = rp.data
+        clearing = Signal()
+        clr_addr = Signal(aw)
 
         # --- request choice: round robin over the engines
         active = Signal()
-        cur = Signal(self.pix_layout())
+        cur = Signal(fb_request_layout(P, S))
         eu = Signal(range(max(2, self.n)))
         row = Signal(2)
         rest = Signal(16 * S)                   # sample mask of the rows not yet read
         ptr = Signal(range(max(2, self.n)))
-        clearing = Signal()
-        clr_addr = Signal(aw)
         grant = Signal(range(max(2, self.n)))
         any_valid = Cat(r.valid for r in self.req).any()
         # the first valid request at or after ptr, else the first from 0
@@ -467,14 +470,12 @@ class Framebuffer(wiring.Component):
         mode = Cat(self.msaa == _log2(s) for s in self.modes)
         lanes = []
         for q in range(4):
-            lane = []
             for s in range(S):
                 bit = Const(0)
                 for i, n in enumerate(self.modes):
                     if s < n:
                         bit = bit | (mode[i] & rest[q * n + s])
-                lane.append(bit)
-            lanes.append(Cat(lane))
+                lanes.append(bit)
         shifted = Const(0, 16 * S)
         for i, n in enumerate(self.modes):
             shifted = shifted | Mux(mode[i], rest >> (4 * n), 0)
@@ -489,13 +490,13 @@ class Framebuffer(wiring.Component):
                          rest.eq(shifted), row.eq(row + 1)]
             with m.If(row == 3):
                 m.d.sync += active.eq(0)
-        with m.Elif(~clearing):
+        with m.Else():
             m.d.comb += rp.addr.eq(self.fb_addr)
 
         # --- stage W: per sample max(old, prid) where covered, written back
         new = []
         for k in range(4 * S):
-            old = rp.data[k * P:(k + 1) * P]
+            old = current[k * P:(k + 1) * P]
             new.append(Mux(w_bits[k] & (w_prid > old), w_prid, old))
         with m.If(w_valid):
             m.d.comb += [wp.addr.eq(w_addr), wp.data.eq(Cat(new)), wp.en.eq(1)]
@@ -509,12 +510,9 @@ class Framebuffer(wiring.Component):
                 m.d.sync += clearing.eq(0)
         with m.If(self.clear):
             m.d.sync += [clearing.eq(1), clr_addr.eq(0)]
-        m.d.comb += [self.fb_data.eq(rp.data),
+        m.d.comb += [self.fb_data.eq(current),
                      self.idle.eq(~active & ~w_valid & ~clearing & ~any_valid)]
         return m
-
-    def pix_layout(self):
-        return fb_request_layout(self.prid_bits, self.max_samples)
 
 
 # ====================================================================== the front end
@@ -786,5 +784,213 @@ class Frontend(wiring.Component):
                      p.scissor.right.eq(size[0]), p.scissor.bottom.eq(size[1])]
 
 
+#: The board build's parameters (``make synth``, ``make bitstream``): two EUs, a 64x64
+#: frame at 4x MSAA, the small tables of the tests.
+BOARD_PARAMS = {"n_eus": 2, "width": 64, "height": 64, "modes": (4,), "prid_bits": 8,
+                "records": 8, "entities": 8, "lines": 16, "vdt_records": 8, "pt_records": 4,
+                "fifo_depth": 2, "latency": 2}
+
+# ====================================================================== the board top
+
+def _cmd(group, op, value):
+    """A command word (``is_token`` in bit 0), as the module docstring's table."""
+    return ((group << 30) | (op << 26) | value) << 1
+
+
+#: The board top's default command stream when none is given: one 4x frame with two
+#: triangles over a 64x64 frame (``make bitstream`` passes the default scene instead).
+DEFAULT_COMMANDS = tuple(
+    [_cmd(Group.PRIM, PrimOp.FRAME, 2)]
+    + [_cmd(Group.PRIM, PrimOp.DRAW, 1)]
+    + [_cmd(Group.PRIM, PrimOp.VERTEX, c << SUBPIX) for c in (2, 2, 60, 10, 12, 58)]
+    + [_cmd(Group.PRIM, PrimOp.DRAW, 2)]
+    + [_cmd(Group.PRIM, PrimOp.VERTEX, c << SUBPIX) for c in (0, 30, 63, 20, 40, 63)]
+    + [(sync_block.Token.END_BATCH << 1) | 1])
+
+
+def _crc32_byte(crc, byte):
+    """CRC-32 (IEEE 802.3, reflected) of ``crc`` after one more byte, as logic: each
+    output bit is the XOR of the input bits that the eight shift steps fold into it
+    (worked out here on bit masks, so the logic is one XOR tree per bit)."""
+    # state bits as masks over the 40 inputs: crc bits 0-31, byte bits 32-39
+    state = [(1 << i) | ((1 << (32 + i)) if i < 8 else 0) for i in range(32)]
+    for _ in range(8):
+        low = state[0]
+        state = state[1:] + [0]
+        state = [v ^ (low if 0xEDB88320 >> i & 1 else 0) for i, v in enumerate(state)]
+    inputs = Cat(crc, byte)
+    return Cat(_xor_of(inputs, mask) for mask in state)
+
+
+def _xor_of(bits, mask):
+    terms = [bits[i] for i in range(len(bits)) if mask >> i & 1]
+    value = terms[0]
+    for t in terms[1:]:
+        value = value ^ t
+    return value
+
+
+class FrontendBoard(wiring.Component):
+    """The front end on a board: the scene in a ROM, the result over a UART.
+
+    At reset (``autostart``) and at each rising edge of ``button`` while idle, the
+    command words of ``commands`` go into a :class:`Frontend`. When its frame is done,
+    the framebuffer is read word by word and its CRC-32 computed over the words' bytes
+    (little endian, ``ceil(word_bits / 8)`` bytes a word, in address order:
+    ``golden.frontend.checksum``), and one line goes out on ``uart_tx`` (8N1, ``divisor``
+    clocks a bit)::
+
+        fresco crc=1a2b3c4d clocks=00001234 errors=00
+
+    (lower-case hex: the CRC, the frame's clocks from FRAME to done, ``errors``).
+    ``leds``: 0 busy (drawing or reading back), 1 done, 2 error, 3 a heartbeat.
+
+    Parameters
+    ----------
+    commands : tuple of int
+        The command words (``is_token`` in bit 0); default :data:`DEFAULT_COMMANDS`.
+    divisor : int
+        Clocks per UART bit, 2..65535. Default 217 (115200 baud at 25 MHz).
+    autostart : bool
+        Draw once after reset. Default True.
+    frontend : dict or None
+        :class:`Frontend`'s parameters over :data:`BOARD_PARAMS`.
+    """
+
+    def __init__(self, *, commands=DEFAULT_COMMANDS, divisor=217, autostart=True,
+                 frontend=None):
+        if not isinstance(commands, (tuple, list)) or not commands:
+            raise TypeError(f"commands must be a non-empty tuple of command words, "
+                            f"not {commands!r}")
+        for w in commands:
+            _check_int("commands[i]", w, 0, (1 << 33) - 1)
+        self.commands = tuple(commands)
+        self.divisor = _check_int("divisor", divisor, 2, 65535)
+        if not isinstance(autostart, bool):
+            raise TypeError(f"autostart must be a bool, not {autostart!r}")
+        self.autostart = autostart
+        if frontend is not None and not isinstance(frontend, dict):
+            raise TypeError(f"frontend must be a dict of Frontend parameters, not {frontend!r}")
+        params = {**BOARD_PARAMS, **(frontend or {})}
+        params["modes"] = tuple(params["modes"])
+        self.frontend = Frontend(**params)
+        super().__init__({"button": In(1), "uart_tx": Out(1, init=1), "leds": Out(4)})
+
+    MESSAGE = ("fresco crc=", ("crc", 8), " clocks=", ("clocks", 8), " errors=",
+               ("errors", 2), "\r\n")
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.frontend = fe = self.frontend
+        rom = Memory(shape=33, depth=len(self.commands), init=self.commands)
+        m.submodules.rom = rom
+        rd = rom.read_port(domain="comb")
+        n_words, nbytes = fe.fb.words, (fe.fb.word_bits + 7) // 8
+
+        idx = Signal(range(len(self.commands) + 1))
+        addr = Signal(range(n_words + 1))
+        word = Signal(nbytes * 8)
+        byte_no = Signal(range(nbytes + 1))
+        crc = Signal(32)
+        result = Signal(data.StructLayout({"errors": 8, "clocks": 32, "crc": 32}))
+        pressed = Signal()
+        button_d = Signal()
+        m.d.sync += button_d.eq(self.button)
+        m.d.comb += pressed.eq(self.button & ~button_d)
+        char_ix, char = Signal(range(64)), Signal(8)
+        tx_go, tx_busy = Signal(), Signal()
+
+        m.d.comb += [rd.addr.eq(idx), fe.i.payload.eq(rd.data), fe.fb_addr.eq(addr)]
+        with m.FSM(name="board", init="START" if self.autostart else "IDLE") as fsm:
+            with m.State("IDLE"):
+                with m.If(pressed):
+                    m.next = "START"
+            with m.State("START"):
+                m.d.sync += idx.eq(0)
+                m.next = "SEND"
+            with m.State("SEND"):
+                m.d.comb += fe.i.valid.eq(1)
+                with m.If(fe.i.ready):
+                    m.d.sync += idx.eq(idx + 1)
+                    with m.If(idx == len(self.commands) - 1):
+                        m.next = "WAIT_BUSY"
+            with m.State("WAIT_BUSY"):
+                with m.If(fe.busy):
+                    m.next = "WAIT_DONE"
+            with m.State("WAIT_DONE"):
+                with m.If(~fe.busy):
+                    m.d.sync += [addr.eq(0), crc.eq(0xFFFFFFFF)]
+                    m.next = "ADDRESS"
+            with m.State("ADDRESS"):                # fb_addr = addr this clock
+                m.next = "LATCH"
+            with m.State("LATCH"):
+                m.d.sync += [word.eq(fe.fb_data), byte_no.eq(0), addr.eq(addr + 1)]
+                m.next = "CRC"
+            with m.State("CRC"):
+                m.d.sync += [crc.eq(_crc32_byte(crc, word[:8])), word.eq(word >> 8),
+                             byte_no.eq(byte_no + 1)]
+                with m.If(byte_no == nbytes - 1):
+                    with m.If(addr == n_words):
+                        m.next = "RESULT"
+                    with m.Else():
+                        m.next = "ADDRESS"
+            with m.State("RESULT"):
+                m.d.sync += [result.crc.eq(~crc), result.clocks.eq(fe.clocks),
+                             result.errors.eq(fe.errors), char_ix.eq(0)]
+                m.next = "TX"
+            with m.State("TX"):
+                m.d.comb += tx_go.eq(~tx_busy)
+                with m.If(~tx_busy):
+                    m.d.sync += char_ix.eq(char_ix + 1)
+                    with m.If(char_ix == self._message_length() - 1):
+                        m.next = "IDLE"
+        self._characters(m, char_ix, char, result)
+        self._uart(m, tx_go, char, tx_busy)
+        beat = Signal(24)
+        m.d.sync += beat.eq(beat + 1)
+        reading = ~fsm.ongoing("IDLE") & ~fsm.ongoing("TX")
+        m.d.comb += self.leds.eq(Cat(fe.busy | reading, fe.done, fe.error, beat[-1]))
+        return m
+
+    def _message_length(self):
+        return sum(len(p) if isinstance(p, str) else p[1] for p in self.MESSAGE)
+
+    def _characters(self, m, index, char, result):
+        """``char`` = character ``index`` of :attr:`MESSAGE` (hex digits of ``result``)."""
+        k = 0
+        with m.Switch(index):
+            for part in self.MESSAGE:
+                if isinstance(part, str):
+                    for c in part:
+                        with m.Case(k):
+                            m.d.comb += char.eq(ord(c))
+                        k += 1
+                    continue
+                field, digits = part
+                value = result[field]
+                for d in range(digits):
+                    nib = value[4 * (digits - 1 - d):4 * (digits - d)]
+                    with m.Case(k):
+                        m.d.comb += char.eq(Mux(nib < 10, nib + ord("0"), nib + ord("a") - 10))
+                    k += 1
+
+    def _uart(self, m, go, char, busy):
+        """8N1 transmitter: ``go`` with ``~busy`` sends ``char``."""
+        shift = Signal(10)
+        bits = Signal(range(11))
+        count = Signal(range(self.divisor))
+        m.d.comb += busy.eq(bits != 0)
+        with m.If(go & ~busy):
+            m.d.sync += [shift.eq(Cat(Const(0, 1), char, Const(1, 1))), bits.eq(10),
+                         count.eq(self.divisor - 1)]
+        with m.Elif(busy):
+            with m.If(count == 0):
+                m.d.sync += [shift.eq(shift >> 1), bits.eq(bits - 1),
+                             count.eq(self.divisor - 1)]
+            with m.Else():
+                m.d.sync += count.eq(count - 1)
+        m.d.comb += self.uart_tx.eq(Mux(busy, shift[0], 1))
+
+
 #: Designs of this block that ``python -m hw.gen`` builds, by name.
-DESIGNS = {"frontend": Frontend}
+DESIGNS = {"frontend": Frontend, "board": FrontendBoard}

@@ -35,6 +35,28 @@ def test_frontend(simulator):
                **WIDE_DESIGN)
 
 
+#: the board top's test build: the board's 4x mode on the small frame, a fast UART
+BOARD_SMALL = {"n_eus": 2, "width": 32, "height": 32, "modes": (4,)}
+BOARD_SEED = 5
+
+
+def board_commands():
+    """The board test's scene: a small mesh at 4x."""
+    v = scenes.scene("mesh", 32, 32, 6, BOARD_SEED, subpix=G.SUBPIX,
+                     int_bits=G.int_bits_for(32, 32))
+    return G.scene_cmds(v, 4)
+
+
+@pytest.mark.parametrize("simulator", [pytest.param(s, marks=pytest.mark.slow)
+                                       if s == "verilator" else s for s in simulators()])
+def test_board(simulator):
+    """``frontend.board``: the scene from its ROM, the checksum over the UART (Verilator
+    in ``make regress`` only: one more large build)."""
+    run_cocotb("frontend.board", "tb.test_frontend", simulator,
+               {"commands": tuple(board_commands()), "divisor": 4, "frontend": BOARD_SMALL},
+               testcase=["board_uart"], **WIDE_DESIGN)
+
+
 @pytest.mark.parametrize("kwargs, error, message", [
     ({"n_eus": 0}, ValueError, r"n_eus must be an integer from 1 to 16, not 0"),
     ({"width": 48}, ValueError, r"width must be a power of two from 16 to 2048, not 48"),
@@ -306,3 +328,53 @@ async def frontend_malformed(dut):
     run.check_frame("after", frame, got)
     assert int(dut.error.value), "the error flag is not sticky"
     await run.finish("malformed")
+
+
+@cocotb.test()
+async def board_uart(dut):
+    """The board top draws its ROM's frame at reset and sends one line over the UART:
+    the CRC must be the golden frame's, the error field 0."""
+    from hw.frontend import FrontendBoard
+    p = params()
+    board = FrontendBoard(commands=tuple(p["commands"]), divisor=p["divisor"],
+                          frontend=p["frontend"])
+    fe = board.frontend
+    await start(dut, idle=("button",))
+    line = await uart_line(dut, p["divisor"], max_clocks=200000)
+    dut._log.info("UART: %r", line)
+    (frame,) = G.parse(p["commands"], width=fe.width, height=fe.height,
+                       modes=fe.modes).frames
+    ids = G.render(frame, fe.width, fe.height, fe.max_samples)
+    crc = G.checksum(G.fb_words(ids, fe.prid_bits), fe.fb.word_bits)
+    fields = dict(kv.split("=") for kv in line.split()[1:])
+    assert line.startswith("fresco "), line
+    assert int(fields["crc"], 16) == crc, f"crc {fields['crc']}, golden {crc:08x}"
+    assert int(fields["errors"], 16) == 0 and int(fields["clocks"], 16) > 0, line
+    leds = int(dut.leds.value)
+    assert leds & 0b010 and not leds & 0b101, f"leds {leds:04b}: expected done only"
+
+
+async def uart_line(dut, divisor, *, max_clocks):
+    """Decode 8N1 characters on ``uart_tx`` (``divisor`` clocks a bit) up to a newline."""
+    text = ""
+    t = 0
+    while not text.endswith("\n"):
+        # wait for a start bit
+        while int(dut.uart_tx.value):
+            await FallingEdge(dut.clk)
+            t += 1
+            assert t < max_clocks, f"no UART line within {max_clocks} clocks: {text!r}"
+        for _ in range(divisor // 2):            # to the middle of the start bit
+            await FallingEdge(dut.clk)
+        assert not int(dut.uart_tx.value), "start bit too short"
+        value = 0
+        for bit in range(9):
+            for _ in range(divisor):
+                await FallingEdge(dut.clk)
+            if bit < 8:
+                value |= int(dut.uart_tx.value) << bit
+            else:
+                assert int(dut.uart_tx.value), "no stop bit"
+        t += 10 * divisor
+        text += chr(value)
+    return text
