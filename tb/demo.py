@@ -120,17 +120,25 @@ def demo(scene, width, height, samples, eus, count, seed):
         except BaseException as exc:          # reported below, after the bar
             failure.append(exc)
 
+    # the bar writes to the terminal's stderr: the simulation's output is redirected
+    terminal = os.fdopen(os.dup(2), "w")
     worker = threading.Thread(target=simulate)
     worker.start()
-    with tqdm(total=n_packets, unit="packet", desc="pixel packets drawn",
-              dynamic_ncols=True) as bar:
-        while worker.is_alive():
-            worker.join(0.5)
-            try:
-                done = int(progress.read_text() or 0)
-            except (OSError, ValueError):
-                continue
-            bar.update(done - bar.n)
+    bar = None
+    while worker.is_alive():
+        worker.join(0.5)
+        try:
+            done = int(progress.read_text() or 0)
+        except (OSError, ValueError):
+            continue
+        if bar is None:             # the simulation has started: the build is done
+            print(f"built in {time.time() - started:.0f} s; simulating", file=terminal,
+                  flush=True)
+            bar = tqdm(total=n_packets, unit="packet", desc="pixel packets drawn",
+                       dynamic_ncols=True, file=terminal)
+        bar.update(done - bar.n)
+    if bar is not None:
+        bar.close()
     if failure or not result.exists():
         print(f"demo: the simulation failed (see {log.relative_to(ROOT)}): "
               f"{failure[0] if failure else 'no result'}", file=sys.stderr)

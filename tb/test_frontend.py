@@ -35,6 +35,16 @@ def test_frontend(simulator):
                **WIDE_DESIGN)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("simulator", simulators())
+def test_frontend_demo_scene(simulator):
+    """``make regress``: the demo's default scene and build (``tb/demo.py``), checked like
+    the small scenes (frame and scoreboard)."""
+    from tb.demo import demo_params
+    run_cocotb("frontend.frontend", "tb.test_frontend", simulator,
+               demo_params(128, 128, 4, 4), testcase=["frontend_demo_scene"], **WIDE_DESIGN)
+
+
 #: the board top's test build: the board's 4x mode on the small frame, a fast UART
 BOARD_SMALL = {"n_eus": 2, "width": 32, "height": 32, "modes": (4,)}
 BOARD_SEED = 5
@@ -328,6 +338,23 @@ async def frontend_malformed(dut):
     run.check_frame("after", frame, got)
     assert int(dut.error.value), "the error flag is not sticky"
     await run.finish("malformed")
+
+
+@cocotb.test()
+async def frontend_demo_scene(dut):
+    """The demo's default scene (128x128 mesh + random triangles, 4x) on the demo's build:
+    frame bit-equal to the golden model, log through the scoreboard."""
+    from tb.demo import scene_vertices
+    rng = await _start(dut)
+    run = Run(dut, rng, gap=0.1, stall=0.1)
+    verts = scene_vertices("mesh+random", 128, 128, 192, 1)
+    words = G.scene_cmds(verts, 4)
+    (frame,) = G.parse(words, width=128, height=128, modes=(4,)).frames
+    run.expect(frame)
+    got = await run.frame(words, latency=random_latency(rng), max_clocks=400000)
+    run.check_frame("demo scene", frame, got)
+    assert not int(dut.error.value)
+    await run.finish("demo_scene")
 
 
 @cocotb.test()
