@@ -77,7 +77,9 @@ Decisions
 ---------
 * The CSP's state output carries LATENCY only (its order relative to draws does not
   matter: it changes timing, never the frame); everything ordered travels on the
-  primitive output. Data words on the 3D and 2D outputs are unsupported.
+  primitive output. Data words on the 3D and 2D outputs are unsupported. The CSP is
+  ``hw.sync.csp`` with END_BATCH broadcast to every output, so that it reaches the
+  primitive output even right after a state word.
 * **Malformed commands** are dropped and set the sticky ``error`` (bit in ``errors``):
   an unknown opcode or group, a VERTEX outside a draw, a draw cut short by any other
   word, primitive id 0, a coordinate beyond the rasterizer's range
@@ -531,7 +533,8 @@ class Frontend(wiring.Component):
     error : out -- sticky OR of ``errors``
     errors : out -- sticky: bit 0 CSP, 1 malformed command, 2 command out of place or of an
         unsupported group, 3 rasterizer, 4 spreader, 5 a QCC, 6 a QCC adapter
-    log, err : stream, out -- the spreader's decision log and error reports
+    log, err : stream, out -- the spreader's decision log and error reports; the
+        spreader waits for room in them, so a user without a reader holds ``ready`` at 1
     cfg_tap, move_tap, alloc_tap, status_tap, release_tap, done_tap, in_tap : out -- what crosses
         the spreader's ports (``hw.spreader.SpreaderQCC``), for the scoreboard;
         ``in_tap`` bit s: input stream s (vertex, triangle, pixel) took a packet
@@ -553,9 +556,14 @@ class Frontend(wiring.Component):
         # int_bits: the frame's right and bottom edges (width.0) must be representable
         self.int_bits = max(5, _log2(max(width, height)) + 1)
         self.coord_limit = 1 << (self.int_bits + SUBPIX)
+        # hw.sync.csp() with END_BATCH broadcast: it must reach the primitive output even
+        # when a state word was the last data word before it (the CSP's interrupt
+        # injection is csp()'s)
+        T, Ev = sync_block.Token, sync_block.EventId
         self.csp = sync_block.ForkUnit(
-            n_outputs=4, width=32, fifo_depth=3, inject=sync_block.csp().inject,
-            broadcast=(sync_block.Token.END_BATCH,))
+            n_outputs=4, width=32, fifo_depth=3, broadcast=(T.END_BATCH,),
+            inject={Ev.INTERRUPT: ((T.EVENT_END, Ev.DMA), (T.EVENT_END, Ev.CONTEXT),
+                                   (T.EVENT_END, Ev.INTERRUPT))})
         self.parser = CommandParser(modes=self.modes, prid_bits=prid_bits,
                                     coord_limit=self.coord_limit)
         self.raster = raster_block.RasterPipeline(edges=3, modes=self.modes, subpix=SUBPIX,
@@ -900,7 +908,8 @@ class FrontendBoard(wiring.Component):
         char_ix, char = Signal(range(64)), Signal(8)
         tx_go, tx_busy = Signal(), Signal()
 
-        m.d.comb += [rd.addr.eq(idx), fe.i.payload.eq(rd.data), fe.fb_addr.eq(addr)]
+        m.d.comb += [rd.addr.eq(idx), fe.i.payload.eq(rd.data), fe.fb_addr.eq(addr),
+                     fe.log.ready.eq(1), fe.err.ready.eq(1)]   # unused: never stall them
         with m.FSM(name="board", init="START" if self.autostart else "IDLE") as fsm:
             with m.State("IDLE"):
                 with m.If(pressed):
