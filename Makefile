@@ -15,7 +15,7 @@ export PATH := $(BIN):$(PATH)
 # through the environment.
 export SIM WAVES SEED
 
-.PHONY: all setup verilog test regress bench synth render clean distclean
+.PHONY: all setup verilog test regress bench synth render demo bitstream clean distclean
 
 all: verilog
 
@@ -73,6 +73,21 @@ MSAA  ?= 4
 SIZE  ?= 256x256
 render: setup
 	$(BIN)/python -m tb.render_raster --scene $(SCENE) --msaa $(MSAA) --size $(SIZE)
+
+# make demo [SCENE=mesh+random|mesh|random|slivers|fan] [SIZE=WxH] [MSAA=N] [EUS=N]:
+# the whole front end (frontend.frontend) draws a scene on Verilator into build/demo/.
+# Variables given on the command line override the demo's own defaults (128x128, 4x, 4 EUs).
+given = $(filter command line environment,$(origin $(1)))
+demo: setup
+	$(BIN)/python -m tb.demo $(if $(call given,SCENE),--scene $(SCENE)) \
+	  $(if $(call given,SIZE),--size $(SIZE)) $(if $(call given,MSAA),--msaa $(MSAA)) \
+	  $(if $(call given,EUS),--eus $(EUS))
+
+# make bitstream [BOARD=ulx3s-85f|ecpix5-85]: the front end with its board scene in a ROM,
+# checksum over the UART (tb/board.py); build/bitstream/<board>/top.bit.
+BOARD ?= ulx3s-85f
+bitstream: setup
+	$(BIN)/python -m tb.board --board $(BOARD)
 
 clean:
 	rm -rf sim_build build results.xml .pytest_cache

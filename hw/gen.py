@@ -27,7 +27,7 @@ from amaranth.back import verilog
 __all__ = ["BLOCKS", "designs", "build", "generate", "main"]
 
 #: Blocks whose designs can be generated: block name -> module with a ``DESIGNS`` dict.
-BLOCKS = ("sync", "raster", "qcc", "spreader", "wave", "warp")
+BLOCKS = ("sync", "raster", "qcc", "spreader", "wave", "warp", "frontend")
 
 
 def designs(blocks=BLOCKS):

@@ -50,6 +50,10 @@ TARGETS = [
     ("wave.scheduler", {"max_k": 3}),
     ("wave.scheduler", {"wave_size": 64, "max_k": 3}),
     ("warp.unit", {}),
+    # the whole front end at the board build's parameters (hw.frontend.BOARD_PARAMS)
+    ("frontend.frontend", {"n_eus": 2, "width": 64, "height": 64, "modes": (4,),
+                           "prid_bits": 8, "records": 8, "entities": 8, "lines": 16,
+                           "vdt_records": 8, "pt_records": 4, "fifo_depth": 2, "latency": 2}),
 ]
 
 
