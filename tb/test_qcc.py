@@ -157,10 +157,12 @@ class CycleChecker:
         cmd = decode_command(sample.cmd) if sample.cmd is not None else None
         query = decode_command(sample.query) if sample.query is not None else None
         before = self.model.entity_info(cmd.entity) if cmd is not None else None
+        tombs = set(self.model.tombstones())
         res = self.model.cycle(cmd=cmd, query=query, ncompl=sample.n_done,
                                mcompl=sample.m_done, n_ready=sample.n_ready,
                                m_ready=sample.m_ready)
         self._cover(cmd, before, res)
+        self.coverage["tombstone dropped"] += len(tombs - set(self.model.tombstones()))
         if cmd is not None:
             self.expected["resp"].append(res.resp)
             self.responses.append((cmd, res.resp))
@@ -759,7 +761,7 @@ async def delete_cases(dut):
     dut._log.info("coverage after %d rounds: %s", attempt + 1, dict(cover))
     for case in ("delete queued", "delete queued, same FIFO popped",
                  "delete of an entity issued in that clock",
-                 "map in the clock the entity finishes",
+                 "map in the clock the entity finishes", "tombstone dropped",
                  "DELETE BUSY"):
         assert cover[case] > 0, f"never hit: {case}"
     bench.flow()
