@@ -60,6 +60,15 @@ How it is built, and why
   (RAM-based, after AMD XAPP1151) documents that reads take one clock cycle and
   writes two, not both at once, with a "clear this content from every address"
   operation (a multi-match delete of one whole key value).
+* **Not yet in memory (issue 11, item 1 open).** The key and the changing fields
+  above are still flip-flops with a comparator per record. The step we designed for
+  it: the key space is only 12 bits, so a RAM indexed by the entity number can hold,
+  per entity, the record of each of its 16 frames (9 bits each) and a bit-vector of
+  its records: a search is one synchronous read (result one clock later), ALLOC writes
+  the whole word, MAP one frame's slot, and a multi-match DELETE writes nothing (the
+  entity's free bit masks its stale word; its next ALLOC overwrites it). Completions
+  that finish an entity would then free its records a clock later, which the golden
+  model would have to define first.
 * **Write-once fields in RAM.** ``entity``, ``etype`` and ``hold`` are copied into a
   small RAM (``meta``) and the buffer's first line and length are the address rename
   table (``art``), both indexed by record. Reads by index (completions, issues, search
@@ -969,8 +978,8 @@ class QCC(wiring.Component):
                 s.busy_bit[r].eq(~fresh & ~kill[r] & (issued | (s.busy_bit[r] & ~done))),
                 s.queued_bit[r].eq(Mux(fresh, ev.alloc_ok, ~kill[r] & ~issued
                                        & Mux(done, advance, s.queued_bit[r]))),
-                s.stage[r].eq(Mux(fresh, 0, Mux(done, Mux(advance, s.stage[r] + 1, DONE_STAGE),
-                                                s.stage[r]))),
+                s.stage[r].eq(Mux(fresh, 0, Mux(done, Mux(advance, Mux(
+                    d_n.onehot[r], d_n.next_stage, d_m.next_stage), DONE_STAGE), s.stage[r]))),
                 s.tomb_bit[r].eq(Mux(ev.dropped[r], 0, s.tomb_bit[r] | ev.entombed[r])),
             ]
             with m.If(fresh):

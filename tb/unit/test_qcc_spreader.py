@@ -88,8 +88,8 @@ HELD_ROOM = [Config.minimum(t, 2, 2 * MAX_BUF_LINES)
              for t in (EType.VERTEX, EType.TRIANGLE, EType.PATCH)]
 
 
-@pytest.mark.parametrize("seed", [0, 1] + [pytest.param(s, marks=pytest.mark.slow)
-                                           for s in range(2, 12)])
+@pytest.mark.parametrize("seed", [0] + [pytest.param(s, marks=pytest.mark.slow)
+                                       for s in range(1, 12)])
 def test_mixed_sizes_with_held_room_minima(seed):
     """Packets of 1..8 lines of every type on QCCs of 32 lines with :data:`HELD_ROOM`:
     every packet allocated exactly once (the scoreboard), no refusal after a passing
