@@ -2,7 +2,7 @@
 
 Transaction level, cycle-exact in the command/response sense: one call of
 :meth:`QCCModel.cycle` is one clock of the RTL and takes the transfers the RTL accepted
-on that clock; it returns the responses to them and the issues the stage parser selects
+on that clock; it returns the responses to them and the issues the stage parser makes
 on that clock. Convenience methods (:meth:`QCCModel.allocate`, :meth:`QCCModel.step`,
 ...) are single cycles with one port active, and :meth:`QCCModel.run` plays a whole
 command script against processors modelled as fixed-, scripted- or random-latency,
@@ -460,7 +460,7 @@ class CycleResult(NamedTuple):
     """What one clock produces.
 
     ``resp``/``qresp`` answer the ``cmd``/``query`` request of the cycle (None if
-    none); ``n_issue``/``m_issue`` are the issues selected in the cycle (None if none);
+    none); ``n_issue``/``m_issue`` are the issues made in the cycle (None if none);
     ``ncode``/``mcode`` tell whether the completion on ``n_done``/``m_done`` was taken
     (OK) or rejected (UNKNOWN, NOT_BUSY), None if there was none.
     """
@@ -481,7 +481,7 @@ class RunResult(NamedTuple):
     """Result of :meth:`QCCModel.run`.
 
     ``responses``: ``(cycle, command, response)`` per command; ``issues``:
-    ``(cycle, issue)`` in selection order (NUMERIC before MOVE within a cycle);
+    ``(cycle, issue)`` in issue order (NUMERIC before MOVE within a cycle);
     ``completions``: ``(cycle, kind, record)``; ``cycles``: clocks run.
     """
     responses: list
@@ -597,7 +597,7 @@ class QCCModel:
         for k, ready in ((Kind.NUMERIC, n_ready), (Kind.MOVE, m_ready)):
             if ready or self._decision[k] is None:
                 self._decide(k)
-        # 3. The command (sees the selected records as busy).
+        # 3. The command (sees the records issued now as busy).
         resp = early if early is not None else (self._command(cmd) if cmd is not None
                                                 else None)
         # 4. Completions (validated on S_t above).
@@ -661,7 +661,7 @@ class QCCModel:
         return self.cycle(mcompl=record, n_ready=False, m_ready=False).mcode
 
     def step(self, n_ready=True, m_ready=True):
-        """One clock with no request: the issues selected (NUMERIC first)."""
+        """One clock with no request: the issues made (NUMERIC first)."""
         return self.cycle(n_ready=n_ready, m_ready=m_ready).issues
 
     issue = step
@@ -676,8 +676,8 @@ class QCCModel:
             One ``cmd`` request per clock, in order; ``None`` is an idle clock,
             :data:`DRAIN` idles until no entity is queued or busy.
         latency : int, sequence of int or callable
-            Clocks from an issue's selection to its completion (>= 1): one value for
-            all, one per issue in selection order, or ``latency(issue) -> int``.
+            Clocks from an issue to its completion (>= 1): one value for
+            all, one per issue in issue order, or ``latency(issue) -> int``.
             Completions due on the same port are delivered one per clock, earliest
             due first (ties: earlier issue first), so different latencies give
             out-of-order completions.
@@ -1017,7 +1017,7 @@ class QCCModel:
         if cmd.op == Op.RELEASE:
             if self._stage[r0] != DONE_STAGE:
                 return Response(cmd.op, Code.NOT_HELD)
-        elif self._busy[r0]:   # busy in S_t, or selected for issue in this cycle
+        elif self._busy[r0]:   # busy in S_t, or issued in this cycle
             return Response(cmd.op, Code.BUSY)
         queued = self._stage[r0] != DONE_STAGE    # (not busy: checked above)
         self._free_entity(e)

@@ -18,9 +18,10 @@ entities through their stages:
 The golden model ``golden/qcc.py`` is the executable reference: its module docstring is
 the contract (ports, opcodes, response codes, what happens within one clock) and this
 block implements it cycle for cycle. In one clock: the requests taken on ``cmd`` and
-``query``, the completions on ``n_done``/``m_done`` and the issue selection all read the
-state at the start of the clock; their writes combine as if applied in the order issue
-selection, command, completions.
+``query``, the completions on ``n_done``/``m_done`` and the issues (each port pops the
+FIFO it decided on in an earlier clock and decides the next) all read the state at the
+start of the clock; their writes combine as if applied in the order issues, command,
+completions.
 
 Ports
 -----
