@@ -1062,9 +1062,11 @@ def test_random_mix_small(seed):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed, lines", [(99, 256), (98, 2048)])
+@pytest.mark.parametrize("seed, lines", [(97, 256), (98, 2048)])
 def test_random_mix_default_size(seed, lines):
-    """At the default size; with 2048 lines the records and entity numbers run out."""
+    """At the default size; with 2048 lines the records and entity numbers run out.
+    (Seed 99, used before issue 11, no longer fills a table with 256 lines: its run
+    changed with the issue timing, and ``assert_covered`` requires a full table.)"""
     sb, _ = random_mix(seed, records=256, entities=256, lines=lines, frames=16,
                        cycles=4000, check_every=10)
     assert_covered(sb)
