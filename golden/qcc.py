@@ -2,7 +2,7 @@
 
 Transaction level, cycle-exact in the command/response sense: one call of
 :meth:`QCCModel.cycle` is one clock of the RTL and takes the transfers the RTL accepted
-on that clock; it returns the responses to them and the issues the stage parser selects
+on that clock; it returns the responses to them and the issues the stage parser makes
 on that clock. Convenience methods (:meth:`QCCModel.allocate`, :meth:`QCCModel.step`,
 ...) are single cycles with one port active, and :meth:`QCCModel.run` plays a whole
 command script against processors modelled as fixed-, scripted- or random-latency,
@@ -60,23 +60,36 @@ Decisions
 6. **CONFIG** writes a whole program atomically (``nstages`` and 8 ``(kind, desc)``
    entries; entries at index >= ``nstages`` are ignored). It is refused (BUSY) while an
    entity of that type is queued or busy; held (done) entities do not block it.
-7. **Issue selection**, per kind k independently, in a cycle where port k can take an
-   issue: candidate types are those with a non-empty FIFO at a stage of kind k. Each
-   candidate type offers its *latest* such stage (drain before fill); the type is
-   chosen round-robin: with ``rr[k]`` the type port k issued last (reset: 4, so type 0
-   comes first), the first candidate among ``rr[k]+1, rr[k]+2, ... (mod 5)`` wins and
-   ``rr[k]`` becomes that type. The head of that FIFO is issued (``busy`` set, removed
-   from the FIFO). No issue leaves ``rr[k]`` unchanged. Stage numbers of different types
-   are never compared (each pipeline is served in turn; within a pipeline, drain first).
+7. **Issue selection is decided a clock ahead**, per kind k independently. Port k
+   keeps one *decision*: the FIFO (type, stage) its next issue comes from, or none.
+   In a cycle where port k can take an issue and holds a decision, the decision is
+   *carried out*: the head of that FIFO is popped and issued (``busy`` set), or, if the
+   head is a tombstone (decision 9), dropped with no issue. In a cycle where port k
+   holds no decision or carries its decision out, it *decides* the next one from
+   ``S_t`` less the pop of this very cycle: candidate types are those with a non-empty
+   FIFO (tombstones count) at a stage of kind k; each candidate type offers its
+   *latest* such stage (drain before fill); the type is chosen round-robin: with
+   ``rr[k]`` the type port k decided on last (reset: 4, so type 0 comes first), the
+   first candidate among ``rr[k]+1, rr[k]+2, ... (mod 5)`` wins and ``rr[k]`` becomes
+   that type. No candidate leaves ``rr[k]`` unchanged and port k without a decision.
+   Stage numbers of different types are never compared (each pipeline is served in
+   turn; within a pipeline, drain first). A decided FIFO cannot run empty before the
+   decision is carried out: only its own decision pops it and DELETE leaves a
+   tombstone. So an entity pushed in cycle t is decided on in t+1 at the earliest,
+   issued in t+2 and shown from t+3, and an always-ready port issues every clock.
 8. **Completions** arrive on two ports, ``n_done`` (NUMERIC) and ``m_done`` (MOVE),
    each one record index per clock (so two issues per clock can be sustained). A
    completion clears ``busy`` and puts the entity at the tail of the FIFO of its next
    stage, or finishes it (decision 4). Two completions of one clock always target
    different FIFOs (different kinds => different stages of a type), and never the
    stage-0 FIFO an ALLOC enqueues into, so FIFO arrival order is total.
-9. **DELETE** of an entity that is queued removes it from its FIFO (the others keep
-   their order); of a busy entity is refused (BUSY), as a completion would come back
-   for a freed record. MAP is allowed at any stage (also busy or held).
+9. **DELETE** of an entity that is queued frees its entity number, its other records
+   and every line at once, but its frame-0 record stays in its FIFO as a *tombstone*
+   (the others keep their order): it no longer answers SEARCH or TRANSLATE nor takes
+   completions, and it is not free for ALLOC or MAP (nor counted in
+   ``free_records``) until its FIFO's decision drops it (decision 7; free from the
+   next cycle). DELETE of a busy entity is refused (BUSY), as a completion would come
+   back for a freed record. MAP is allowed at any stage (also busy or held).
 10. **Resource refusals are not errors**: ALLOC/MAP refused for lack of records, entity
     numbers or lines, and a search miss, do not set the error flag. Precedence of the
     refusal reasons: NO_RECORD, then NO_ENTITY, then NO_LINES (a free run of ``lines``
@@ -92,7 +105,7 @@ Response codes (:class:`Code`), with the checks of each request in precedence or
 * MAP: BAD_ARG (lines not in 1..8, frame >= ``frames``), UNKNOWN (entity not in use),
   MAPPED (frame 0, or a frame already mapped), NO_RECORD, NO_LINES, OK.
 * SEARCH: OK (hit) or MISS (``hit`` = 0).
-* DELETE: UNKNOWN, BUSY (busy, or selected for issue in this very cycle), OK.
+* DELETE: UNKNOWN, BUSY (busy, or issued in this very cycle), OK.
 * RELEASE: UNKNOWN, NOT_HELD (not finished with ``hold``), OK.
 * TRANSLATE: UNKNOWN (buffer >= ``records`` or not in use), RANGE (offset >= the
   buffer's length), OK.
@@ -140,18 +153,20 @@ rising edge that ends cycle t-1.
 * ``cycle(cmd, query, ncompl, mcompl, n_ready, m_ready)`` takes the payloads the RTL
   consumed (``valid & ready``) at the edge ending cycle t, and ``n_ready``/``m_ready``
   = the issue port can load a new issue in cycle t, i.e. ``~valid | ready`` of the
-  registered issue output. The RTL selects an issue in cycle t from ``S_t`` and shows
-  it from cycle t+1 until it is taken. Responses to requests consumed in cycle t are
+  registered issue output. The RTL carries out a decision in cycle t (decision 7) and
+  shows the issue from cycle t+1 until it is taken; the decision itself was made in
+  an earlier cycle, from the state of that cycle. Responses to requests consumed in cycle t are
   shown from cycle t+1 (search latency one clock); ``status`` in cycle t shows ``S_t``.
 * Every check and every response of cycle t reads ``S_t``: a SEARCH or TRANSLATE does
   not see this cycle's ALLOC, MAP, DELETE, completion or issue; an ALLOC does not see
   the records, entity numbers or lines freed by a completion of the same cycle (they
-  are visible from t+1); completions, deletions and allocations of cycle t are visible
-  to issue selection in cycle t+1; a completion of a record selected in cycle t is
-  NOT_BUSY (it is not busy in ``S_t``).
-* The writes of cycle t combine as if applied in the order *issue selection, command,
-  completions*. Two observable consequences: a DELETE of an entity selected for issue
-  in the same cycle is refused (BUSY); a MAP of an entity whose last stage completes
+  are visible from t+1; so is a record whose tombstone is dropped in cycle t);
+  completions, deletions and allocations of cycle t are visible to the decisions of
+  cycle t+1; a completion of a record issued in cycle t is NOT_BUSY (it is not busy in
+  ``S_t``).
+* The writes of cycle t combine as if applied in the order *issues (carried-out
+  decisions, then new decisions), command, completions*. Two observable consequences:
+  a DELETE of an entity issued in the same cycle is refused (BUSY); a MAP of an entity whose last stage completes
   (without hold) in the same cycle answers OK but its record and lines are deleted with
   the entity on the same edge.
 
@@ -161,11 +176,13 @@ Checking the RTL: per clock, collect the payloads transferred on ``cmd``, ``quer
 the issues (in order per port, each taken later by the processor) and ``status`` (every
 clock) with the model's.
 
-RTL consequences: there are 5 x 8 logical FIFOs over record indices (e.g. linked lists
-with head/tail per FIFO). Per clock: up to two pops (the issues, from FIFOs of different
-kinds), up to three pushes into three different FIFOs (ALLOC into (type, 0), one per
-completion port into stages >= 1), and one removal of an arbitrary queued entry (DELETE),
-which needs a doubly linked list or equivalent.
+RTL consequences: there are 5 x 8 logical FIFOs over record indices; each is a ring
+buffer in a memory with its own length. Per clock: up to two pops (the carried-out
+decisions, from FIFOs of different kinds) and up to three pushes into three different
+FIFOs (ALLOC into (type, 0), one per completion port into stages >= 1); nothing is
+ever removed from the middle of a FIFO (DELETE leaves a tombstone), and the next
+issue of a port is known a clock before it is popped, so no path runs from the FIFO
+lengths through the round-robin choice to the record table in one clock.
 """
 
 import enum
@@ -443,7 +460,7 @@ class CycleResult(NamedTuple):
     """What one clock produces.
 
     ``resp``/``qresp`` answer the ``cmd``/``query`` request of the cycle (None if
-    none); ``n_issue``/``m_issue`` are the issues selected in the cycle (None if none);
+    none); ``n_issue``/``m_issue`` are the issues made in the cycle (None if none);
     ``ncode``/``mcode`` tell whether the completion on ``n_done``/``m_done`` was taken
     (OK) or rejected (UNKNOWN, NOT_BUSY), None if there was none.
     """
@@ -464,7 +481,7 @@ class RunResult(NamedTuple):
     """Result of :meth:`QCCModel.run`.
 
     ``responses``: ``(cycle, command, response)`` per command; ``issues``:
-    ``(cycle, issue)`` in selection order (NUMERIC before MOVE within a cycle);
+    ``(cycle, issue)`` in issue order (NUMERIC before MOVE within a cycle);
     ``completions``: ``(cycle, kind, record)``; ``cycles``: clocks run.
     """
     responses: list
@@ -537,7 +554,9 @@ class QCCModel:
         self._line_free = np.ones(self.lines, bool)
         self._ent_free = np.ones(self.entities, bool)
         self._queues = [[deque() for _ in range(MAX_STAGES)] for _ in range(N_TYPES)]
+        self._tomb = np.zeros(r, bool)          # frame-0 record of a deleted queued entity
         self._rr = [N_TYPES - 1, N_TYPES - 1]
+        self._decision = [None, None]           # per kind: (type, stage) to pop next
         self.error = False
         self.t = 0
 
@@ -572,16 +591,22 @@ class QCCModel:
         early = None
         if cmd is not None and cmd.op in (Op.SEARCH, Op.TRANSLATE):
             early = self._query(cmd, port="cmd")
-        # 2. Issue selection (reads S_t, writes busy and pops FIFO heads).
-        n_issue = self._select(Kind.NUMERIC) if n_ready else None
-        m_issue = self._select(Kind.MOVE) if m_ready else None
-        # 3. The command (sees the selected records as busy).
+        # 2. Issues: carry out the decisions, then decide (S_t less this cycle's pops).
+        n_issue, n_dropped = self._carry_out(Kind.NUMERIC, n_ready)
+        m_issue, m_dropped = self._carry_out(Kind.MOVE, m_ready)
+        for k, ready in ((Kind.NUMERIC, n_ready), (Kind.MOVE, m_ready)):
+            if ready or self._decision[k] is None:
+                self._decide(k)
+        # 3. The command (sees the records issued now as busy).
         resp = early if early is not None else (self._command(cmd) if cmd is not None
                                                 else None)
         # 4. Completions (validated on S_t above).
         for code, rec in ((ncode, ncompl), (mcode, mcompl)):
             if code == Code.OK:
                 self._complete(rec)
+        for r in (n_dropped, m_dropped):      # free for ALLOC and MAP from t+1
+            if r is not None:
+                self._tomb[r] = False
         for c in (ncode, mcode, getattr(resp, "code", None), getattr(qresp, "code", None)):
             if c is not None and c >= 8:
                 self.error = True
@@ -636,7 +661,7 @@ class QCCModel:
         return self.cycle(mcompl=record, n_ready=False, m_ready=False).mcode
 
     def step(self, n_ready=True, m_ready=True):
-        """One clock with no request: the issues selected (NUMERIC first)."""
+        """One clock with no request: the issues made (NUMERIC first)."""
         return self.cycle(n_ready=n_ready, m_ready=m_ready).issues
 
     issue = step
@@ -651,8 +676,8 @@ class QCCModel:
             One ``cmd`` request per clock, in order; ``None`` is an idle clock,
             :data:`DRAIN` idles until no entity is queued or busy.
         latency : int, sequence of int or callable
-            Clocks from an issue's selection to its completion (>= 1): one value for
-            all, one per issue in selection order, or ``latency(issue) -> int``.
+            Clocks from an issue to its completion (>= 1): one value for
+            all, one per issue in issue order, or ``latency(issue) -> int``.
             Completions due on the same port are delivered one per clock, earliest
             due first (ties: earlier issue first), so different latencies give
             out-of-order completions.
@@ -721,11 +746,12 @@ class QCCModel:
     # ================================================================ observation
     def status(self):
         """The ``status`` outputs in the current cycle."""
-        return Status(int((~self._valid).sum()), int(self._ent_free.sum()),
+        return Status(int((~self._valid & ~self._tomb).sum()), int(self._ent_free.sum()),
                       int(self._line_free.sum()), self._longest_free_run(), self.error)
 
     def idle(self):
-        """True when no entity is queued or busy (held entities may remain)."""
+        """True when no entity is queued or busy and no tombstone waits (held entities may
+        remain)."""
         return not self._busy.any() and not any(q for qs in self._queues for q in qs)
 
     def program(self, etype):
@@ -733,8 +759,17 @@ class QCCModel:
         return self._prog[_check_int("etype", etype, 0, N_TYPES - 1)]
 
     def queue(self, etype, stage):
-        """The record indices in the logical FIFO (etype, stage), head first."""
-        return tuple(self._queues[etype][stage])
+        """The record indices of the entities in the logical FIFO (etype, stage), head
+        first (tombstones left out)."""
+        return tuple(r for r in self._queues[etype][stage] if not self._tomb[r])
+
+    def tombstones(self):
+        """Records held by tombstones (decision 9), ascending."""
+        return [int(r) for r in np.flatnonzero(self._tomb)]
+
+    def decision(self, kind):
+        """``(etype, stage)`` of the FIFO port ``kind`` pops next, or None."""
+        return self._decision[Kind(kind)]
 
     def live_entities(self):
         """Entity numbers in use, ascending."""
@@ -751,9 +786,9 @@ class QCCModel:
         """Everything but the error flag and the cycle count, as a comparable tuple."""
         arrays = tuple(tuple(a.tolist()) for a in (
             self._valid, self._entity, self._frame, self._etype, self._stage, self._busy,
-            self._hold, self._base, self._len, self._line_free, self._ent_free))
+            self._hold, self._base, self._len, self._line_free, self._ent_free, self._tomb))
         queues = tuple(tuple(tuple(q) for q in qs) for qs in self._queues)
-        return arrays, queues, tuple(self._prog), tuple(self._rr)
+        return arrays, queues, tuple(self._prog), tuple(self._rr), tuple(self._decision)
 
     def check(self):
         """Assert the model's internal invariants (for tests)."""
@@ -783,6 +818,17 @@ class QCCModel:
                     assert r not in queued, f"record {r} queued twice"
                     queued[r] = (t, s)
                 assert not self._queues[t][s] or s < len(self._prog[t]), "queue past program"
+        for r, (t, s) in list(queued.items()):
+            if self._tomb[r]:
+                assert not v[r] and not self._busy[r], f"record {r}: live tombstone"
+                del queued[r]
+        assert not (self._tomb & ~np.isin(np.arange(self.records),
+                                         [r for qs in self._queues for q in qs for r in q])).any(), \
+            "tombstone outside a FIFO"
+        for k, d in enumerate(self._decision):
+            if d is not None:
+                t, s = d
+                assert self._queues[t][s] and self._prog[t][s].kind == k, "bad decision"
         for r in np.flatnonzero(v):
             r = int(r)
             if self._frame[r] != 0:
@@ -830,7 +876,7 @@ class QCCModel:
         return int(np.argmax(fits)) if fits.any() else None
 
     def _free_record(self):
-        free = np.flatnonzero(~self._valid)
+        free = np.flatnonzero(~self._valid & ~self._tomb)
         return int(free[0]) if free.size else None
 
     def _new_record(self, r, entity, frame, etype, hold, base, n):
@@ -871,17 +917,28 @@ class QCCModel:
             return Code.NOT_BUSY
         return Code.OK
 
-    def _select(self, kind):
+    def _carry_out(self, kind, ready):
+        """Pop the FIFO port ``kind`` decided on: ``(issue, None)``, or ``(None, record)``
+        when the head was a tombstone, or ``(None, None)``."""
+        if not ready or self._decision[kind] is None:
+            return None, None
+        t, s = self._decision[kind]
+        self._decision[kind] = None
+        r = self._queues[t][s].popleft()
+        if self._tomb[r]:
+            return None, r
+        self._busy[r] = True
+        return Issue(Kind(kind), r, int(self._entity[r]), t, s, self._prog[t][s].desc, r), None
+
+    def _decide(self, kind):
         for i in range(1, N_TYPES + 1):
             t = (self._rr[kind] + i) % N_TYPES
             prog = self._prog[t]
             for s in range(len(prog) - 1, -1, -1):
                 if prog[s].kind == kind and self._queues[t][s]:
-                    r = self._queues[t][s].popleft()
-                    self._busy[r] = True
+                    self._decision[kind] = (t, s)
                     self._rr[kind] = t
-                    return Issue(Kind(kind), r, int(self._entity[r]), t, s, prog[s].desc, r)
-        return None
+                    return
 
     def _complete(self, r):
         t, s = int(self._etype[r]), int(self._stage[r])
@@ -960,10 +1017,9 @@ class QCCModel:
         if cmd.op == Op.RELEASE:
             if self._stage[r0] != DONE_STAGE:
                 return Response(cmd.op, Code.NOT_HELD)
-        elif self._busy[r0]:   # busy in S_t, or selected for issue in this cycle
+        elif self._busy[r0]:   # busy in S_t, or issued in this cycle
             return Response(cmd.op, Code.BUSY)
-        t, s = int(self._etype[r0]), int(self._stage[r0])
-        if s != DONE_STAGE:
-            self._queues[t][s].remove(r0)
+        queued = self._stage[r0] != DONE_STAGE    # (not busy: checked above)
         self._free_entity(e)
+        self._tomb[r0] = queued
         return Response(cmd.op, Code.OK, entity=e)

@@ -18,9 +18,10 @@ entities through their stages:
 The golden model ``golden/qcc.py`` is the executable reference: its module docstring is
 the contract (ports, opcodes, response codes, what happens within one clock) and this
 block implements it cycle for cycle. In one clock: the requests taken on ``cmd`` and
-``query``, the completions on ``n_done``/``m_done`` and the issue selection all read the
-state at the start of the clock; their writes combine as if applied in the order issue
-selection, command, completions.
+``query``, the completions on ``n_done``/``m_done`` and the issues (each port pops the
+FIFO it decided on in an earlier clock and decides the next) all read the state at the
+start of the clock; their writes combine as if applied in the order issues, command,
+completions.
 
 Ports
 -----
@@ -41,8 +42,8 @@ Ports
 How it is built, and why
 ------------------------
 * **A true CAM in flip-flops.** Each record keeps ``valid``, ``entity``, ``frame``,
-  ``etype``, ``stage``, ``busy``, ``queued``, its FIFO position ``pos``, the kind of
-  its stage and whether that stage is the last in flip-flops, with its own
+  ``stage``, ``busy``, ``queued``, ``tomb``, the kind of its stage and whether that
+  stage is the last in flip-flops, with its own
   comparators. A search compares every record at once into a one-hot match vector;
   its hit and index are registered, so the result is out one clock later and a search
   can start every clock on each of ``cmd`` and ``query``. DELETE clears every record
@@ -60,6 +61,15 @@ How it is built, and why
   (RAM-based, after AMD XAPP1151) documents that reads take one clock cycle and
   writes two, not both at once, with a "clear this content from every address"
   operation (a multi-match delete of one whole key value).
+* **Not yet in memory (issue 11, item 1 open).** The key and the changing fields
+  above are still flip-flops with a comparator per record. The step we designed for
+  it: the key space is only 12 bits, so a RAM indexed by the entity number can hold,
+  per entity, the record of each of its 16 frames (9 bits each) and a bit-vector of
+  its records: a search is one synchronous read (result one clock later), ALLOC writes
+  the whole word, MAP one frame's slot, and a multi-match DELETE writes nothing (the
+  entity's free bit masks its stale word; its next ALLOC overwrites it). Completions
+  that finish an entity would then free its records a clock later, which the golden
+  model would have to define first.
 * **Write-once fields in RAM.** ``entity``, ``etype`` and ``hold`` are copied into a
   small RAM (``meta``) and the buffer's first line and length are the address rename
   table (``art``), both indexed by record. Reads by index (completions, issues, search
@@ -75,7 +85,7 @@ How it is built, and why
 * **MAP, DELETE and RELEASE look up before they are taken.** Every clock, ``cmd``'s key
   is compared with every record and line into registers (the records of the entity,
   the index of its frame-0 record and of (entity, frame), the lines it owns); in the
-  next clock the frame-0 record's changing fields (stage, position, queued, busy) are
+  next clock the frame-0 record's changing fields (stage, queued, busy) are
   read by that index into registers, corrected for what that clock does to them.
   These three operations are taken two clocks after their command is first offered
   (``cmd.ready`` depends on ``op``), or one more if the frame-0 record was completed
@@ -83,17 +93,22 @@ How it is built, and why
   freed meanwhile are masked with ``valid``. So their checks and the per-record
   updates they cause start from registers. ALLOC, CONFIG, SEARCH and TRANSLATE are
   taken in the clock they are offered.
-* **Logical FIFOs by position counters.** Each FIFO (type, stage) keeps its length,
-  each queued record its position; the head is at position 0. An issue decrements the
-  positions of its FIFO's members, a DELETE those behind the entity, a push takes
-  position ``length - pops - removals``. Everything is local to a record, so two pops,
-  three pushes and a removal per clock need no pointer chasing, and entities never
-  move. ``pos - 1``, ``pos - 2`` and ``length - 2 .. length + 1`` are computed from the
-  registers; the late issue, delete and push decisions only choose among them.
-* **Issue selection** per kind: each type offers the latest stage of that kind with a
-  waiting entity (drain before fill), a round-robin pointer per kind picks the type,
-  and the head of that FIFO is issued. The chosen record's one-hot is registered and
-  the issue is read out in the next clock (then held until taken).
+* **Logical FIFOs in memory.** Each FIFO (type, stage) is a ring buffer of record
+  indices (``amaranth.lib.fifo.SyncFIFOBuffered``, depth ``records``: a memory with
+  its read end in a register, so the head is known at the start of the clock). Pushes
+  (ALLOC into stage 0, each completion port into the next stage) always go to
+  different FIFOs, and so do the two pops, so every FIFO has one write and one read a
+  clock; a record takes no logic for its place in a queue. Nothing is removed from
+  the middle: DELETE of a queued entity leaves its frame-0 record in the FIFO as a
+  *tombstone* (a ``tomb`` bit per record: neither valid nor free) that the pop drops.
+* **Issue selection decided a clock ahead.** Per kind, a register holds the FIFO the
+  next issue comes from. In a clock where the port can load, the decided FIFO's head
+  is popped and loaded into the port with its RAM fields (or dropped if it is a
+  tombstone), and the next FIFO is decided from the FIFO lengths less this clock's
+  pops: each type offers the latest non-empty stage of that kind (drain before
+  fill), a round-robin pointer per kind picks the type. So the choice (lengths,
+  round-robin) and its effect on the records (busy, the pop) are a clock apart, and
+  a decided FIFO cannot run empty before its pop (only that pop empties it).
 * **Allocation.** The lowest free record and entity number come from priority encoders
   over the free bits; the lines from a first fit of the length the command asks for
   (runs of free lines, then the lowest start). The lowest free record, the RAMs and
@@ -522,7 +537,7 @@ class QCC(wiring.Component):
         self._allocator(m, s, ev)
         self._command(m, s, ev)
         self._configure(m, s, ev)
-        self._fifo_counts(m, s, ev)
+        self._fifo_pushes(m, s, ev)
         self._update_records(m, s, ev)
         self._write_tables(m, s, ev)
         self._update_entities(m, s, ev)
@@ -548,18 +563,18 @@ class QCC(wiring.Component):
         s.valid_bit = field("valid", 1)
         s.busy_bit = field("busy", 1)
         s.queued_bit = field("queued", 1)     # in the logical FIFO of its (etype, stage)
+        s.tomb_bit = field("tomb", 1)         # its entity deleted while queued: a tombstone
         s.busy_d_bit = field("busy_d", 1)     # busy one clock ago, for search reads
         s.kind_bit = field("kind", 1)         # kind of the current stage
         s.last_bit = field("last", 1)         # the current stage is the program's last
         s.valid, s.busy = Cat(s.valid_bit), Cat(s.busy_bit)
         s.queued, s.busy_d = Cat(s.queued_bit), Cat(s.busy_d_bit)
+        s.tomb = Cat(s.tomb_bit)
         s.kind, s.last = Cat(s.kind_bit), Cat(s.last_bit)
         s.entity = field("entity", 8)
         s.frame = field("frame", 4)
-        s.etype = field("etype", 3)
         s.stage = field("stage", 4)
         s.stage_d = field("stage_d", 4)
-        s.pos = field("pos", max(1, (R - 1).bit_length()))
         # Fields written once, at ALLOC or MAP, and read by record index: RAMs. ``meta``
         # copies entity and etype and holds ``hold``; ``art`` is the address rename
         # table (first line and length of the buffer of each record).
@@ -578,8 +593,17 @@ class QCC(wiring.Component):
                           name=f"prog{t}_kinds") for t, p in enumerate(progs)]
         s.desc = [[Signal(8, init=p[i][1] if i < len(p) else 0, name=f"prog{t}_desc{i}")
                    for i in range(MAX_STAGES)] for t, p in enumerate(progs)]
-        s.count = [[Signal(range(R + 1), name=f"fifo{t}_{i}_count")
-                    for i in range(MAX_STAGES)] for t in range(N_TYPES)]
+        # The logical FIFOs: a ring buffer of record indices in a memory per (type,
+        # stage), with its read end registered (``r_data`` is the head).
+        s.fifo = [[fifo.SyncFIFOBuffered(width=self.index_width, depth=R)
+                   for i in range(MAX_STAGES)] for t in range(N_TYPES)]
+        for t in range(N_TYPES):
+            for i in range(MAX_STAGES):
+                m.submodules[f"fifo{t}_{i}"] = s.fifo[t][i]
+        # Per kind: the FIFO decided on for the next issue (valid, type, stage).
+        s.dec_valid = [Signal(name=f"decided_{k.name.lower()}") for k in Kind]
+        s.dec_type = [Signal(3, name=f"decided_type_{k.name.lower()}") for k in Kind]
+        s.dec_stage = [Signal(3, name=f"decided_stage_{k.name.lower()}") for k in Kind]
         s.rr = [Signal(range(N_TYPES), init=N_TYPES - 1, name=f"rr_{k.name.lower()}")
                 for k in Kind]
         s.busy_count = [Signal(range(R + 1), name=f"busy{t}_count") for t in range(N_TYPES)]
@@ -639,53 +663,58 @@ class QCC(wiring.Component):
     # ------------------------------------------------------------ issue selection
 
     def _select(self, m, s, ev):
-        """Per kind: each type offers its latest waiting stage of that kind, a type is
-        picked round-robin, and the head record of that FIFO is issued."""
+        """Per kind: carry out the decision taken in an earlier clock (pop the head of
+        the decided FIFO: issue it, or drop it if it is a tombstone), and decide the
+        next FIFO from the FIFO lengths less this clock's pops. Each type offers the
+        latest non-empty stage of that kind (drain before fill); a round-robin pointer
+        per kind picks the type."""
         R = self.records
-        ev.nonempty = [[_sig(m, s.count[t][i] != 0, f"fifo{t}_{i}_nonempty")
-                        for i in range(MAX_STAGES)] for t in range(N_TYPES)]
         ev.popped = [[Const(0, 1)] * MAX_STAGES for _ in range(N_TYPES)]
-        ev.issue, ev.go, ev.sel_type, ev.sel_stage, ev.sel_desc = [], [], [], [], []
-        ev.in_fifo = []
-        ev.head = _wire(R, "head")
-        m.d.comb += ev.head.eq(s.queued & Cat(s.pos[r] == 0 for r in range(R)))
+        ev.carry, ev.go, ev.drop, ev.head = [], [], [], []
+        heads = Array(s.fifo[t][i].r_data if t < N_TYPES else Const(0, self.index_width)
+                      for t in range(8) for i in range(MAX_STAGES))
         for k, port in zip(Kind, (self.n_issue, self.m_issue)):
             name = k.name.lower()
-            waiting = [[_sig(m, ev.nonempty[t][i] & (s.kinds[t][i] == k),
-                             f"waiting_{name}_{t}_{i}") for i in range(MAX_STAGES)]
-                       for t in range(N_TYPES)]
-            latest = [_highest_index(m, waiting[t], f"latest_{name}_{t}")
-                      for t in range(N_TYPES)]
-            offers = _sig(m, Cat(_any(w) for w in waiting), f"offers_{name}")
-            winner = _round_robin(m, offers, s.rr[k], f"winner_{name}")
-            go = _wire(1, f"go_{name}")
-            sel_type = _wire(3, f"sel_type_{name}")
-            sel_stage = _wire(3, f"sel_stage_{name}")
-            issue = _wire(R, f"issue_{name}")
-            in_fifo = _wire(R, f"in_fifo_{name}")     # in the FIFO selected now
-            m.d.comb += [
-                go.eq((~port.valid | port.ready) & offers.any()),
-                sel_type.eq(_encode(winner, 3)),
-                sel_stage.eq(_read(winner, latest)),
-                in_fifo.eq(Cat((s.etype[r] == sel_type) & (s.stage[r][:3] == sel_stage)
-                               for r in range(R))),
-                issue.eq(Mux(go, ev.head & in_fifo, 0)),
-            ]
-            ev.in_fifo.append(in_fifo)
-            with m.If(go):
-                m.d.sync += s.rr[k].eq(sel_type)
+            carry = _sig(m, s.dec_valid[k] & (~port.valid | port.ready), f"carry_{name}")
+            head = _sig(m, heads[Cat(s.dec_stage[k], s.dec_type[k])], f"head_{name}")
+            tomb = _sig(m, self._pick(s.tomb, head), f"head_tomb_{name}")
+            ev.carry.append(carry)
+            ev.head.append(head)
+            ev.go.append(_sig(m, carry & ~tomb, f"go_{name}"))
+            ev.drop.append(_sig(m, carry & tomb, f"drop_{name}"))
             for t in range(N_TYPES):
                 for i in range(MAX_STAGES):
-                    ev.popped[t][i] |= go & winner[t] & (latest[t] == i) & waiting[t][i]
-            descs = [Cat(s.desc[t]) for t in range(N_TYPES)]
-            ev.sel_desc.append(Array(descs)[sel_type].word_select(sel_stage, 8))
-            ev.issue.append(issue)
-            ev.go.append(go)
-            ev.sel_type.append(sel_type)
-            ev.sel_stage.append(sel_stage)
+                    ev.popped[t][i] |= carry & (s.dec_type[k] == t) & (s.dec_stage[k] == i)
         ev.popped = [[_sig(m, ev.popped[t][i], f"fifo{t}_{i}_popped") for i in range(MAX_STAGES)]
                      for t in range(N_TYPES)]
-        ev.issued = _sig(m, ev.issue[0] | ev.issue[1], "issued")
+        ev.nonempty = [[_sig(m, s.fifo[t][i].level != 0, f"fifo{t}_{i}_nonempty")
+                        for i in range(MAX_STAGES)] for t in range(N_TYPES)]
+        for t in range(N_TYPES):
+            for i in range(MAX_STAGES):
+                m.d.comb += s.fifo[t][i].r_en.eq(ev.popped[t][i])
+        for k in Kind:
+            self._decide(m, s, ev, k)
+        heads = [_sig(m, _decode(ev.head[k], R), f"head_{k.name.lower()}_onehot") for k in Kind]
+        ev.issued = _sig(m, Mux(ev.go[0], heads[0], 0) | Mux(ev.go[1], heads[1], 0), "issued")
+        ev.dropped = _sig(m, Mux(ev.drop[0], heads[0], 0) | Mux(ev.drop[1], heads[1], 0),
+                          "dropped")
+
+    def _decide(self, m, s, ev, k):
+        """The FIFO port ``k`` pops next, decided when it has none or pops now."""
+        name = k.name.lower()
+        # After this clock's pop: a FIFO of one entry being popped is empty.
+        left = [[_sig(m, Mux(ev.popped[t][i], s.fifo[t][i].level > 1, ev.nonempty[t][i])
+                      & (s.kinds[t][i] == k), f"waiting_{name}_{t}_{i}")
+                 for i in range(MAX_STAGES)] for t in range(N_TYPES)]
+        latest = [_highest_index(m, left[t], f"latest_{name}_{t}") for t in range(N_TYPES)]
+        offers = _sig(m, Cat(_any(w) for w in left), f"offers_{name}")
+        winner = _round_robin(m, offers, s.rr[k], f"winner_{name}")
+        with m.If(~s.dec_valid[k] | ev.carry[k]):
+            m.d.sync += [s.dec_valid[k].eq(offers.any()),
+                         s.dec_type[k].eq(_encode(winner, 3)),
+                         s.dec_stage[k].eq(_read(winner, latest))]
+            with m.If(offers.any()):
+                m.d.sync += s.rr[k].eq(_encode(winner, 3))
 
     # ------------------------------------------------------------ completions
 
@@ -698,7 +727,7 @@ class QCC(wiring.Component):
         m.d.comb += meta.addr.eq(rec)
         etype = _sig(m, meta.data.etype, f"{name}_done_etype")
         stage = _sig(m, Array(s.stage)[rec], f"{name}_done_stage")
-        d = SimpleNamespace(etype=etype)
+        d = SimpleNamespace(etype=etype, record=rec)
         # Kind and "last stage" of the stage it enters (the record keeps them as bits).
         d.next_kind, d.next_last = self._stage_bits(m, s, etype, stage[:3] + 1,
                                                     f"{name}_done")
@@ -734,7 +763,7 @@ class QCC(wiring.Component):
         """Lowest free record and entity number; first fit of the lines the command
         asks for (runs of free lines, then the lowest start)."""
         L = self.lines
-        ev.free_rec, ev.any_rec = _lowest(m, ~s.valid, "free_record")
+        ev.free_rec, ev.any_rec = _lowest(m, ~s.valid & ~s.tomb, "free_record")
         ev.free_ent, ev.any_ent = _lowest(m, s.ent_free, "free_entity")
         n = self.cmd.payload.lines
         need = _sig(m, Cat(n > j for j in range(MAX_BUF_LINES)), "fit_need")
@@ -799,11 +828,9 @@ class QCC(wiring.Component):
             with m.Default():
                 m.d.comb += code.eq(Code.BAD_OP)
         self._accept(m, s, ev, lines_ok)
-        ev.removing = _sig(m, ev.delete_ok & ev.rec0_queued, "removing")
-        # The same, without the late "issued now" check: a member of the FIFO knows
-        # from its own pop bit whether the head it would be behind is being issued.
-        ev.removing_early = _sig(m, ev.take & (c.op == Op.DELETE) & ev.rec0_any
-                                 & ~ev.rec0_busy_before & ev.rec0_queued, "removing_early")
+        # A queued entity deleted leaves a tombstone (its frame-0 record) in its FIFO.
+        ev.entombed = _sig(m, Mux(ev.delete_ok & ev.rec0_queued,
+                                  _decode(ev.rec0_index, self.records), 0), "entombed")
 
     def _accept(self, m, s, ev, lines_ok):
         """Whether the command taken now is carried out: the AND of its checks (the same
@@ -841,21 +868,15 @@ class QCC(wiring.Component):
         ev.meta_cmd = meta = s.meta.read_port()
         ev.rec0_etype = _sig(m, meta.data.etype, "lookup_etype")
         ev.rec0_hold = _sig(m, meta.data.hold, "lookup_hold")
-        etype = Array(s.etype)[index]
         stage = _sig(m, Array(s.stage)[index], "lookup_stage_now")
-        pos = _sig(m, Array(s.pos)[index], "lookup_pos_now")
         issued = self._pick(ev.issued, index)
-        popped = Array(Cat(ev.popped[t]) for t in range(N_TYPES))[etype].bit_select(stage[:3], 1)
-        ev.rec0_stage, ev.rec0_pos = _wire(4, "lookup_stage"), _wire(pos.shape(), "lookup_pos")
+        ev.rec0_stage = _wire(4, "lookup_stage")
         ev.rec0_queued, busy = _wire(1, "lookup_queued"), Signal()
-        m.d.sync += [ev.rec0_stage.eq(stage), ev.rec0_pos.eq(Mux(popped, pos - 1, pos)),
+        m.d.sync += [ev.rec0_stage.eq(stage),
                      ev.rec0_queued.eq(self._pick(s.queued, index) & ~issued),
                      busy.eq(self._pick(s.busy, index) | issued)]
-        ev.rec0_head = _sig(m, ev.rec0_queued & (ev.rec0_pos == 0), "lookup_head")
-        issued_now = _any(ev.go[k] & (ev.sel_type[k] == ev.rec0_etype)
-                          & (ev.sel_stage[k] == ev.rec0_stage[:3]) for k in range(2))
-        ev.rec0_busy = _sig(m, busy | (ev.rec0_head & issued_now), "lookup_busy")
-        ev.rec0_busy_before = busy     # busy, or issued in the look-up clocks
+        issued_now = _any(ev.go[k] & (ev.head[k] == index) for k in Kind)
+        ev.rec0_busy = _sig(m, busy | issued_now, "lookup_busy")
 
     def _allocate_code(self, m, ev, code, lines_ok):
         """Response code of ALLOC or MAP, checks in the model's order of precedence."""
@@ -880,7 +901,7 @@ class QCC(wiring.Component):
         flags = []
         for t in range(N_TYPES):
             busy = s.busy_count[t]
-            issued = _popcount(Cat(ev.go[k] & (ev.sel_type[k] == t) for k in range(2)))
+            issued = _popcount(Cat(ev.go[k] & (s.dec_type[k] == t) for k in Kind))
             done = _popcount(Cat(d.ok & (d.etype == t) for d in ev.done))
             m.d.sync += busy.eq(busy + issued - done)
             flags.append(_sig(m, _any(ev.nonempty[t]) | (busy != 0), f"in_flight_{t}"))
@@ -906,45 +927,20 @@ class QCC(wiring.Component):
 
     # ------------------------------------------------------------ state updates
 
-    def _fifo_counts(self, m, s, ev):
-        """FIFO lengths after this clock's pops, removal and pushes, and the position a
-        push takes. ``count - 2 .. count + 1`` are computed from the registers; the late
-        pop, removal and push signals only choose among them."""
+    def _fifo_pushes(self, m, s, ev):
+        """ALLOC pushes into stage 0 of its type, a completion into the next stage of its
+        entity: up to three pushes a clock, always into different FIFOs."""
         c = self.cmd.payload
-        W = max(1, (self.records - 1).bit_length())
-        ev.removed = [[_sig(m, ev.removing & (ev.rec0_etype == t) & (ev.rec0_stage == i),
-                            f"fifo{t}_{i}_removed") for i in range(MAX_STAGES)]
-                      for t in range(N_TYPES)]
-        minus = {}
         for t in range(N_TYPES):
             for i in range(MAX_STAGES):
-                count = s.count[t][i]
-                name = f"fifo{t}_{i}"
-                less = [count] + [_sig(m, count - k, f"{name}_minus{k}", count.shape())
-                                  for k in (1, 2)]
-                minus[t, i] = less
-                popped, removed = ev.popped[t][i], ev.removed[t][i]
-                at = Mux(removed, Mux(popped, less[2], less[1]), Mux(popped, less[1], less[0]))
-                pushed = (ev.alloc_ok & (c.etype == t) & (i == 0)) | _any(
-                    d.advance & (d.etype == t) & (d.next_stage == i) for d in ev.done)
-                plus = Mux(removed, Mux(popped, less[1], less[0]),
-                           Mux(popped, less[0], count + 1))
-                m.d.sync += count.eq(Mux(pushed, plus, at))
-        # ALLOC pushes into stage 0 of its type (no removal in its clock), a completion
-        # into the next stage of its entity.
-        stage0 = Array(minus[t, 0][k] for t in range(N_TYPES) for k in range(2))
-        popped0 = Array(ev.popped[t][0] for t in range(N_TYPES))[c.etype]
-        ev.alloc_pos = _sig(m, stage0[Cat(popped0, c.etype)], "alloc_pos", W)
-        for k, d in zip(Kind, ev.done):
-            fifo = Cat(d.next_stage, d.etype)
-            less = [Array(minus.get((t, i), [Const(0, 1)] * 3)[j] for t in range(8)
-                          for i in range(MAX_STAGES))[fifo] for j in range(3)]
-            popped = _any(ev.go[j] & (ev.sel_type[j] == d.etype)
-                          & (ev.sel_stage[j] == d.next_stage) for j in range(2))
-            removed = ev.removing & (ev.rec0_etype == d.etype) & (ev.rec0_stage == d.next_stage)
-            d.push_pos = _sig(m, Mux(removed, Mux(popped, less[2], less[1]),
-                                     Mux(popped, less[1], less[0])),
-                              f"{k.name.lower()}_done_pos", W)
+                pushes = [(d.advance & (d.etype == t) & (d.next_stage == i), d.record)
+                          for d in ev.done]
+                if i == 0:
+                    pushes.append((ev.alloc_ok & (c.etype == t), ev.new_record))
+                buffer = s.fifo[t][i]
+                m.d.comb += [buffer.w_en.eq(_any(en for en, _ in pushes)),
+                             buffer.w_data.eq(_read(Cat(en for en, _ in pushes),
+                                                    [value for _, value in pushes]))]
 
     def _update_records(self, m, s, ev):
         """Next state of every record, from a few events per record.
@@ -952,10 +948,9 @@ class QCC(wiring.Component):
         ``fresh``: it is the lowest free record, written every clock with what ALLOC or
         MAP would put there (it is free, so nothing reads it); only ``valid`` and
         ``queued`` wait for the decision. ``kill``: its entity is deleted. ``issued``:
-        it is the head of a FIFO a port selects. ``done``: a completion of it was taken.
-        ``pos`` matters only while the record is queued, so it is simply: the push
-        position when it enters a FIFO, else itself less this clock's pops of its FIFO
-        and a removal ahead of it (``pos - 1`` and ``pos - 2`` come from the register).
+        it is the head a port pops and issues. ``done``: a completion of it was taken.
+        ``tomb``: set when its entity is deleted while queued, cleared when a port pops
+        it (``dropped``); meanwhile it is neither valid nor free.
         """
         R, c = self.records, self.cmd.payload
         d_n, d_m = ev.done
@@ -984,23 +979,12 @@ class QCC(wiring.Component):
                 s.busy_bit[r].eq(~fresh & ~kill[r] & (issued | (s.busy_bit[r] & ~done))),
                 s.queued_bit[r].eq(Mux(fresh, ev.alloc_ok, ~kill[r] & ~issued
                                        & Mux(done, advance, s.queued_bit[r]))),
-                s.stage[r].eq(Mux(fresh, 0, Mux(done, Mux(advance, s.stage[r] + 1, DONE_STAGE),
-                                                s.stage[r]))),
-                s.pos[r].eq(Mux(fresh, ev.alloc_pos, Mux(advance, Mux(
-                    d_n.onehot[r], d_n.push_pos, d_m.push_pos), self._pos_left(m, s, ev, r)))),
+                s.stage[r].eq(Mux(fresh, 0, Mux(done, Mux(advance, Mux(
+                    d_n.onehot[r], d_n.next_stage, d_m.next_stage), DONE_STAGE), s.stage[r]))),
+                s.tomb_bit[r].eq(Mux(ev.dropped[r], 0, s.tomb_bit[r] | ev.entombed[r])),
             ]
             with m.If(fresh):
-                m.d.sync += [s.entity[r].eq(ev.new_entity), s.frame[r].eq(new_frame),
-                             s.etype[r].eq(ev.new_etype)]
-
-    def _pos_left(self, m, s, ev, r):
-        """Position of queued record ``r`` after this clock's pops and removal."""
-        pos = s.pos[r]
-        less = [_sig(m, pos - k, f"rec{r}_pos_minus{k}", pos.shape()) for k in (1, 2)]
-        popped = _any(ev.go[k] & ev.in_fifo[k][r] for k in range(2))
-        behind = ev.removing_early & (s.etype[r] == ev.rec0_etype) \
-            & (s.stage[r] == ev.rec0_stage) & (pos > ev.rec0_pos) & ~(popped & ev.rec0_head)
-        return Mux(behind, Mux(popped, less[1], less[0]), Mux(popped, less[0], pos))
+                m.d.sync += [s.entity[r].eq(ev.new_entity), s.frame[r].eq(new_frame)]
 
     def _write_tables(self, m, s, ev):
         """The RAM fields of a record taken by ALLOC or MAP."""
@@ -1035,31 +1019,21 @@ class QCC(wiring.Component):
     # ------------------------------------------------------------ outputs
 
     def _issue_port(self, m, s, ev, k, port):
-        """Issue register of kind ``k``: loaded with the selection, read out of the table
-        in the next clock (then held until taken)."""
-        R, name = self.records, k.name.lower()
-        chosen = Signal(R, name=f"{name}_issue_rec")
-        fresh = Signal(name=f"{name}_issue_fresh")
-        held = Signal(ISSUE, name=f"{name}_issue_held")
-        etype = Signal(3, name=f"{name}_issue_etype")
-        stage = Signal(3, name=f"{name}_issue_stage")
-        desc = Signal(8, name=f"{name}_issue_desc")
-        live = Signal(ISSUE, name=f"{name}_issue_live")
-        record = _sig(m, _encode(chosen, self.index_width), f"{name}_issue_index")
+        """Issue register of kind ``k``: loaded with the head the port pops (unless it is
+        a tombstone) and the RAM fields of its record, held until taken."""
         meta = s.meta.read_port(domain="comb")
-        m.d.comb += [meta.addr.eq(record),
-                     live.record.eq(record), live.buf.eq(record),
-                     live.entity.eq(meta.data.entity), live.etype.eq(etype),
-                     live.stage.eq(stage), live.desc.eq(desc),
-                     port.payload.eq(Mux(fresh, live, held))]
+        descs = Array(Cat(s.desc[t]) for t in range(N_TYPES))
+        m.d.comb += meta.addr.eq(ev.head[k])
         with m.If(ev.go[k]):
-            m.d.sync += [port.valid.eq(1), chosen.eq(ev.issue[k]), fresh.eq(1),
-                         etype.eq(ev.sel_type[k]), stage.eq(ev.sel_stage[k]),
-                         desc.eq(ev.sel_desc[k])]
+            m.d.sync += [port.valid.eq(1),
+                         port.payload.record.eq(ev.head[k]), port.payload.buf.eq(ev.head[k]),
+                         port.payload.entity.eq(meta.data.entity),
+                         port.payload.etype.eq(s.dec_type[k]),
+                         port.payload.stage.eq(s.dec_stage[k]),
+                         port.payload.desc.eq(descs[s.dec_type[k]].word_select(
+                             s.dec_stage[k], 8))]
         with m.Elif(port.ready):
             m.d.sync += port.valid.eq(0)
-        with m.Elif(fresh):
-            m.d.sync += [held.eq(live), fresh.eq(0)]
 
     def _response_ports(self, m, s, ev):
         """``resp`` and ``qresp``: a pending register, then a queue with a bypass."""
@@ -1140,7 +1114,7 @@ class QCC(wiring.Component):
     def _status(self, m, s):
         """Counts of free records, entity numbers and lines, and the error flag."""
         st = self.status
-        m.d.comb += [st.free_records.eq(_popcount(~s.valid)),
+        m.d.comb += [st.free_records.eq(_popcount(~s.valid & ~s.tomb)),
                      st.free_entities.eq(_popcount(s.ent_free)),
                      st.free_lines.eq(_popcount(s.line_free)),
                      st.free_run.eq(_longest_run(m, s.line_free, "free_run")),

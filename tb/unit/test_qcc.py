@@ -28,10 +28,14 @@ def kd(issues):
 
 
 def run_one(m, record, max_cycles=100):
-    """Issue and complete one entity's stages one by one; its issues."""
+    """Issue and complete one entity's stages one by one; its issues. A stage's issue
+    comes within two clocks: it is decided on in the first clock in which its FIFO is
+    not empty (a clock that may have passed already) and issued in the next."""
     out = []
     for _ in range(max_cycles):
         iss = [i for i in m.step() if i.record == record]
+        if not iss:
+            iss = [i for i in m.step() if i.record == record]
         if not iss:
             break
         out += iss
@@ -140,7 +144,8 @@ def test_refusal_precedence():
 def test_lowest_free_record_and_entity_reused():
     m = small()
     for _ in range(4):
-        m.allocate(PA, 2)
+        m.allocate(PA, 2, hold=True)
+    m.run([DRAIN])                       # all held: deleting them leaves no tombstone
     assert m.delete(1).ok and m.delete(2).ok
     r = m.allocate(V, 1)
     assert (r.entity, r.record, r.addr) == (1, 1, 2)
@@ -178,6 +183,7 @@ def test_free_run_tells_whether_alloc_finds_its_lines():
     the count of free lines."""
     rng = np.random.default_rng(11)
     m = small(records=64, entities=64, lines=48)
+    m.configure(S, [(M, 0)])
     passes = refusals = 0
     for _ in range(3000):
         live = m.live_entities()
@@ -191,6 +197,7 @@ def test_free_run_tells_whether_alloc_finds_its_lines():
             assert r.ok == (st.free_run >= n), (st, n, r)
             passes += r.ok
             refusals += r.code == Code.NO_LINES and st.free_lines >= n
+        m.run([DRAIN])                   # held and done: a DELETE frees it at once
     assert passes > 100 and refusals > 10       # scattered lines that were not enough
 
 
@@ -213,9 +220,11 @@ def test_delete_frees_everything():
     other = m.allocate(P, 1)
     assert m.status() == (4, 6, 24, 24, False)
     assert m.delete(e) == Response(Op.DELETE, Code.OK, entity=e)
-    assert m.status() == (7, 7, 31, 24, False)
+    # all but the queued frame-0 record at once; that one waits as a tombstone
+    assert m.status() == (6, 7, 31, 24, False) and m.tombstones() == [0]
     for f in range(3):
         assert not m.search(e, f).hit
+    assert m.translate(0, 0).code == Code.UNKNOWN and m.complete(0) == Code.UNKNOWN
     assert m.queue(V, 0) == ()
     assert m.queue(P, 0) == (other.record,)
     m.check()
@@ -225,8 +234,15 @@ def test_delete_queued_entity_keeps_fifo_order():
     m = small()
     recs = [m.allocate(V, 1).record for _ in range(4)]
     assert m.delete(1).ok
-    assert m.queue(V, 0) == (recs[0], recs[2], recs[3])
-    assert [i.record for i in m.step() + m.step() + m.step()] == [0, 2, 3]
+    assert m.queue(V, 0) == (recs[0], recs[2], recs[3]) and m.tombstones() == [1]
+    assert m.allocate(V, 1).record == 4               # record 1 is not free yet
+    m.check()
+    got = [[i.record for i in m.step()] for _ in range(6)]
+    # (V, 0) was decided on in the second ALLOC's clock: issue 0, drop the tombstone
+    # (no issue), issue 2, 3, 4
+    assert got == [[0], [], [2], [3], [4], []]
+    assert m.tombstones() == [] and m.allocate(V, 1).record == 1
+    m.check()
 
 
 # ---------------------------------------------------------------- stage parser
@@ -262,7 +278,7 @@ def test_default_program_issue_sequence(etype, kinds):
 def test_issue_sets_busy_and_completion_advances():
     m = small()
     r = m.allocate(V, 1).record
-    assert m.search(0).busy == 0
+    assert m.search(0).busy == 0                    # and (V, 0) is decided on
     (iss,) = m.step()
     assert iss == Issue(M, r, 0, V, 0, 0x00, r)
     s = m.search(0)
@@ -278,22 +294,23 @@ def test_later_stage_first():
     m = small()
     assert m.configure(V, [(M, 0xA0), (M, 0xA1), (M, 0xA2)]).ok
     a, b, c = (m.allocate(V, 1).record for _ in range(3))
-    assert [i.record for i in m.step()] == [a]
-    m.complete(a)                                   # a waits in stage 1, b and c in 0
-    (i,) = m.step()
-    assert (i.record, i.stage) == (a, 1)
+    assert m.decision(M) == (V, 0)                   # decided in b's ALLOC clock
+    assert [i.record for i in m.step()] == [a]       # and (V, 0) decided again (b)
+    m.complete(a)                                    # a waits in stage 1, b and c in 0
+    assert [(i.record, i.stage) for i in m.step()] == [(b, 0)]    # decided before
+    assert [(i.record, i.stage) for i in m.step()] == [(a, 1)]    # drain before fill
     m.complete(a)
-    (i,) = m.step()
-    assert (i.record, i.stage) == (a, 2)
-    m.complete(a)                                   # a is done and deleted
-    assert [(i.record, i.stage) for i in m.step() + m.step()] == [(b, 0), (c, 0)]
+    assert [(i.record, i.stage) for i in m.step()] == [(c, 0)]
+    assert [(i.record, i.stage) for i in m.step()] == [(a, 2)]
+    m.complete(a)                                    # a is done and deleted
+    assert m.status().free_records == 8 - 2
 
 
 def test_round_robin_among_types():
     m = small()
-    s1, s2 = m.allocate(S, 1).record, m.allocate(S, 1).record
     v1, v2 = m.allocate(V, 1).record, m.allocate(V, 1).record
     t1 = m.allocate(T, 1).record
+    s1, s2 = m.allocate(S, 1).record, m.allocate(S, 1).record
     # MOVE pointer starts at type 4: type 0 first, then 1, 2, 3, 4, 0, ...
     got = [(i.etype, i.record) for _ in range(5) for i in m.step()]
     assert got == [(V, v1), (T, t1), (S, s1), (V, v2), (S, s2)]
@@ -303,11 +320,13 @@ def test_round_robin_among_types():
 def test_round_robin_pointer_per_kind_and_held_when_not_ready():
     m = small(records=16, entities=16)
     px = [m.allocate(P, 1).record for _ in range(2)]     # NUMERIC first stage
-    tr = [m.allocate(T, 1).record for _ in range(2)]     # MOVE first stage
-    vx = [m.allocate(V, 1).record for _ in range(2)]
+    vx = [m.allocate(V, 1).record for _ in range(2)]     # MOVE first stage
+    tr = [m.allocate(T, 1).record for _ in range(2)]
+    assert (m.decision(N), m.decision(M)) == ((P, 0), (V, 0))
     res = m.cycle(n_ready=False, m_ready=True)
     assert res.n_issue is None and res.m_issue.record == vx[0]
-    res = m.cycle(n_ready=True, m_ready=False)          # NUMERIC pointer still at 4
+    assert m.decision(N) == (P, 0) and m.decision(M) == (T, 0)   # NUMERIC: kept
+    res = m.cycle(n_ready=True, m_ready=False)          # NUMERIC pointer still at 2
     assert res.n_issue.record == px[0] and res.m_issue is None
     res = m.cycle()
     assert (res.n_issue.record, res.m_issue.record) == (px[1], tr[0])
@@ -320,12 +339,15 @@ def test_round_robin_offers_each_types_latest_stage():
     m = small()
     m.configure(V, [(M, 1), (M, 2), (M, 3)])
     v = m.allocate(V, 1).record
-    m.step()
+    run = [i for _ in range(2) for i in m.step()]
     m.complete(v)
-    m.step()
-    m.complete(v)                                    # v waits in stage 2
-    t = m.allocate(T, 1).record                      # t waits in stage 0
-    # pointer is at type 0 (v issued last): type 1's stage 0 goes before type 0's stage 2
+    run += [i for _ in range(2) for i in m.step()]
+    assert [(i.record, i.stage) for i in run] == [(v, 0), (v, 1)]
+    # v enters stage 2 as t enters stage 0 of its type
+    res = m.cycle(cmd=Command.alloc(T, 1), mcompl=v, n_ready=False, m_ready=False)
+    t = res.resp.record
+    # pointer is at type 0 (v decided last): type 1's stage 0 goes before type 0's stage 2
+    assert m.step() == [] and m.decision(M) == (T, 0)
     assert [(i.record, i.stage) for i in m.step()] == [(t, 0)]
     assert [(i.record, i.stage) for i in m.step()] == [(v, 2)]
 
@@ -333,25 +355,37 @@ def test_round_robin_offers_each_types_latest_stage():
 def test_out_of_order_completions_keep_arrival_order():
     m = small()
     a, b, c = (m.allocate(V, 1).record for _ in range(3))
-    assert [i.record for _ in range(3) for i in m.step()] == [a, b, c]
+    assert [i.record for _ in range(4) for i in m.step()] == [a, b, c]
     for r in (c, a, b):
         m.complete(r)
     assert m.queue(V, 1) == (c, a, b)
-    assert [i.record for _ in range(3) for i in m.step()] == [c, a, b]
+    assert [i.record for _ in range(4) for i in m.step()] == [c, a, b]
 
 
 def test_two_issues_per_cycle():
     m = small()
     p = m.allocate(P, 1).record
     v = m.allocate(V, 1).record
+    assert m.cycle(n_ready=False, m_ready=False).issues == []   # both ports decided
     res = m.cycle()
     assert (res.n_issue.record, res.m_issue.record) == (p, v)
     res = m.cycle(ncompl=p, mcompl=v)
     assert (res.ncode, res.mcode) == (Code.OK, Code.OK)
     assert res.issues == []                          # visible from the next cycle
     # both now wait in a NUMERIC stage 1; the NUMERIC pointer is at pixel (2): 3, 4, 0 ...
+    assert m.step() == [] and m.decision(N) == (V, 1)
     assert [(i.kind, i.record, i.stage) for i in m.step()] == [(N, v, 1)]
     assert [(i.kind, i.record, i.stage) for i in m.step()] == [(N, p, 1)]
+
+
+def test_always_ready_ports_issue_every_clock():
+    """With decisions made a clock ahead, each port still issues every clock."""
+    m = small(records=16, entities=16, lines=64)
+    for _ in range(6):
+        m.allocate(P, 1)                             # NUMERIC stage 0
+        m.allocate(S, 1)                             # MOVE stage 0
+    # both decided during the ALLOCs
+    assert [sorted(i.kind for i in m.step()) for _ in range(7)] == [[N, M]] * 6 + [[]]
 
 
 def test_hold_and_release():
@@ -428,7 +462,8 @@ def test_translate():
 
 def standard():
     """e0: busy in MOVE stage 0 (rec 0) with frame 1 (rec 3); e1 queued (rec 1);
-    e2: state entity done and held (rec 2)."""
+    e2: state entity done and held (rec 2); e3: deleted while queued, its record 4 a
+    tombstone at the head of (S, 0), e4 (rec 5) behind it."""
     m = small(records=8, entities=8, lines=32, frames=4)
     assert m.allocate(V, 2).ok and m.allocate(V, 2).ok
     assert m.allocate(S, 1, hold=True).ok
@@ -436,6 +471,8 @@ def standard():
     assert m.cycle(n_ready=False).m_issue.record == 0
     assert m.cycle(n_ready=False).m_issue.record == 2
     assert m.complete(2) == Code.OK
+    assert m.allocate(S, 1).record == 4 and m.allocate(S, 1).record == 5
+    assert m.delete(3).ok and m.tombstones() == [4]
     assert not m.error
     return m
 
@@ -478,6 +515,12 @@ BAD = [
     ("done of frame-1 record", dict(mcompl=3), "mcode", Code.NOT_BUSY),
     ("done of free record", dict(mcompl=7), "mcode", Code.UNKNOWN),
     ("done of record >= records", dict(ncompl=255), "ncode", Code.UNKNOWN),
+    ("done of a tombstone", dict(mcompl=4), "mcode", Code.UNKNOWN),
+    ("done of a record already issued and completed", dict(mcompl=2), "mcode",
+     Code.NOT_BUSY),
+    ("delete of a deleted entity", dict(cmd=C.delete(3)), "resp", Code.UNKNOWN),
+    ("release of a deleted entity", dict(cmd=C.release(3)), "resp", Code.UNKNOWN),
+    ("translate of a tombstone", dict(query=C.translate(4, 0)), "qresp", Code.UNKNOWN),
 ]
 
 
@@ -511,29 +554,45 @@ def test_normal_outcomes_leave_error_clear():
 
 # ---------------------------------------------------------------- same-cycle rules
 
-def test_delete_of_entity_selected_in_the_same_cycle():
+def test_delete_of_entity_issued_in_the_same_cycle():
     m = small()
     e = m.allocate(S, 1).entity
+    assert m.cycle(n_ready=False, m_ready=False).issues == []    # decided
     res = m.cycle(cmd=Command.delete(e))
     assert res.resp.code == Code.BUSY and res.m_issue.entity == e and m.error
     assert m.complete(res.m_issue.record) == Code.OK
     assert m.status()[:3] == (8, 8, 32)
 
 
+def test_delete_of_entity_decided_on_but_not_issued():
+    """The port is not ready: the entity is deleted, and the decision drops its
+    tombstone when the port is ready again."""
+    m = small()
+    e = m.allocate(S, 1).entity
+    m.cycle(n_ready=False, m_ready=False)
+    assert m.decision(M) == (S, 0)
+    res = m.cycle(cmd=Command.delete(e), m_ready=False)
+    assert res.resp.ok and res.issues == [] and m.tombstones() == [0]
+    assert m.status()[:3] == (7, 8, 32)
+    assert m.step() == [] and m.tombstones() == [] and m.decision(M) is None
+    assert m.status() == (8, 8, 32, 32, False) and m.idle()
+
+
 def test_search_sees_the_state_at_the_start_of_the_cycle():
     m = small()
     res = m.cycle(cmd=Command.alloc(S, 1), query=Command.search(0))
     assert res.resp.ok and res.qresp.code == Code.MISS
+    assert m.cycle(n_ready=False, m_ready=False).issues == []    # decided
     res = m.cycle(cmd=Command.search(0), query=Command.search(0))
     assert res.resp == res.qresp
-    assert res.resp.busy == 0 and res.m_issue.entity == 0   # selected, not yet busy
+    assert res.resp.busy == 0 and res.m_issue.entity == 0   # issued, not yet busy
     assert m.search(0).busy == 1
 
 
 def test_alloc_does_not_see_resources_freed_in_the_same_cycle():
     m = small(records=1)
     r = m.allocate(S, 1).record
-    m.step()
+    assert [i.record for _ in range(2) for i in m.step()] == [r]
     res = m.cycle(cmd=Command.alloc(S, 1), mcompl=r)
     assert res.mcode == Code.OK and res.resp.code == Code.NO_RECORD
     assert m.status()[:3] == (1, 8, 32)
@@ -543,7 +602,7 @@ def test_alloc_does_not_see_resources_freed_in_the_same_cycle():
 def test_map_with_last_completion_in_the_same_cycle():
     m = small()
     r = m.allocate(S, 1)
-    m.step()
+    assert [i.record for _ in range(2) for i in m.step()] == [r.record]
     res = m.cycle(cmd=Command.map(r.entity, 1, 2), mcompl=r.record)
     assert res.resp.ok and res.resp.record == 1
     assert m.status()[:3] == (8, 8, 32)              # deleted with the entity
@@ -551,12 +610,23 @@ def test_map_with_last_completion_in_the_same_cycle():
     m.check()
 
 
-def test_completion_of_record_selected_in_the_same_cycle():
+def test_completion_of_record_issued_in_the_same_cycle():
     m = small()
     r = m.allocate(S, 1).record
+    assert m.cycle(n_ready=False, m_ready=False).issues == []    # decided
     res = m.cycle(mcompl=r)
     assert res.m_issue.record == r and res.mcode == Code.NOT_BUSY and m.error
     assert m.search(0).busy == 1
+
+
+def test_issue_decided_a_clock_ahead():
+    """An entity pushed in cycle t is decided on in t+1 and issued in t+2, and the
+    decision is kept (not redone) while the port is not ready."""
+    m = small()
+    r = m.allocate(V, 1).record                      # cycle t: pushed into (V, 0)
+    assert m.decision(M) is None
+    assert m.step() == [] and m.decision(M) == (V, 0)            # t+1
+    assert [i.record for i in m.step()] == [r] and m.decision(M) is None   # t+2
 
 
 def test_not_ready_holds_the_issue():
@@ -638,6 +708,12 @@ class Inc:
     issued: list = field(default_factory=list)
 
 
+@dataclass
+class Tomb:
+    """The FIFO entry of an entity deleted while queued."""
+    record: int
+
+
 class Scoreboard:
     """An independent bookkeeping of what the QCC must answer, built from its outputs."""
 
@@ -651,6 +727,8 @@ class Scoreboard:
         self.live = {}                                   # entity -> Inc
         self.fifo = {(t, s): deque() for t in range(N_TYPES) for s in range(8)}
         self.rr = {N: N_TYPES - 1, M: N_TYPES - 1}
+        self.decision = {N: None, M: None}               # (type, stage) popped next
+        self.tomb = set()                                # records held by tombstones
         self.seen = set()
         self.n_inc = self.n_finished = self.n_deleted = 0
         self.ended = set()                               # incarnations freed
@@ -663,7 +741,7 @@ class Scoreboard:
         for used in self.used:
             run = 0 if used else run + 1
             longest = max(longest, run)
-        return (self.owner.count(None), self.entities - len(self.live),
+        return (self.owner.count(None) - len(self.tomb), self.entities - len(self.live),
                 self.used.count(False), longest)
 
     def first_fit(self, n):
@@ -702,14 +780,15 @@ class Scoreboard:
             return Code.NOT_BUSY
         return Code.OK
 
-    def expect_issue(self, kind):
-        """(type, stage, Inc) port ``kind`` must issue: round-robin over the types from
-        the one it issued last, each offering its latest waiting stage of that kind."""
+    def decide(self, kind):
+        """The FIFO port ``kind`` pops next: round-robin over the types from the one it
+        decided on last, each offering its latest non-empty stage of that kind."""
         for i in range(1, N_TYPES + 1):
             t = (self.rr[kind] + i) % N_TYPES
             for s in reversed(range(len(self.prog[t]))):
                 if self.prog[t][s].kind == kind and self.fifo[t, s]:
-                    return t, s, self.fifo[t, s][0]
+                    self.rr[kind] = t
+                    return t, s
         return None
 
     # -- updates --------------------------------------------------------------------
@@ -731,22 +810,32 @@ class Scoreboard:
             if rec is not None:
                 assert got == self.expect_done(rec, kind)
                 codes[kind] = got
+        dropped = []
         for kind, ready, iss in ((N, n_ready, res.n_issue), (M, m_ready, res.m_issue)):
-            exp = self.expect_issue(kind) if ready else None
-            if exp is None:
+            if not ready or self.decision[kind] is None:
                 assert iss is None
+                continue
+            t, s = self.decision[kind]
+            head = self.fifo[t, s][0]
+            if isinstance(head, Tomb):
+                assert iss is None, "issued a deleted entity"
+                self.fifo[t, s].popleft()
+                dropped.append(head.record)
             else:
-                t, s, inc = exp
                 assert iss is not None and (iss.etype, iss.stage, iss.entity) == (
-                    t, s, inc.entity), f"expected type {t} stage {s} entity {inc.entity}"
-                self.rr[kind] = t
+                    t, s, head.entity), f"expected type {t} stage {s} entity {head.entity}"
+            self.decision[kind] = None
         for iss in res.issues:
             self.issue(iss)
+        for kind, ready in ((N, n_ready), (M, m_ready)):
+            if ready or self.decision[kind] is None:
+                self.decision[kind] = self.decide(kind)
         if cmd is not None and not early:
             self.command(cmd, res.resp)
         for rec, kind in ((nrec, N), (mrec, M)):
             if codes.get(kind) == Code.OK:
                 self.complete(rec)
+        self.tomb.difference_update(dropped)
 
     def issue(self, iss):
         inc = self.live[iss.entity]
@@ -792,7 +881,8 @@ class Scoreboard:
 
     def command(self, c, resp):
         assert resp.op == c.op
-        free_rec = next((r for r, o in enumerate(self.owner) if o is None), None)
+        free_rec = next((r for r, o in enumerate(self.owner)
+                         if o is None and r not in self.tomb), None)
         if c.op == Op.ALLOC:
             free_ent = next((e for e in range(self.entities) if e not in self.live), None)
             base = self.first_fit(c.lines) if 1 <= c.lines <= 8 else None
@@ -847,14 +937,17 @@ class Scoreboard:
             assert resp.code == exp
             if exp == Code.OK:
                 assert resp == Response(c.op, Code.OK, entity=c.entity)
-                if inc.stage != DONE_STAGE:
-                    self.fifo[inc.etype, inc.stage].remove(inc)
+                if inc.stage != DONE_STAGE:          # queued: a tombstone takes its place
+                    q = self.fifo[inc.etype, inc.stage]
+                    q[q.index(inc)] = Tomb(inc.record)
+                    self.tomb.add(inc.record)
                 self.n_deleted += 1
                 self.free(inc)
         elif c.op == Op.CONFIG:
             if c.etype >= N_TYPES or not 1 <= c.nstages <= 8:
                 exp = Code.BAD_ARG
-            elif any(i.etype == c.etype and i.stage != DONE_STAGE for i in self.live.values()):
+            elif any(i.etype == c.etype and i.stage != DONE_STAGE for i in self.live.values()) \
+                    or any(self.fifo[c.etype, s] for s in range(8)):
                 exp = Code.BUSY
             else:
                 exp = Code.OK
@@ -958,7 +1051,8 @@ def assert_covered(sb):
     assert 0 in sb.min_free                              # some table was full
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", [0, 1] + [pytest.param(s, marks=pytest.mark.slow)
+                                           for s in range(2, 8)])
 def test_random_mix_small(seed):
     rng = random.Random(1000 + seed)
     sb, _ = random_mix(seed, records=rng.choice([4, 8, 16, 32]),
@@ -967,9 +1061,12 @@ def test_random_mix_small(seed):
     assert_covered(sb)
 
 
-@pytest.mark.parametrize("seed, lines", [(99, 256), (98, 2048)])
+@pytest.mark.slow
+@pytest.mark.parametrize("seed, lines", [(97, 256), (98, 2048)])
 def test_random_mix_default_size(seed, lines):
-    """At the default size; with 2048 lines the records and entity numbers run out."""
+    """At the default size; with 2048 lines the records and entity numbers run out.
+    (Seed 99, used before issue 11, no longer fills a table with 256 lines: its run
+    changed with the issue timing, and ``assert_covered`` requires a full table.)"""
     sb, _ = random_mix(seed, records=256, entities=256, lines=lines, frames=16,
                        cycles=4000, check_every=10)
     assert_covered(sb)

@@ -123,7 +123,8 @@ def test_directed_sequence():
     simulate(dut, body)
 
 
-@pytest.mark.parametrize("gap, stall", [(0.0, 0.0), (0.3, 0.3), (0.6, 0.1)])
+@pytest.mark.parametrize("gap, stall", [pytest.param(0.0, 0.0, marks=pytest.mark.slow), (0.3, 0.3),
+                                        pytest.param(0.6, 0.1, marks=pytest.mark.slow)])
 def test_random(gap, stall):
     """Random mixes of every request, with gaps, stalls and random latencies."""
     dut = QCC(**SMALL)

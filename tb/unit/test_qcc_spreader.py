@@ -14,7 +14,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from golden.qcc import MAX_BUF_LINES, QCCModel
+from golden.qcc import MAX_BUF_LINES, Code, QCCModel
 from golden.spreader import (Config, EType, EUStatus, Feeder, QCCEU, Scoreboard, Spreader,
                              Workload, synthetic_workload)
 
@@ -36,13 +36,17 @@ def mixed_sizes(workload, rng):
     return Workload(*[[resize(item) for item in stream] for stream in workload.streams])
 
 
-def run(seed, eu_class, *, n_eus, records, entities, lines, vdt, pt, config, rotate=True):
+def run(seed, eu_class, *, n_eus, records, entities, lines, vdt, pt, config, rotate=True,
+        made=None):
+    """One spreader run on ``n_eus`` QCC models; ``made`` (a list) receives the EUs."""
     sp = Spreader(n_eus=n_eus, vdt_records=vdt, pt_records=pt, rotate=rotate)
     wl = mixed_sizes(synthetic_workload(seed, n_triangles=40, cols=4, max_pixels=3,
                                         n_patches=2, vdt_records=vdt, pt_records=pt),
                      np.random.default_rng(seed))
     eus = [eu_class(QCCModel(records=records, entities=entities, lines=lines),
                     seed * 10 + e, work=(1, 6)) for e in range(n_eus)]
+    if made is not None:
+        made.extend(eus)
     result = sp.run(Feeder(wl, gap=0.2, rng=seed), eus, config=config, stall_cycles=3000)
     stats = Scoreboard(sp, wl).check(result)
     assert not result.error and not any(eu.errors for eu in eus)
@@ -58,15 +62,22 @@ SMALL = dict(n_eus=3, records=8, entities=8, lines=16, vdt=8, pt=4,
 
 
 def test_scattered_free_lines_deadlock_is_gone():
-    """Regression: this run deadlocked with the free-line count as status (a pixel
-    packet whose size the count of free lines met, refused by every QCC for want of a
-    contiguous run, the scattered lines held by its triangle and vertices); with the
-    longest free run as status it completes, and no QCC ever refuses. The run was
-    recorded with every candidate list walked from its head (``rotate=False``, the
-    spreader before its balancing rule), which this replay keeps."""
+    """Regression: this run deadlocks with the free-line count as status (an 8-line
+    packet whose size the count of free lines meets, refused again and again by a QCC
+    whose 10 free lines are held apart by finished data in runs of at most 5); with the
+    longest free run as status it completes, and no QCC ever refuses. Every candidate
+    list is walked from its head (``rotate=False``, the spreader before its balancing
+    rule). The QCC's issue timing changed with issue 11 (decided a clock ahead), and
+    with it the allocations of the run first recorded (seed 1), which now ends in the
+    other deadlock the README describes (held data filling every QCC) with either
+    status; seed 7 replays the scattered-lines case."""
+    eus = []
     with pytest.raises(RuntimeError, match="deadlock"):
-        run(1, CountingQCCEU, **SMALL, rotate=False)
-    stats, eus = run(1, QCCEU, **SMALL, rotate=False)
+        run(7, CountingQCCEU, **SMALL, rotate=False, made=eus)
+    refused = [(eu.qcc.status(), c.lines) for eu in eus for _, c, r in eu.responses
+               if r.code == Code.NO_LINES]
+    assert len(refused) > 100 and any(st.free_lines >= n > st.free_run for st, n in refused)
+    stats, eus = run(7, QCCEU, **SMALL, rotate=False)
     assert stats.refusals == 0 and stats.allocations > 90
 
 
@@ -77,8 +88,8 @@ HELD_ROOM = [Config.minimum(t, 2, 2 * MAX_BUF_LINES)
              for t in (EType.VERTEX, EType.TRIANGLE, EType.PATCH)]
 
 
-@pytest.mark.parametrize("seed", [0, 1] + [pytest.param(s, marks=pytest.mark.slow)
-                                           for s in range(2, 12)])
+@pytest.mark.parametrize("seed", [0] + [pytest.param(s, marks=pytest.mark.slow)
+                                       for s in range(1, 12)])
 def test_mixed_sizes_with_held_room_minima(seed):
     """Packets of 1..8 lines of every type on QCCs of 32 lines with :data:`HELD_ROOM`:
     every packet allocated exactly once (the scoreboard), no refusal after a passing
