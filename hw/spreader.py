@@ -36,7 +36,10 @@ Decisions
    spreader's input ``ready``\s. P cannot see R's commit of the same clock, so P makes
    a packet *wait* where that commit could change its outcome (hazards with R's packet:
    same record, a group or primitive R closes, a vertex group or ``prid`` a packet
-   inside the spreader provides).
+   inside the spreader provides). A triangle or pixel packet that would wait for a
+   provider inside the spreader is not offered to the arbiter (``offer``: compares of
+   its indices / ``prid`` with the held packets, no table lookup), so another stream's
+   packet fills the clock: a mixed stream keeps one packet per clock.
 2. Tables (issue 12): the fields written once per allocation (tag, EU, entity, vertex
    count; for the PT also the triangle's VDT records) are ``Memory`` with asynchronous
    read ports (LUT-RAM; the VDT in an even and an odd bank, so that a patch writes its
@@ -696,9 +699,12 @@ class Spreader(wiring.Component):
                          src[s].eq(Mux(parked[s], held[s], ins[s].payload))]
 
         # ---------------------------------------------------------------- arbitration
+        # a triangle whose vertex group, or a pixel packet whose triangle, is still inside
+        # the spreader would only wait: it does not offer itself (t_prov, p_prov below)
+        offer = Signal(4)
         starving = Signal(4)
         for s in range(4):
-            m.d.comb += starving[s].eq(src_v[s] & (limit != 0) & (starve[s] >= limit))
+            m.d.comb += starving[s].eq(offer[s] & (limit != 0) & (starve[s] >= limit))
         win = Signal(2)
         with m.If(starving.any()):
             for s in reversed(PRIORITY):
@@ -706,7 +712,7 @@ class Spreader(wiring.Component):
                     m.d.comb += win.eq(s)
         with m.Else():
             for s in reversed(PRIORITY):
-                with m.If(src_v[s]):
+                with m.If(offer[s]):
                     m.d.comb += win.eq(s)
 
         # ---------------------------------------------------------------- stage P: checks
@@ -842,6 +848,8 @@ class Spreader(wiring.Component):
         with m.Elif(~p_hit | p_hazard):
             m.d.comb += ev[PIX]["out"].eq(O_WAIT)
 
+        m.d.comb += offer.eq(src_v & ~Cat(0, Cat(t_prov).any(), p_prov, 0))
+
         # the winner's evaluation
         w_out, w_code, w_detail = Signal(2), Signal(4), Signal(D)
         w_rec = Signal(8)
@@ -950,13 +958,13 @@ class Spreader(wiring.Component):
         m.d.comb += room.eq((fifos["log"].level + consumed < self.fifo_depth)
                             & (fifos["move"].level + accepted < self.fifo_depth))
         load = Signal()
-        m.d.comb += load.eq(src_v.any() & room & (~active | consumed | parks)
+        m.d.comb += load.eq(offer.any() & room & (~active | consumed | parks)
                             & ~(active & (win == r_stream) & ~consumed))
         for s in range(4):
             m.d.comb += ins[s].ready.eq(load & (win == s) & ~parked[s])
         with m.If(load):
             for s in range(4):
-                m.d.sync += starve[s].eq(Mux(~src_v[s] | (win == s), 0, sat_inc(starve[s])))
+                m.d.sync += starve[s].eq(Mux(~offer[s] | (win == s), 0, sat_inc(starve[s])))
         for s in range(4):
             with m.If(consumed & (r_stream == s)):
                 m.d.sync += [seq[s].eq(seq[s] + 1), passes[s].eq(0), held_v[s].eq(0)]

@@ -118,7 +118,10 @@ registers and the inputs of its own clock.
    after a pass that placed it nowhere; a parked packet goes before its input's head.
 2. **Stage P** (clock t): the arbiter picks among the streams with a packet to offer --
    a parked one, else the input's head (for R's own stream the input's head, the next
-   packet): a *starving* stream (its counter >= ``limit``, limit > 0) if any, else fixed
+   packet) -- except a triangle that names a vertex group the vertex or patch packet
+   inside the spreader provides, and a pixel packet (or end marker) whose ``prid`` is
+   the triangle's inside (they would only wait; a stream that does not offer counts as
+   idle): a *starving* stream (its counter >= ``limit``, limit > 0) if any, else fixed
    priority pixel > triangle > vertex > patch (among starving streams the same order).
    The winner is prepared from ``S_t`` and the packets inside: checks, lookups (VDT,
    PT), candidate list and minimum (S104-S115). It enters R at the edge (a pass starts:
@@ -134,8 +137,9 @@ registers and the inputs of its own clock.
    triangle naming a vertex that misses the VDT while the vertex or patch packet inside
    the spreader provides its group, or a group that R's triangle closes (``last``); a
    pixel packet or end marker whose ``prid`` misses the PT while the triangle inside has
-   that ``prid``, or whose primitive R's pixel packet closes (``last``). A vertex that
-   misses with no such provider is UNKNOWN_VERTEX, a ``prid`` UNKNOWN_PRID, as before.
+   that ``prid`` (these two are not offered, see above, so they never reach R), or whose
+   primitive R's pixel packet closes (``last``). A vertex that misses with no such
+   provider is UNKNOWN_VERTEX, a ``prid`` UNKNOWN_PRID, as before.
    (Stage P cannot see R's commit of this clock: these waits make the prepared pass
    equal to one prepared after it.)
 3. **Stage R, scan** (S118-S124): in R's first clock and in the clock after each

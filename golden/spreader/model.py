@@ -381,6 +381,19 @@ class Spreader(Codec):
         p.tri = Loc(int(self.p_eu[q]), int(self.p_ent[q]), 0)
         return p
 
+    def _offers(self, src):
+        """Which streams offer a packet to the arbiter: not a triangle that names a group
+        the vertex or patch packet inside provides, nor a pixel packet whose triangle is
+        inside (they would only wait: the arbiter takes another stream instead)."""
+        offer = [x is not None for x in src]
+        tri, pix, held = src[EType.TRIANGLE], src[EType.PIXEL], self._held[EType.TRIANGLE]
+        if tri is not None and any(self._covers(EType.VERTEX, i) or self._covers(EType.PATCH, i)
+                                   for i in tri.indices):
+            offer[EType.TRIANGLE] = False
+        if pix is not None and held is not None and held.prid == pix.prid:
+            offer[EType.PIXEL] = False
+        return offer
+
     @staticmethod
     def _bad(p, code, detail):
         p.outcome, p.code, p.detail = "error", code, detail
@@ -511,7 +524,7 @@ class Spreader(Codec):
         room = (self.fifo_depth - len(self._fifo["log"].q) > push_log
                 and self.fifo_depth - len(self._fifo["move"].q) > push_move)
         if room and (p is None or leaves):
-            win, starve = self._arbitrate([x is not None for x in src])
+            win, starve = self._arbitrate(self._offers(src))
             if win is not None and not (p is not None and win == p.stream
                                         and consumed is None):
                 nxt = self._prepare(win, src[win])
