@@ -23,16 +23,23 @@ model. Figures are in README.md (section "Block 3").
 
 Decisions
 ---------
-1. The golden model's timing contract is kept as it is: a pass starts in the clock its
-   packet is arbitrated, the checks, VDT/PT lookups, candidate list, minimum and the
-   status scan are combinational from the input payload and the state, and the answer of
-   the EU (which rides on the ``alloc[e]`` transfer) gives the input's ``ready`` in the
-   same clock. So there is a combinational path from ``alloc[e].ready``/``accept[e]`` to
-   the input ``ready``\\s. It is allowed here because it is the contract (one allocation
-   per clock when the first candidate accepts) and it cannot loop: an EU's ``ready`` and
-   answer must not depend on the spreader's input ``ready``\\s. Everything after the
-   answer (tables, log, move command) is registered. The long path limits Fmax
-   (decision 8).
+1. Pipelined allocation (issue 12, item 3; the golden model's timing contract, changed
+   first): stage P (arbiter, packet checks, VDT/PT lookups, candidate list, minimum)
+   reads the input heads or the parked packets (``held``, one register per stream) and
+   the tables, and loads the pass registers (``r_*``) of stage R; stage R (status scan,
+   request, answer, commit) reads only those registers, the status and the answer. An
+   input's ``ready`` is high when P's pass enters R, one clock before its first
+   request; a packet whose pass ends unplaced is parked in its stream's register. The
+   EU's answer still decides, in its clock, whether the packet is consumed and so
+   whether P's next pass may enter R (an enable: ``load``), and the input ``ready``\s
+   depend on it combinationally; an EU's ``ready`` and answer must not depend on the
+   spreader's input ``ready``\s. P cannot see R's commit of the same clock, so P makes
+   a packet *wait* where that commit could change its outcome (hazards with R's packet:
+   same record, a group or primitive R closes, a vertex group or ``prid`` a packet
+   inside the spreader provides). A triangle or pixel packet that would wait for a
+   provider inside the spreader is not offered to the arbiter (``offer``: compares of
+   its indices / ``prid`` with the held packets, no table lookup), so another stream's
+   packet fills the clock: a mixed stream keeps one packet per clock.
 2. Tables (issue 12): the fields written once per allocation (tag, EU, entity, vertex
    count; for the PT also the triangle's VDT records) are ``Memory`` with asynchronous
    read ports (LUT-RAM; the VDT in an even and an odd bank, so that a patch writes its
@@ -71,11 +78,9 @@ Decisions
    goes to an EU while one of its entity completions waits to reach the spreader, because
    the QCC reuses the number of an entity without ``hold`` in the clock after its last
    stage completes (the spreader would see an answer naming an entity still in flight).
-8. Fmax is not improved by issue 12's work so far (tables, structure of the tables,
-   load balance): the contract (one allocation per clock, answer in the request's
-   clock) makes arbitration, lookups, candidate list, scan and commit one combinational
-   clock. The planned change (issue 12, item 3) is a pipeline register between the
-   lookups / candidate list and the scan, with the golden model's timing changed first.
+8. Fmax: figures in README.md. Before item 3 the contract (one allocation per clock,
+   answer in the request's clock, everything combinational from the input payload)
+   made arbitration, lookups, candidate list, scan and commit one clock (20 MHz).
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
    priority list is walked from the entry after the EU of that type's last allocation
    (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
@@ -550,28 +555,45 @@ class Spreader(wiring.Component):
         })
 
     # ------------------------------------------------------------------------------
-    def _walk(self, m, win, lst, count, last_eu, last_ok):
-        """The winner type's priority list in walk order: rotated to start after the EU
-        of the type's last allocation (``rotate``), else as configured."""
+    def _walk(self, m, win, lst, lcnt, start):
+        """The winner type's priority list in walk order: from entry ``start[t]`` of its
+        list (a register, see :meth:`_walk_start`). Every type's walk is built from
+        registers in parallel with the arbiter, then the winner's is selected."""
         N = self.n_eus
-        lst_w = [Signal(EU_W, name=f"w_lst{k}") for k in range(N)]
-        last, ok = Signal(EU_W), Signal()
-        for s in range(4):
-            with m.If(win == s):
-                m.d.comb += [last.eq(last_eu[s]), ok.eq(last_ok[s])]
-                m.d.comb += [lst_w[k].eq(lst[s][k]) for k in range(N)]
+        walks = []
+        for t in range(4):
+            walk = [Signal(EU_W, name=f"walk{t}_{j}") for j in range(N)]
+            for j in range(N):
+                at = Signal(6, name=f"walk{t}_at{j}")
+                m.d.comb += at.eq(start[t] + j)
+                m.d.comb += walk[j].eq(Array(lst[t])[Mux(at >= lcnt[t], at - lcnt[t], at)[:5]])
+            walks.append(walk)
+        w_lst = [Signal(EU_W, name=f"w_lst{j}") for j in range(N)]
+        for t in range(4):
+            with m.If(win == t):
+                m.d.comb += [w_lst[j].eq(walks[t][j]) for j in range(N)]
+        return w_lst
+
+    def _walk_start(self, m, start, lst, lcnt, last_eu, last_ok, cfg_list, entries, count,
+                    accept, eu):
+        """Keep ``start[t]``, where type t's walk begins, equal to the entry after the EU
+        of the type's last allocation (0 when there is none, it is not in the list or it
+        is the list's last entry; always 0 without ``rotate``), computed from the next
+        state: the list written by a LIST word (``cfg_list[t]``), the EU of an accept
+        (``accept[t]``, ``eu``)."""
         if not self.rotate:
-            return lst_w
-        start = Signal(5)
-        for k in range(N):      # the entries are distinct: at most one matches
-            with m.If(ok & (k < count) & (lst_w[k] == last) & (k + 1 < count)):
-                m.d.comb += start.eq(k + 1)
-        walk = [Signal(EU_W, name=f"w_walk{j}") for j in range(N)]
-        for j in range(N):
-            at = Signal(6, name=f"w_walk_at{j}")
-            m.d.comb += at.eq(start + j)
-            m.d.comb += walk[j].eq(Array(lst_w)[Mux(at >= count, at - count, at)[:5]])
-        return walk
+            return
+        N = self.n_eus
+        for t in range(4):
+            lst_n = [Mux(cfg_list[t], entries[k], lst[t][k]) for k in range(N)]
+            cnt_n = Mux(cfg_list[t], count, lcnt[t])
+            last_n = Mux(accept[t], eu, last_eu[t])
+            ok_n = accept[t] | last_ok[t]
+            nxt = Signal(5, name=f"walk_start{t}_next")
+            for k in range(N):      # the entries are distinct: at most one matches
+                with m.If(ok_n & (k + 1 < cnt_n) & (lst_n[k] == last_n)):
+                    m.d.comb += nxt.eq(k + 1)
+            m.d.sync += start[t].eq(nxt)
 
     def elaborate(self, platform):
         m = Module()
@@ -607,6 +629,7 @@ class Spreader(wiring.Component):
         # load balance: per type, the EU of its last allocation (valid once there is one)
         last_eu = [Signal(EU_W, name=f"last_eu{t}") for t in range(4)]
         last_ok = [Signal(name=f"last_ok{t}") for t in range(4)]
+        walk_start = [Signal(5, name=f"walk_start{t}") for t in range(4)]
 
         # ---------------------------------------------------------------- tables
         m.submodules.vdt = vdt = VertexTable(records=V, index_bits=I)
@@ -642,9 +665,16 @@ class Spreader(wiring.Component):
         def sat_inc(x):
             return Mux(x == SAT, SAT, x + 1)
 
-        # ---------------------------------------------------------------- pass registers
-        active = Signal()
+        # ---------------------------------------------------------------- held packets
+        # Per stream, the packet taken from its input and not yet consumed (in the
+        # request stage R, or parked after a pass that placed it nowhere).
+        held_v = Signal(4)
+        held = [Signal(L[n], name=f"held_{n}") for n in ("i_vtx", "i_tri", "i_pix", "i_pat")]
+
+        # ---------------------------------------------------------------- stage R registers
+        active = Signal()                       # R holds a pass
         r_stream = Signal(2)
+        r_out, r_code, r_detail = Signal(2), Signal(4), Signal(D)
         r_cands = [Signal(EU_W, name=f"r_cand{i}") for i in range(N)]
         r_ncand = Signal(5)
         r_need_r, r_need_l = Signal(SR), Signal(SL)
@@ -656,31 +686,36 @@ class Spreader(wiring.Component):
         r_vr = [Signal(VR, name=f"r_vr{i}") for i in range(3)]
         r_vrn = Signal(3)
         r_rec = Signal(8)
+        r_is = [active & (r_stream == s) for s in range(4)]
+
+        # ---------------------------------------------------------------- stage P sources
+        # a parked packet goes before its input's head; the stream of R's packet offers
+        # its input's head (the next packet: loaded only if R's packet is consumed now)
+        src_v = Signal(4)
+        parked = [held_v[s] & ~r_is[s] for s in range(4)]
+        src = [Signal(L[n], name=f"src_{n}") for n in ("i_vtx", "i_tri", "i_pix", "i_pat")]
+        for s in range(4):
+            m.d.comb += [src_v[s].eq(parked[s] | valid[s]),
+                         src[s].eq(Mux(parked[s], held[s], ins[s].payload))]
 
         # ---------------------------------------------------------------- arbitration
-        log_room, move_room = fifos["log"].w_rdy, fifos["move"].w_rdy
-        can_start = ~active & log_room & move_room
+        # a triangle whose vertex group, or a pixel packet whose triangle, is still inside
+        # the spreader would only wait: it does not offer itself (t_prov, p_prov below)
+        offer = Signal(4)
         starving = Signal(4)
         for s in range(4):
-            m.d.comb += starving[s].eq(valid[s] & (limit != 0) & (starve[s] >= limit))
+            m.d.comb += starving[s].eq(offer[s] & (limit != 0) & (starve[s] >= limit))
         win = Signal(2)
-        any_valid = valid.any()
         with m.If(starving.any()):
             for s in reversed(PRIORITY):
                 with m.If(starving[s]):
                     m.d.comb += win.eq(s)
         with m.Else():
             for s in reversed(PRIORITY):
-                with m.If(valid[s]):
+                with m.If(offer[s]):
                     m.d.comb += win.eq(s)
-        start = Signal()
-        m.d.comb += start.eq(can_start & any_valid)
-        with m.If(start):
-            for s in range(4):
-                m.d.sync += starve[s].eq(Mux(~valid[s] | (win == s), 0, sat_inc(starve[s])))
 
-        # ---------------------------------------------------------------- pass start
-        # outcome: 0 allocate, 1 error, 2 close, 3 wait
+        # ---------------------------------------------------------------- stage P: checks
         O_ALLOC, O_ERR, O_CLOSE, O_WAIT = (o.value for o in Outcome)
         ev = []   # per stream: dict of comb signals
         for s in range(4):
@@ -688,7 +723,7 @@ class Spreader(wiring.Component):
                      detail=Signal(D, name=f"ev{s}_detail"), rec=Signal(8, name=f"ev{s}_rec"),
                      size=Signal(SIZE_W, name=f"ev{s}_size"))
             ev.append(e)
-        pv, pt, pp, pa = (i.payload for i in ins)
+        pv, pt, pp, pa = src
         m.d.comb += [ev[VTX]["size"].eq(pv.size), ev[TRI]["size"].eq(pt.size),
                      ev[PIX]["size"].eq(pp.size), ev[PAT]["size"].eq(pa.size)]
 
@@ -703,36 +738,58 @@ class Spreader(wiring.Component):
                 m.d.comb += [ev[s]["out"].eq(O_ERR), ev[s]["code"].eq(NO_EU),
                              ev[s]["detail"].eq(s)]
 
+        # what R's packet writes or closes at this clock's edge (hazards of stage P)
+        r_vrec0, r_vrec1 = Signal(VR), Signal(VR)
+        m.d.comb += [r_vrec0.eq(vrec(Mux(r_is[PAT], held[PAT].base, held[VTX].base))),
+                     r_vrec1.eq(r_vrec0 + 1)]
+        r_vp = r_is[VTX] | r_is[PAT]
+        r_tri, r_pix = held[TRI], held[PIX]
+        r_tri_idx = [r_tri.i0, r_tri.i1, r_tri.i2]
+
         # vertex
         vrec_v = vrec(pv.base)
         m.d.comb += ev[VTX]["rec"].eq(vrec_v)
         m.d.comb += vdt.busy_addr[0].eq(vrec_v)
+        v_hazard = r_vp & ((vrec_v == r_vrec0) | (r_is[PAT] & (vrec_v == r_vrec1)))
         with m.If((pv.count == 0) | (pv.count > GROUP) | (pv.base[:3] != 0)):
             m.d.comb += [ev[VTX]["out"].eq(O_ERR), ev[VTX]["code"].eq(MALFORMED)]
         common(VTX, pv.size, m)
-        with m.Elif(vdt.busy[0]):
+        with m.Elif(vdt.busy[0] | v_hazard):
             m.d.comb += ev[VTX]["out"].eq(O_WAIT)
         # patch
         vrec_a = vrec(pa.base)
         vrec_a1 = Signal(VR)
         m.d.comb += [vrec_a1.eq(vrec_a + 1), ev[PAT]["rec"].eq(vrec_a)]
         m.d.comb += [vdt.busy_addr[1].eq(vrec_a), vdt.busy_addr[2].eq(vrec_a1)]
+        a_hazard = r_vp & ((vrec_a == r_vrec0) | (vrec_a1 == r_vrec0)
+                           | (r_is[PAT] & (vrec_a == r_vrec1)))
         with m.If(pa.base[:3] != 0):
             m.d.comb += [ev[PAT]["out"].eq(O_ERR), ev[PAT]["code"].eq(MALFORMED)]
         common(PAT, pa.size, m)
-        with m.Elif(vdt.busy[1] | vdt.busy[2]):
+        with m.Elif(vdt.busy[1] | vdt.busy[2] | a_hazard):
             m.d.comb += ev[PAT]["out"].eq(O_WAIT)
-        # triangle: lookups
+        # triangle: lookups; a missing vertex whose group a vertex or patch packet inside
+        # the spreader provides makes it wait, as does a group R's triangle closes now
         t_idx = [pt.i0, pt.i1, pt.i2]
         t_r = [vrec(x) for x in t_idx]
         t_hit = [Signal(name=f"t_hit{i}") for i in range(3)]
+        t_prov = [Signal(name=f"t_prov{i}") for i in range(3)]
+        t_closing = [Signal(name=f"t_closing{i}") for i in range(3)]
         t_loc = [[Signal(EU_W, name=f"t_loc{i}_eu"), Signal(ENTITY_W, name=f"t_loc{i}_ent"),
                   Signal(ELEM_W, name=f"t_loc{i}_elem")] for i in range(3)]
+        hv_g, ha_g = held[VTX].base[3:], held[PAT].base[3:]
+        ha_g1 = Signal(I - 3 + 1)
+        m.d.comb += ha_g1.eq(ha_g + 1)
         for i in range(3):
             lk, x = vdt.look[i], t_idx[i]
+            g = x[3:]
             m.d.comb += [
                 vdt.look_addr[i].eq(t_r[i]),
                 t_hit[i].eq(lk.valid & (lk.tag == vtag(x)) & ~lk.closed & (x[:3] < lk.count)),
+                t_prov[i].eq((held_v[VTX] & (g == hv_g))
+                             | (held_v[PAT] & ((g == ha_g) | (g == ha_g1)))),
+                t_closing[i].eq(r_is[TRI] & Cat(
+                    r_tri.last[j] & (vrec(r_tri_idx[j]) == t_r[i]) for j in range(3)).any()),
                 t_loc[i][0].eq(lk.eu), t_loc[i][1].eq(lk.entity),
                 t_loc[i][2].eq(Cat(x[:3], lk.half)),
             ]
@@ -740,6 +797,9 @@ class Spreader(wiring.Component):
         prec_t = prec(pt.prid)
         m.d.comb += ev[TRI]["rec"].eq(prec_t)
         m.d.comb += ptab.busy_addr.eq(prec_t)
+        t_wait = Signal()
+        m.d.comb += t_wait.eq(Cat(~t_hit[i] | t_closing[i] for i in range(3)).any()
+                              | ptab.busy | (r_is[TRI] & (prec(r_tri.prid) == prec_t)))
         with m.If(pt.size == 0):
             m.d.comb += [ev[TRI]["out"].eq(O_ERR), ev[TRI]["code"].eq(MALFORMED)]
         with m.Elif(pt.size > self.max_lines):
@@ -749,24 +809,29 @@ class Spreader(wiring.Component):
             m.d.comb += [ev[TRI]["out"].eq(O_ERR), ev[TRI]["code"].eq(NO_EU),
                          ev[TRI]["detail"].eq(TRI)]
         for i in range(3):
-            with m.Elif(~t_hit[i]):
+            with m.Elif(~t_hit[i] & ~t_prov[i]):
                 m.d.comb += [ev[TRI]["out"].eq(O_ERR), ev[TRI]["code"].eq(UNKNOWN_VERTEX),
                              ev[TRI]["detail"].eq(t_idx[i])]
-        with m.Elif(ptab.busy):
+        with m.Elif(t_wait):
             m.d.comb += ev[TRI]["out"].eq(O_WAIT)
-        # pixel
+        # pixel: a missing prid whose triangle is inside the spreader waits, as does a
+        # primitive R's pixel packet closes now
         prec_p = prec(pp.prid)
-        p_hit = Signal()
+        p_hit, p_prov, p_hazard = Signal(), Signal(), Signal()
         p_look = ptab.look
         m.d.comb += [ptab.look_addr.eq(prec_p),
                      p_hit.eq(p_look.valid & (p_look.tag == ptag(pp.prid)) & ~p_look.closed),
+                     p_prov.eq(held_v[TRI] & (held[TRI].prid == pp.prid)),
+                     p_hazard.eq(r_is[PIX] & r_pix.last & (prec(r_pix.prid) == prec_p)),
                      ev[PIX]["rec"].eq(prec_p)]
         with m.If(pp.mask == 0):
             with m.If(~pp.last):
                 m.d.comb += [ev[PIX]["out"].eq(O_ERR), ev[PIX]["code"].eq(MALFORMED)]
-            with m.Elif(~p_hit):
+            with m.Elif(~p_hit & ~p_prov):
                 m.d.comb += [ev[PIX]["out"].eq(O_ERR), ev[PIX]["code"].eq(UNKNOWN_PRID),
                              ev[PIX]["detail"].eq(pp.prid)]
+            with m.Elif(~p_hit | p_hazard):
+                m.d.comb += ev[PIX]["out"].eq(O_WAIT)
             with m.Else():
                 m.d.comb += ev[PIX]["out"].eq(O_CLOSE)
         with m.Elif(pp.size == 0):
@@ -777,30 +842,28 @@ class Spreader(wiring.Component):
         with m.Elif(lcnt[PIX] == 0):
             m.d.comb += [ev[PIX]["out"].eq(O_ERR), ev[PIX]["code"].eq(NO_EU),
                          ev[PIX]["detail"].eq(PIX)]
-        with m.Elif(~p_hit):
+        with m.Elif(~p_hit & ~p_prov):
             m.d.comb += [ev[PIX]["out"].eq(O_ERR), ev[PIX]["code"].eq(UNKNOWN_PRID),
                          ev[PIX]["detail"].eq(pp.prid)]
+        with m.Elif(~p_hit | p_hazard):
+            m.d.comb += ev[PIX]["out"].eq(O_WAIT)
+
+        m.d.comb += offer.eq(src_v & ~Cat(0, Cat(t_prov).any(), p_prov, 0))
 
         # the winner's evaluation
         w_out, w_code, w_detail = Signal(2), Signal(4), Signal(D)
-        w_rec, w_size = Signal(8), Signal(SIZE_W)
+        w_rec = Signal(8)
         for s in range(4):
             with m.If(win == s):
                 m.d.comb += [w_out.eq(ev[s]["out"]), w_code.eq(ev[s]["code"]),
                              w_detail.eq(ev[s]["detail"]), w_rec.eq(ev[s]["rec"])]
-        # size of the current stream's head (the pass's stream while active)
-        cur_s = Signal(2)
-        m.d.comb += cur_s.eq(Mux(active, r_stream, win))
-        for s in range(4):
-            with m.If(cur_s == s):
-                m.d.comb += w_size.eq(ev[s]["size"])
         # candidates of the winner: stable sort of its list (in walk order) by held-data
         # count
         w_lcnt = Signal(5)
         for s in range(4):
             with m.If(win == s):
                 m.d.comb += w_lcnt.eq(lcnt[s])
-        w_lst = self._walk(m, win, lst, w_lcnt, last_eu, last_ok)
+        w_lst = self._walk(m, win, lst, lcnt, walk_start)
         cnt = [Signal(2, name=f"cnt{k}") for k in range(N)]
         for k in range(N):
             with m.If(win == TRI):
@@ -828,50 +891,46 @@ class Spreader(wiring.Component):
                 m.d.comb += [w_need_r.eq(Mux(minr[s] == 0, 1, minr[s])),
                              w_need_l.eq(Mux(minl[s] > ev[s]["size"], minl[s],
                                              ev[s]["size"]))]
+        w_loc = [[Signal(EU_W, name=f"w_loc{i}_eu"), Signal(ENTITY_W, name=f"w_loc{i}_ent"),
+                  Signal(ELEM_W, name=f"w_loc{i}_elem")] for i in range(3)]
+        for i in range(3):
+            m.d.comb += [w_loc[i][k].eq(t_loc[i][k]) for k in range(3)]
+        with m.If(win == PIX):      # a pixel packet's triangle, in loc 0
+            m.d.comb += [w_loc[0][0].eq(p_look.eu), w_loc[0][1].eq(p_look.entity),
+                         w_loc[0][2].eq(0)]
 
-        # ---------------------------------------------------------------- scan
-        c_cands = [Signal(EU_W, name=f"c_cand{i}") for i in range(N)]
-        c_ncand, c_pos = Signal(5), Signal(5)
-        c_need_r, c_need_l = Signal(SR), Signal(SL)
-        m.d.comb += [
-            c_ncand.eq(Mux(active, r_ncand, w_lcnt)),
-            c_pos.eq(Mux(active, r_pos, 0)),
-            c_need_r.eq(Mux(active, r_need_r, w_need_r)),
-            c_need_l.eq(Mux(active, r_need_l, w_need_l)),
-        ] + [c_cands[i].eq(Mux(active, r_cands[i], w_cands[i])) for i in range(N)]
+        # ---------------------------------------------------------------- stage R: scan
+        r_size = Signal(SIZE_W)
+        m.d.comb += r_size.eq(Array([held[s].size for s in range(4)])[r_stream])
         meets = Signal(N)
         for e in range(N):
             st = self.status[e]
-            m.d.comb += meets[e].eq((st.free_records >= c_need_r) & (st.free_entities >= 1)
-                                    & (st.free_lines >= c_need_l))
+            m.d.comb += meets[e].eq((st.free_records >= r_need_r) & (st.free_entities >= 1)
+                                    & (st.free_lines >= r_need_l))
         meets_a = Array(meets[e] for e in range(N))
         hit = [Signal(name=f"scan_hit{i}") for i in range(N)]
         for i in range(N):
-            m.d.comb += hit[i].eq((i >= c_pos) & (i < c_ncand) & meets_a[c_cands[i]])
+            m.d.comb += hit[i].eq((i >= r_pos) & (i < r_ncand) & meets_a[r_cands[i]])
         s_found, s_idx, s_eu = Signal(), Signal(5), Signal(EU_W)
         for i in reversed(range(N)):
             with m.If(hit[i]):
-                m.d.comb += [s_found.eq(1), s_idx.eq(i), s_eu.eq(c_cands[i])]
+                m.d.comb += [s_found.eq(1), s_idx.eq(i), s_eu.eq(r_cands[i])]
 
-        # in allocate state this clock (pass started now with outcome allocate, or active)
         in_alloc = Signal()
-        m.d.comb += in_alloc.eq(active | (start & (w_out == O_ALLOC)))
+        m.d.comb += in_alloc.eq(active & (r_out == O_ALLOC))
         req, q_idx, q_eu = Signal(), Signal(5), Signal(EU_W)
-        m.d.comb += [
-            q_idx.eq(Mux(active & r_held, r_idx, s_idx)),
-            q_eu.eq(Mux(active & r_held, r_eu, s_eu)),
-        ]
-        # r_held only meaningful while active
-        m.d.comb += req.eq(in_alloc & ((active & r_held) | s_found))
+        m.d.comb += [q_idx.eq(Mux(r_held, r_idx, s_idx)),
+                     q_eu.eq(Mux(r_held, r_eu, s_eu)),
+                     req.eq(in_alloc & (r_held | s_found))]
         scan_none = Signal()
-        m.d.comb += scan_none.eq(in_alloc & ~(active & r_held) & ~s_found)
+        m.d.comb += scan_none.eq(in_alloc & ~r_held & ~s_found)
+        cur_seq = Signal(SEQ_W)
+        m.d.comb += cur_seq.eq(Array(seq)[r_stream])
         for e in range(N):
             a = self.alloc[e]
-            m.d.comb += [a.valid.eq(req & (q_eu == e)), a.payload.etype.eq(cur_s),
-                         a.payload.lines.eq(w_size), a.payload.hold.eq(cur_s != PIX)]
-            for s in range(4):
-                with m.If(cur_s == s):
-                    m.d.comb += a.payload.seq.eq(seq[s])
+            m.d.comb += [a.valid.eq(req & (q_eu == e)), a.payload.etype.eq(r_stream),
+                         a.payload.lines.eq(r_size), a.payload.hold.eq(r_stream != PIX),
+                         a.payload.seq.eq(cur_seq)]
         taken, acc_in, ent_in = Signal(), Signal(), Signal(ENTITY_W)
         for e in range(N):
             with m.If(q_eu == e):
@@ -885,97 +944,83 @@ class Spreader(wiring.Component):
         m.d.comb += [accepted.eq(taken & acc_in & ~bad_answer),
                      refused.eq(taken & ~(acc_in & ~bad_answer))]
 
-        # pass locals this clock (registered or from the winner's evaluation)
-        c_loc = [[Signal(EU_W, name=f"c_loc{i}_eu"), Signal(ENTITY_W, name=f"c_loc{i}_ent"),
-                  Signal(ELEM_W, name=f"c_loc{i}_elem")] for i in range(3)]
-        c_vr = [Signal(VR, name=f"c_vr{i}") for i in range(3)]
-        c_vrn, c_rec, c_refused = Signal(3), Signal(8), Signal(MAX_EUS)
-        for i in range(3):
-            for k in range(3):
-                m.d.comb += c_loc[i][k].eq(Mux(active, r_loc[i][k], t_loc[i][k]))
-            m.d.comb += c_vr[i].eq(Mux(active, r_vr[i], t_r[i]))
-        m.d.comb += [c_vrn.eq(Mux(active, r_vrn, t_vrn)),
-                     c_rec.eq(Mux(active, r_rec, w_rec)),
-                     c_refused.eq(Mux(active, r_refused, 0))]
-        # pixel's triangle location (registered in loc 0 for pixel passes)
-        with m.If(~active & (win == PIX)):
-            m.d.comb += [c_loc[0][0].eq(p_look.eu), c_loc[0][1].eq(p_look.entity),
-                         c_loc[0][2].eq(0)]
+        # consumption and the end of R's pass
+        consume_err, consume_close, consumed, parks = Signal(), Signal(), Signal(), Signal()
+        m.d.comb += [consume_err.eq(active & (r_out == O_ERR)),
+                     consume_close.eq(active & (r_out == O_CLOSE)),
+                     consumed.eq(consume_err | consume_close | accepted),
+                     parks.eq((active & (r_out == O_WAIT)) | scan_none)]
 
-        # consumption
-        consume_err = Signal()
-        consume_close = Signal()
-        m.d.comb += [consume_err.eq(start & (w_out == O_ERR)),
-                     consume_close.eq(start & (w_out == O_CLOSE))]
-        consumed = Signal()
-        m.d.comb += consumed.eq(consume_err | consume_close | accepted)
+        # ---------------------------------------------------------------- stage P -> R
+        # a pass enters R when R is free at the edge, the log and move FIFOs keep a free
+        # entry after this clock's pushes, and it does not overtake R's own packet
+        room = Signal()
+        m.d.comb += room.eq((fifos["log"].level + consumed < self.fifo_depth)
+                            & (fifos["move"].level + accepted < self.fifo_depth))
+        load = Signal()
+        m.d.comb += load.eq(offer.any() & room & (~active | consumed | parks)
+                            & ~(active & (win == r_stream) & ~consumed))
         for s in range(4):
-            m.d.comb += ins[s].ready.eq(consumed & (cur_s == s))
-        passes_now = Signal(8)
+            m.d.comb += ins[s].ready.eq(load & (win == s) & ~parked[s])
+        with m.If(load):
+            for s in range(4):
+                m.d.sync += starve[s].eq(Mux(~offer[s] | (win == s), 0, sat_inc(starve[s])))
         for s in range(4):
-            with m.If(cur_s == s):
-                m.d.comb += passes_now.eq(Mux(start, sat_inc(passes[s]), passes[s]))
-        cur_seq = Signal(SEQ_W)
-        for s in range(4):
-            with m.If(cur_s == s):
-                m.d.comb += cur_seq.eq(seq[s])
-        for s in range(4):
-            with m.If(consumed & (cur_s == s)):
-                m.d.sync += [seq[s].eq(seq[s] + 1), passes[s].eq(0)]
-            with m.Elif(start & (win == s)):
-                m.d.sync += passes[s].eq(sat_inc(passes[s]))
-
-        # pass registers
-        end = Signal()
-        m.d.comb += end.eq((start & (w_out != O_ALLOC)) | scan_none | accepted)
-        with m.If(start):
-            m.d.sync += [r_stream.eq(win), r_ncand.eq(w_lcnt), r_need_r.eq(w_need_r),
-                         r_need_l.eq(w_need_l), r_vrn.eq(t_vrn), r_rec.eq(w_rec)]
+            with m.If(consumed & (r_stream == s)):
+                m.d.sync += [seq[s].eq(seq[s] + 1), passes[s].eq(0), held_v[s].eq(0)]
+            with m.If(load & (win == s)):
+                m.d.sync += [held_v[s].eq(1), held[s].eq(src[s]),
+                             passes[s].eq(sat_inc(Mux(consumed & (r_stream == s), 0,
+                                                      passes[s])))]
+        with m.If(load):
+            m.d.sync += [r_stream.eq(win), r_out.eq(w_out), r_code.eq(w_code),
+                         r_detail.eq(w_detail), r_ncand.eq(w_lcnt), r_need_r.eq(w_need_r),
+                         r_need_l.eq(w_need_l), r_vrn.eq(t_vrn), r_rec.eq(w_rec),
+                         r_pos.eq(0), r_refused.eq(0)]
             m.d.sync += [r_cands[i].eq(w_cands[i]) for i in range(N)]
             m.d.sync += [r_vr[i].eq(t_r[i]) for i in range(3)]
-            m.d.sync += [r_loc[i][k].eq(c_loc[i][k]) for i in range(3) for k in range(3)]
-        m.d.sync += active.eq((start | active) & ~end)
-        m.d.sync += r_held.eq(req & ~taken)
+            m.d.sync += [r_loc[i][k].eq(w_loc[i][k]) for i in range(3) for k in range(3)]
+        with m.Elif(refused):
+            m.d.sync += [r_pos.eq(q_idx + 1),
+                         r_refused.eq(r_refused | (Const(1, MAX_EUS) << q_eu))]
+        m.d.sync += active.eq(load | (active & ~consumed & ~parks))
+        m.d.sync += r_held.eq(req & ~taken & ~load)
         with m.If(req):
             m.d.sync += [r_idx.eq(q_idx), r_eu.eq(q_eu)]
-        with m.If(refused):
-            m.d.sync += [r_pos.eq(q_idx + 1),
-                         r_refused.eq(c_refused | (Const(1, MAX_EUS) << q_eu))]
-        with m.Elif(start):
-            m.d.sync += [r_pos.eq(0), r_refused.eq(0)]
 
         # ---------------------------------------------------------------- commit
         ent = ent_in
         e_ = q_eu
-        pkt_v, pkt_t, pkt_p, pkt_a = pv, pt, pp, pa
+        pkt_v, pkt_t, pkt_p, pkt_a = held
         mv = push["move"]
         lg = push["log"]
         m.d.comb += [push_en["log"].eq(consumed), push_en["move"].eq(accepted)]
-        m.d.comb += [lg.etype.eq(cur_s), lg.seq.eq(cur_seq), lg.passes.eq(passes_now)]
+        m.d.comb += [lg.etype.eq(r_stream), lg.seq.eq(cur_seq),
+                     lg.passes.eq(Array(passes)[r_stream])]
         with m.If(consume_err):
-            m.d.comb += [lg.kind.eq(K_ERROR), lg.code.eq(w_code)]
+            m.d.comb += [lg.kind.eq(K_ERROR), lg.code.eq(r_code)]
         with m.Elif(consume_close):
-            m.d.comb += [lg.kind.eq(K_CLOSE), lg.eu.eq(p_look.eu),
-                         lg.entity.eq(p_look.entity),
-                         ptab.close[0].en.eq(1), ptab.close[0].rec.eq(prec_p)]
+            m.d.comb += [lg.kind.eq(K_CLOSE), lg.eu.eq(r_loc[0][0]),
+                         lg.entity.eq(r_loc[0][1]),
+                         ptab.close[0].en.eq(1), ptab.close[0].rec.eq(r_rec[:PR])]
         local = Signal()
-        with m.If(cur_s == TRI):
-            m.d.comb += local.eq((c_loc[0][0] == e_) & (c_loc[1][0] == e_)
-                                 & (c_loc[2][0] == e_))
+        with m.If(r_stream == TRI):
+            m.d.comb += local.eq((r_loc[0][0] == e_) & (r_loc[1][0] == e_)
+                                 & (r_loc[2][0] == e_))
         with m.Else():
-            m.d.comb += local.eq(c_loc[0][0] == e_)
+            m.d.comb += local.eq(r_loc[0][0] == e_)
         ref = Signal(2)
-        m.d.comb += ref.eq(Mux((cur_s == TRI) | (cur_s == PIX),
+        m.d.comb += ref.eq(Mux((r_stream == TRI) | (r_stream == PIX),
                                Mux(local, REF_LOCAL, REF_GLOBAL), REF_NONE))
         with m.If(accepted):
             for s in range(4):
-                with m.If(cur_s == s):
+                with m.If(r_stream == s):
                     m.d.sync += [last_eu[s].eq(e_), last_ok[s].eq(1)]
             m.d.comb += [lg.kind.eq(K_ALLOC), lg.eu.eq(e_), lg.entity.eq(ent),
-                         lg.ref.eq(ref), lg.refused.eq(c_refused)]
-            m.d.comb += [mv.eu.eq(e_), mv.entity.eq(ent), mv.etype.eq(cur_s),
-                         mv.seq.eq(cur_seq), mv.size.eq(w_size), mv.ref.eq(ref)]
-            with m.Switch(cur_s):
+                         lg.ref.eq(ref), lg.refused.eq(r_refused)]
+            m.d.comb += [mv.eu.eq(e_), mv.entity.eq(ent), mv.etype.eq(r_stream),
+                         mv.seq.eq(cur_seq), mv.size.eq(r_size), mv.ref.eq(ref)]
+            with m.Switch(r_stream):
                 with m.Case(VTX):
                     m.d.comb += [mv.index.eq(pkt_v.base), mv.count.eq(pkt_v.count)]
                 with m.Case(PAT):
@@ -983,41 +1028,41 @@ class Spreader(wiring.Component):
                 with m.Case(TRI):
                     m.d.comb += mv.index.eq(pkt_t.prid)
                     for i in range(3):
-                        m.d.comb += [mv[f"src{i}_eu"].eq(c_loc[i][0]),
-                                     mv[f"src{i}_entity"].eq(c_loc[i][1]),
-                                     mv[f"src{i}_elem"].eq(c_loc[i][2])]
+                        m.d.comb += [mv[f"src{i}_eu"].eq(r_loc[i][0]),
+                                     mv[f"src{i}_entity"].eq(r_loc[i][1]),
+                                     mv[f"src{i}_elem"].eq(r_loc[i][2])]
                 with m.Case(PIX):
-                    m.d.comb += [mv.index.eq(pkt_p.prid), mv.src0_eu.eq(c_loc[0][0]),
-                                 mv.src0_entity.eq(c_loc[0][1]), mv.x.eq(pkt_p.x),
+                    m.d.comb += [mv.index.eq(pkt_p.prid), mv.src0_eu.eq(r_loc[0][0]),
+                                 mv.src0_entity.eq(r_loc[0][1]), mv.x.eq(pkt_p.x),
                                  mv.y.eq(pkt_p.y), mv.mask.eq(pkt_p.mask)]
             # in-flight table
             m.d.comb += [ift_w.addr.eq(Cat(ent, e_)[:ift_w.addr.shape().width]),
-                         ift_w.data.eq(Cat(cur_s, c_rec)), ift_w.en.eq(1)]
+                         ift_w.data.eq(Cat(r_stream, r_rec)), ift_w.en.eq(1)]
 
         # VDT / PT writes on accept
-        acc_v = accepted & (cur_s == VTX)
-        acc_a = accepted & (cur_s == PAT)
-        acc_t = accepted & (cur_s == TRI)
-        acc_p = accepted & (cur_s == PIX)
+        acc_v = accepted & (r_stream == VTX)
+        acc_a = accepted & (r_stream == PAT)
+        acc_t = accepted & (r_stream == TRI)
+        acc_p = accepted & (r_stream == PIX)
         va, g1 = vdt.alloc, Signal(I - 3 + 1)
         m.d.comb += [
             g1.eq(pkt_a.base[3:] + 1),
-            va.en.eq(acc_v | acc_a), va.patch.eq(acc_a), va.rec.eq(c_rec[:VR]),
+            va.en.eq(acc_v | acc_a), va.patch.eq(acc_a), va.rec.eq(r_rec[:VR]),
             va.tag.eq(vtag(Mux(acc_a, pkt_a.base, pkt_v.base))),
             va.tag1.eq(g1[vb:] if I - 3 + 1 > vb else 0),
             va.eu.eq(e_), va.entity.eq(ent), va.count.eq(pkt_v.count),
             va.noref.eq(Mux(acc_a, pkt_a.noref, pkt_v.noref)),
             vdt.close.mask.eq(Mux(acc_t, pkt_t.last, 0)),
-            vdt.refs.inc.eq(Mux(acc_t, c_vrn, 0)),
-        ] + [vdt.close.rec[i].eq(c_vr[i]) for i in range(3)] \
-          + [vdt.refs.inc_rec[i].eq(c_vr[i]) for i in range(3)]
+            vdt.refs.inc.eq(Mux(acc_t, r_vrn, 0)),
+        ] + [vdt.close.rec[i].eq(r_vr[i]) for i in range(3)] \
+          + [vdt.refs.inc_rec[i].eq(r_vr[i]) for i in range(3)]
         pa_ = ptab.alloc
-        m.d.comb += [pa_.en.eq(acc_t), pa_.rec.eq(c_rec[:PR]),
+        m.d.comb += [pa_.en.eq(acc_t), pa_.rec.eq(r_rec[:PR]),
                      pa_.word.tag.eq(ptag(pkt_t.prid)), pa_.word.eu.eq(e_),
-                     pa_.word.entity.eq(ent), pa_.word.vrn.eq(c_vrn),
-                     ptab.close[1].en.eq(acc_p & pkt_p.last), ptab.close[1].rec.eq(c_rec[:PR]),
-                     ptab.pix_inc.en.eq(acc_p), ptab.pix_inc.rec.eq(c_rec[:PR])]
-        m.d.comb += [pa_.word.vr[i].eq(c_vr[i]) for i in range(3)]
+                     pa_.word.entity.eq(ent), pa_.word.vrn.eq(r_vrn),
+                     ptab.close[1].en.eq(acc_p & pkt_p.last), ptab.close[1].rec.eq(r_rec[:PR]),
+                     ptab.pix_inc.en.eq(acc_p), ptab.pix_inc.rec.eq(r_rec[:PR])]
+        m.d.comb += [pa_.word.vr[i].eq(r_vr[i]) for i in range(3)]
 
         # ---------------------------------------------------------------- completion
         dn = self.done.payload
@@ -1090,6 +1135,9 @@ class Spreader(wiring.Component):
                             m.d.sync += [minr[t].eq(cf.records), minl[t].eq(cf.lines)]
                 with m.Case(2):
                     m.d.sync += limit.eq(cf.limit)
+        cfg_list = [self.cfg.valid & ~c_bad & (cf.op == 0) & (cf.etype == t) for t in range(4)]
+        self._walk_start(m, walk_start, lst, lcnt, last_eu, last_ok, cfg_list, ent_c,
+                         cf.count, [accepted & (r_stream == t) for t in range(4)], e_)
 
         # ---------------------------------------------------------------- errors
         e_pkt = consume_err
@@ -1098,8 +1146,8 @@ class Spreader(wiring.Component):
         e_cfg = self.cfg.valid & (c_bad | c_noeu)
         er = push["err"]
         with m.If(e_pkt):
-            m.d.comb += [er.code.eq(w_code), er.src.eq(win), er.seq.eq(cur_seq),
-                         er.detail.eq(w_detail)]
+            m.d.comb += [er.code.eq(r_code), er.src.eq(r_stream), er.seq.eq(cur_seq),
+                         er.detail.eq(r_detail)]
         with m.Elif(e_ans):
             m.d.comb += [er.code.eq(BAD_ANSWER), er.src.eq(SRC_ANSWER), er.seq.eq(cur_seq),
                          er.eu.eq(e_), er.detail.eq(ent_in)]

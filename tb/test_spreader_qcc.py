@@ -162,20 +162,19 @@ async def run_qcc(dut, rng, workload, *, config=(), gap=0.3, stall=0.3, work=(1,
         assert len(asked) <= 1, f"{name}: clock {t}: requests to several EUs {asked}"
         taken = [s for s, p in enumerate(PORTS) if int(getattr(dut, f"{p}__valid").value)
                  and int(getattr(dut, f"{p}__ready").value)]
-        assert len(taken) <= 1, f"{name}: clock {t}: several inputs consumed {taken}"
+        assert len(taken) <= 1, f"{name}: clock {t}: several inputs taken {taken}"
         if asked:
             e, q, ready, accept, entity = asked[0]
             if req_open is None:
                 req_open = (t, status)
             if ready:
+                # no bad answers here: the spreader's error flag stays low (asserted below)
                 res.requests.append(ReqRecord(req_open[0], t, e, q, req_open[1],
-                                              bool(accept) and bool(taken), entity))
+                                              bool(accept), entity))
                 req_open = None
         if taken:
             record_consumed(res, acked, nxt, t, taken[0])
-            last_progress = t
-        if not any(int(getattr(dut, f"{p}__valid").value) for p in PORTS):
-            last_progress = t
+        logged = len(res.log)
         for o in OUTS:
             if int(getattr(dut, f"{o}__valid").value) and int(getattr(dut, f"{o}__ready").value):
                 getattr(res, o).append((t, model.unpack(o, int(getattr(dut, f"{o}__payload")
@@ -189,12 +188,17 @@ async def run_qcc(dut, rng, workload, *, config=(), gap=0.3, stall=0.3, work=(1,
             res.completions.append((t, d.eu, d.entity))
         if cfg is not None:
             res.config.append((t, cfg))
+        # progress: a log entry, or nothing taken left unlogged and nothing offered
+        if len(res.log) > logged or (len(res.log) == len(res.consumed) and not any(
+                int(getattr(dut, f"{p}__valid").value) for p in PORTS)):
+            last_progress = t
         assert not int(dut.adapter_error.value), f"{name}: clock {t}: adapter error"
         assert not int(dut.qcc_error.value), f"{name}: clock {t}: a QCC flagged bad input"
         assert not int(dut.error.value), f"{name}: clock {t}: spreader error flag"
         t += 1
         # drained: every packet taken, every QCC back to full, nothing in flight
         settled = (all(nxt[s] == len(streams[s]) for s in range(4)) and not cfgq
+                   and len(res.log) == len(res.consumed)
                    and all(st == full for st in status)
                    and not any(pr.pending for pr in procs))
         quiet = quiet + 1 if settled else 0

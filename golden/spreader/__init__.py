@@ -107,34 +107,59 @@ Per-clock behaviour (timing contract)
 ``S_t`` is the state after the edge that ends cycle t-1; everything in cycle t reads
 ``S_t`` and the inputs of cycle t, and all writes happen at the edge ending cycle t.
 
-1. **Allocator**: one packet at a time, in a *pass*. When no pass is active and the
-   ``log`` and ``move`` FIFOs each have a free entry in ``S_t``, the arbiter picks among
-   the input streams whose ``valid`` is high: a *starving* stream (its counter >=
-   ``limit``, limit > 0) if any, else fixed priority pixel > triangle > vertex > patch
-   (among starving streams the same order). The counter of every other valid stream is
-   incremented (saturating at 255), the winner's and every idle stream's cleared. A pass
-   starts in the same clock: checks, lookups (VDT, PT), candidate list and minimum
-   (S104-S115) are combinational from the head's payload and ``S_t``.
-2. A bad packet (:class:`Err` codes 1-5) and an end marker are consumed in the clock
-   their pass starts (``ready`` high, log entry, error report). A vertex or patch packet
-   whose VDT record(s), or a triangle whose PT record, is still occupied *waits*: the
-   pass ends at once, nothing is requested, nothing is logged.
-3. **Scan** (S118-S124): in the clock the pass starts, and in the clock after each
+The allocator is a two-stage pipeline (issue 12): stage **P** (prepare) arbitrates and
+does the checks, table lookups, candidate list and minimum; stage **R** (request) holds
+one prepared *pass* and scans, requests and commits. Each stage's logic reads only
+registers and the inputs of its own clock.
+
+1. **Packets inside**: each stream holds at most one packet inside the spreader, taken
+   from its input (``ready`` high) when stage P prepares it and kept until it is
+   *consumed* (allocated, closed or refused: its log entry). It is in R, or *parked*
+   after a pass that placed it nowhere; a parked packet goes before its input's head.
+2. **Stage P** (clock t): the arbiter picks among the streams with a packet to offer --
+   a parked one, else the input's head (for R's own stream the input's head, the next
+   packet) -- except a triangle that names a vertex group the vertex or patch packet
+   inside the spreader provides, and a pixel packet (or end marker) whose ``prid`` is
+   the triangle's inside (they would only wait; a stream that does not offer counts as
+   idle): a *starving* stream (its counter >= ``limit``, limit > 0) if any, else fixed
+   priority pixel > triangle > vertex > patch (among starving streams the same order).
+   The winner is prepared from ``S_t`` and the packets inside: checks, lookups (VDT,
+   PT), candidate list and minimum (S104-S115). It enters R at the edge (a pass starts:
+   its counter and every idle stream's are cleared, every other offering stream's
+   incremented, saturating at 255) when (a) R is empty or its pass ends in this clock,
+   (b) the ``log`` and ``move`` FIFOs each keep a free entry after this clock's pushes
+   (``level + push < fifo_depth`` in ``S_t``) and (c) it is not the next packet of R's
+   stream while R's packet is not consumed in this clock (no overtaking). Else nothing
+   enters and nothing is taken. Outcomes: a bad packet (:class:`Err` codes 1-5) or an
+   end marker is consumed in R's first clock; a *wait* ends R's pass in its first clock
+   (parked): a vertex or patch packet whose VDT record(s) are valid or written by R's
+   vertex or patch packet; a triangle whose PT record is valid or R's triangle's; a
+   triangle naming a vertex that misses the VDT while the vertex or patch packet inside
+   the spreader provides its group, or a group that R's triangle closes (``last``); a
+   pixel packet or end marker whose ``prid`` misses the PT while the triangle inside has
+   that ``prid`` (these two are not offered, see above, so they never reach R), or whose
+   primitive R's pixel packet closes (``last``). A vertex that misses with no such
+   provider is UNKNOWN_VERTEX, a ``prid`` UNKNOWN_PRID, as before.
+   (Stage P cannot see R's commit of this clock: these waits make the prepared pass
+   equal to one prepared after it.)
+3. **Stage R, scan** (S118-S124): in R's first clock and in the clock after each
    refusal, the spreader drives ``alloc[e]`` for the first candidate at or after the
-   current position whose ``status[e]`` *in that clock* meets the minimum. If none
-   does, the pass ends in that clock (the packet stays at its input, un-acknowledged)
-   and the next pass is arbitrated the next clock -- "retry from the top".
+   current position whose ``status[e]`` *in that clock* meets the pass's minimum. If
+   none does, the pass ends in that clock (the packet is parked) and the packet is
+   prepared again later -- "retry from the top".
 4. The request is held (payload constant) until the EU takes it (``ready``); the EU
    answers in that clock. ``accept`` with an entity that is still in flight for that EU
-   is a bad answer (error, treated as a refusal). Accept: the packet is consumed in that
-   very clock (its input ``ready`` is combinational from the answer), the tables, the
-   log and the move command are written at the edge. Refuse: next clock, scan on.
-   So with EUs that answer in the clock of the request (``N = 0``) the allocator takes
-   one packet per clock when the first candidate accepts, one extra clock per refused
-   candidate; an EU that answers N clocks late adds N clocks per request.
-   Measured by :class:`Stats` (``alloc_cycles``: clocks from the first request of an
-   allocation's final pass to its accept, so ``allocations_per_clock`` is 1.0 when
-   every first candidate accepts at N = 0; ``per_eu`` is the load balance).
+   is a bad answer (error, treated as a refusal). Accept: the packet is consumed, the
+   tables, the log and the move command are written at the edge (and the stream's next
+   packet, prepared in this clock, enters R). Refuse: next clock, scan on. So with EUs
+   that answer in the clock of the request (``N = 0``) the allocator consumes one packet
+   per clock when the first candidate accepts (each packet is taken one clock before its
+   request), one extra clock per refused candidate; an EU that answers N clocks late
+   adds N clocks per request. Sustained one per clock needs ``fifo_depth >= 3`` (rule
+   2b counts this clock's push but not its pop). Measured by :class:`Stats`
+   (``alloc_cycles``: clocks from the first request of an allocation's final pass to its
+   accept, so ``allocations_per_clock`` is 1.0 when every first candidate accepts at
+   N = 0; ``per_eu`` is the load balance).
 5. **Completion** (``done``, one per clock): looked up in the in-flight table
    (``eu, entity`` -> type, record) of ``S_t``; unknown is bad input. Vertex/patch:
    ``vdone``; triangle: ``tdone`` and one reference less on each distinct VDT record it
@@ -147,8 +172,8 @@ Per-clock behaviour (timing contract)
    a primitive by its ``last`` pixel packet or end marker. (A record a pass can still
    name is never releasable: a closed record is "unknown" to lookups, and the packet
    that closes it takes its reference on the same edge.)
-7. **Configuration** applies at the edge; a pass keeps the list and minimum it started
-   with.
+7. **Configuration** applies at the edge; a pass keeps the list and minimum it was
+   prepared with.
 8. Output FIFOs (``fifo_depth`` each): a push at the edge ending t is visible from t+1;
    a pop happens at an edge where ``valid & ready``; a push needs a free entry in
    ``S_t``. At most one error report per clock (precedence: packet, EU answer, ``done``,
@@ -192,16 +217,19 @@ Decisions (where spec and issue are silent)
    last allocation (from its first entry before any allocation, or when that EU is not
    in the list). Locality still comes first: the EUs holding a triangle's vertices (a
    pixel packet's triangle) head the candidate list, the rotation orders only the
-   rest (and breaks locality ties). A pass keeps the list it started with; the EU is
-   remembered at the accept's edge, so the next pass of that type walks from the next
-   EU. Without it (``rotate=False``) every type starts at its list's first entry and,
+   rest (and breaks locality ties). A pass keeps the list it was prepared with; the EU
+   is remembered at the accept's edge, so a pass of that type prepared later walks from
+   the next EU. A packet prepared in the very clock its predecessor of the same type is
+   accepted (back to back) walks from the EU after the allocation before that one, so
+   a stream that every EU accepts goes round the EUs two packets at a time. Without it (``rotate=False``) every type starts at its list's first entry and,
    with the reset lists, the first EUs take most of the work (the ``mesh`` scene on 4
    QCCs left one EU idle); vertex packets, which have no locality, now go round the EUs
    and the triangles and pixels follow their data.
 
 Producer contract (not checked beyond the errors above): a triangle is presented only
-after the vertex packets it names were consumed; pixel packets after their triangle; a
-group's or primitive's record is reused only after it was closed. :func:`build_workload`
+after the vertex packets it names were taken (their ``ready``); pixel packets after their
+triangle; a group's or primitive's record is reused only after the packet that closes it
+was taken. :func:`build_workload`
 emits workloads with these dependencies (:class:`Item` ``after``). Progress also needs
 the driver to configure minimum resources so that held vertex data cannot crowd out the
 triangles and pixels that free it (e.g. records: vertex > triangle > pixel).

@@ -148,7 +148,9 @@ class Spreader(Codec):
         self._seq = [0] * 4
         self._passes = [0] * 4
         self._starve = [0] * 4
-        self._pass = None
+        self._pass = None                   # the request stage (R): the pass in progress
+        self._held = [None] * 4             # per stream: the packet taken, not yet consumed
+        self._shown = [None] * 4            # per stream: the head shown and not taken
         self.error = False
         self.lost = False
         self.t = 0
@@ -177,9 +179,14 @@ class Spreader(Codec):
                     pixels=int(self.p_pix[rec]), vrecs=tuple(self.p_vrecs[rec]))
 
     def idle(self):
-        """No record held, nothing in flight, no pass active, all FIFOs empty."""
+        """No record held, nothing in flight, no packet inside, all FIFOs empty."""
         return (not self.v_valid.any() and not self.p_valid.any() and not self._ift
-                and self._pass is None and not any(f.q for f in self._fifo.values()))
+                and self._pass is None and not any(self._held)
+                and not any(f.q for f in self._fifo.values()))
+
+    def idle_allocator(self):
+        """No packet inside the spreader (taken and not yet consumed)."""
+        return self._pass is None and not any(self._held)
 
     def pending(self, port):
         """Entries waiting in an output FIFO (``move``, ``log``, ``release``, ``err``)."""
@@ -276,10 +283,21 @@ class Spreader(Codec):
         first = [e for e in local if e in lst]
         return tuple(first + [e for e in lst if e not in first])
 
-    # ================================================================ pass start
-    def _start(self, s, pkt):
+    # ================================================================ prepare (stage P)
+    def _covers(self, etype, index):
+        """True when the packet of ``etype`` (vertex or patch) inside the spreader will
+        provide the group of vertex ``index`` (a triangle naming it waits for it)."""
+        pkt = self._held[etype]
+        if pkt is None:
+            return False
+        g, base = index >> 3, pkt.base >> 3
+        return g == base or (etype == EType.PATCH and g == base + 1)
+
+    def _prepare(self, s, pkt):
+        """Stage P: checks, lookups, candidate list and minimum of a packet from ``S_t``
+        and the request stage's packet (rule 2 of the timing contract)."""
         p = _Pass(s, pkt, self._seq[s])
-        V = self.vdt_records
+        V, r = self.vdt_records, self._pass      # r: the packet in the request stage
         if s == EType.VERTEX:
             if not 1 <= pkt.count <= GROUP or pkt.base & 7:
                 return self._bad(p, Err.MALFORMED, 0)
@@ -290,11 +308,7 @@ class Spreader(Codec):
             if pkt.mask == 0:
                 if not pkt.last:
                     return self._bad(p, Err.MALFORMED, 0)
-                q = self._plookup(pkt.prid)
-                if q is None:
-                    return self._bad(p, Err.UNKNOWN_PRID, pkt.prid)
-                p.outcome, p.rec = "close", q
-                return p
+                return self._pixel_lookup(p, "close")
         if pkt.size == 0:
             return self._bad(p, Err.MALFORMED, 0)
         if pkt.size > self.max_lines:
@@ -302,29 +316,39 @@ class Spreader(Codec):
         if not self._list[s]:
             return self._bad(p, Err.NO_EU, s)
         p.need = self.need(s, pkt.size)
-        if s == EType.VERTEX:
+        if s in (EType.VERTEX, EType.PATCH):
             p.rec = self._vrec(pkt.base)
-            if self.v_valid[p.rec]:
-                p.outcome = "wait"
-            p.cands = self.candidates(s)
-        elif s == EType.PATCH:
-            p.rec = self._vrec(pkt.base)
-            if self.v_valid[p.rec] or self.v_valid[(p.rec + 1) % V]:
+            recs = {p.rec} if s == EType.VERTEX else {p.rec, (p.rec + 1) % V}
+            r_recs = set()
+            if r is not None and r.stream in (EType.VERTEX, EType.PATCH):
+                x = self._vrec(r.packet.base)
+                r_recs = {x} if r.stream == EType.VERTEX else {x, (x + 1) % V}
+            if any(self.v_valid[x] for x in recs) or recs & r_recs:
                 p.outcome = "wait"
             p.cands = self.candidates(s)
         elif s == EType.TRIANGLE:
-            locs, recs = [], []
+            locs, recs, waits = [], [], False
+            closing = set()
+            if r is not None and r.stream == EType.TRIANGLE:
+                closing = {self._vrec(i) for k, i in enumerate(r.packet.indices)
+                           if r.packet.last >> k & 1}
             for i in pkt.indices:
-                r = self._vlookup(i)
-                if r is None:
-                    return self._bad(p, Err.UNKNOWN_VERTEX, i)
-                locs.append(Loc(int(self.v_eu[r]), int(self.v_ent[r]),
-                                int(self.v_half[r]) * 8 + (i & 7)))
-                if r not in recs:
-                    recs.append(r)
+                x = self._vlookup(i)
+                if x is None:
+                    if not (self._covers(EType.VERTEX, i) or self._covers(EType.PATCH, i)):
+                        return self._bad(p, Err.UNKNOWN_VERTEX, i)
+                    waits, x = True, self._vrec(i)
+                elif x in closing:
+                    waits = True
+                locs.append(Loc(int(self.v_eu[x]), int(self.v_ent[x]),
+                                int(self.v_half[x]) * 8 + (i & 7)))
+                if x not in recs:
+                    recs.append(x)
             p.locs, p.vrecs = tuple(locs), tuple(recs)
             p.rec = self._prec(pkt.prid)
-            if self.p_valid[p.rec]:
+            if waits or self.p_valid[p.rec] or (
+                    r is not None and r.stream == EType.TRIANGLE
+                    and self._prec(r.packet.prid) == p.rec):
                 p.outcome = "wait"
             lst = self.walk(s)
             count = {}
@@ -334,29 +358,57 @@ class Spreader(Codec):
                            key=lambda e: (-count[e], lst.index(e)))
             p.cands = self.candidates(s, local)
         else:
-            q = self._plookup(pkt.prid)
-            if q is None:
-                return self._bad(p, Err.UNKNOWN_PRID, pkt.prid)
-            p.rec = q
-            p.tri = Loc(int(self.p_eu[q]), int(self.p_ent[q]), 0)
-            p.cands = self.candidates(s, (p.tri.eu,))
+            self._pixel_lookup(p, None)
+            if p.outcome != "error":
+                p.cands = self.candidates(s, (p.tri.eu,))
         return p
+
+    def _pixel_lookup(self, p, outcome):
+        """The PT lookup of a pixel packet or end marker: its triangle, a wait (the
+        triangle is inside the spreader, or the request stage closes the primitive)
+        or UNKNOWN_PRID."""
+        pkt, r = p.packet, self._pass
+        q = self._plookup(pkt.prid)
+        tri = self._held[EType.TRIANGLE]
+        if q is None:
+            if tri is None or tri.prid != pkt.prid:
+                return self._bad(p, Err.UNKNOWN_PRID, pkt.prid)
+            q, outcome = self._prec(pkt.prid), "wait"
+        elif (r is not None and r.stream == EType.PIXEL and r.packet.last
+              and self._prec(r.packet.prid) == q):
+            outcome = "wait"
+        p.rec, p.outcome = q, outcome
+        p.tri = Loc(int(self.p_eu[q]), int(self.p_ent[q]), 0)
+        return p
+
+    def _offers(self, src):
+        """Which streams offer a packet to the arbiter: not a triangle that names a group
+        the vertex or patch packet inside provides, nor a pixel packet whose triangle is
+        inside (they would only wait: the arbiter takes another stream instead)."""
+        offer = [x is not None for x in src]
+        tri, pix, held = src[EType.TRIANGLE], src[EType.PIXEL], self._held[EType.TRIANGLE]
+        if tri is not None and any(self._covers(EType.VERTEX, i) or self._covers(EType.PATCH, i)
+                                   for i in tri.indices):
+            offer[EType.TRIANGLE] = False
+        if pix is not None and held is not None and held.prid == pix.prid:
+            offer[EType.PIXEL] = False
+        return offer
 
     @staticmethod
     def _bad(p, code, detail):
         p.outcome, p.code, p.detail = "error", code, detail
         return p
 
-    def _arbitrate(self, heads):
-        valid = [s for s in PRIORITY if heads[s] is not None]
+    def _arbitrate(self, valid):
+        """The winner among the streams whose ``valid`` is set (starving first, then
+        fixed priority), or None; also returns the new starvation counters."""
+        valid = [s for s in PRIORITY if valid[s]]
         if not valid:
-            return None
+            return None, self._starve
         starving = [s for s in valid if self._limit and self._starve[s] >= self._limit]
         win = (starving or valid)[0]
-        for s in range(4):
-            self._starve[s] = (0 if heads[s] is None or s == win
-                               else min(SAT, self._starve[s] + 1))
-        return win
+        return win, [0 if s not in valid or s == win else min(SAT, self._starve[s] + 1)
+                     for s in range(4)]
 
     # ================================================================ the clock
     def cycle(self, heads=(None, None, None, None), cfg=None, done=None, status=None,
@@ -408,25 +460,21 @@ class Spreader(Codec):
             ready = dict(move=True, log=True, release=True, err=True)
         elif not isinstance(ready, dict):
             ready = dict(zip(("move", "log", "release", "err"), ready))
-        p = self._pass
-        if p is not None and heads[p.stream] != p.packet:
-            raise ValueError(f"stream {p.stream} changed its head while not taken")
+        for s, h in enumerate(self._shown):
+            if h is not None and heads[s] != h:
+                raise ValueError(f"stream {s} changed its head while not taken")
 
         # -- outputs: FIFO heads transferred this clock (popped at the edge)
         out = {k: (f.q[0] if f.q and ready.get(k, True) else None)
                for k, f in self._fifo.items()}
         errors = []            # (ErrorReport) in precedence order
         writes = []            # callables applied at the edge, in order
-        consumed, request, answer, started = None, None, None, False
+        consumed, request, answer, leaves = None, None, None, False
 
-        # -- allocator
-        if p is None and self._fifo["log"].room() and self._fifo["move"].room():
-            s = self._arbitrate(heads)
-            if s is not None:
-                p = self._pass = self._start(s, heads[s])
-                self._passes[s] = min(SAT, self._passes[s] + 1)
-                started = True
+        # -- stage R: the pass prepared in an earlier clock
+        p = self._pass
         if p is not None:
+            p.seq = self._seq[p.stream]
             if p.outcome == "error":
                 consumed = p.stream
                 errors.append(ErrorReport(p.code, p.stream, p.seq, 0, p.detail))
@@ -435,17 +483,18 @@ class Spreader(Codec):
                 consumed = p.stream
                 writes.append(lambda p=p: self._commit_close(p))
             elif p.outcome == "wait":
+                leaves = True
                 writes.append(self._end_pass)
             else:
                 if p.req is None:
                     for i in range(p.pos, len(p.cands)):
                         e = p.cands[i]
                         if self.meets(status[e], p.need):
-                            pkt = p.packet
                             p.req = (i, e, AllocRequest(
-                                p.stream, pkt.size, int(p.stream != EType.PIXEL), p.seq))
+                                p.stream, p.packet.size, int(p.stream != EType.PIXEL), p.seq))
                             break
                     else:
+                        leaves = True
                         writes.append(self._end_pass)
                 if p.req is not None:
                     i, e, req = p.req
@@ -453,17 +502,36 @@ class Spreader(Codec):
                     ans = respond(e, req) if callable(respond) else respond
                     if ans is not None:
                         ans = Answer(bool(ans[0]), _field("entity", ans[1], ENTITY_W))
-                        answer = ans
                         if ans.accept and (e, ans.entity) in self._ift:
                             errors.append(ErrorReport(Err.BAD_ANSWER, Src.ANSWER, p.seq, e,
                                                       ans.entity))
-                            ans = Answer(False, 0)
+                            ans = Answer(False, ans.entity)
+                        answer = ans
                         if ans.accept:
                             consumed = p.stream
                             writes.append(lambda p=p, e=e, n=ans.entity: self._commit(p, e, n))
                         else:
                             p.refused |= 1 << e
                             p.pos, p.req = i + 1, None
+            leaves = leaves or consumed is not None
+
+        # -- stage P: the next pass, prepared from S_t
+        taken, started = None, False
+        src = [self._held[s] if self._held[s] is not None and (p is None or s != p.stream)
+               else heads[s] for s in range(4)]
+        push_log = consumed is not None
+        push_move = consumed is not None and p.outcome is None
+        room = (self.fifo_depth - len(self._fifo["log"].q) > push_log
+                and self.fifo_depth - len(self._fifo["move"].q) > push_move)
+        if room and (p is None or leaves):
+            win, starve = self._arbitrate(self._offers(src))
+            if win is not None and not (p is not None and win == p.stream
+                                        and consumed is None):
+                nxt = self._prepare(win, src[win])
+                started = True
+                if self._held[win] is None or p is not None and win == p.stream:
+                    taken = win             # from the input (else a parked packet)
+                writes.append(lambda s=win, q=nxt, st=starve: self._load(s, q, st))
 
         # -- completion (reads S_t)
         if done is not None:
@@ -491,7 +559,8 @@ class Spreader(Codec):
                 writes.append(lambda cfg=cfg: self._apply_config(cfg))
 
         # -- the edge
-        res = CycleResult(consumed, request, answer, started, out["move"], out["log"],
+        self._shown = [None if s == taken else heads[s] for s in range(4)]
+        res = CycleResult(taken, consumed, request, answer, started, out["move"], out["log"],
                           out["release"], out["err"], self.error, self.lost)
         err_room = self._fifo["err"].room()         # a free entry in S_t (rule 8)
         for k, f in self._fifo.items():
@@ -508,6 +577,13 @@ class Spreader(Codec):
                 self.lost = True
         self.t += 1
         return res
+
+    def _load(self, s, p, starve):
+        """Edge: the prepared pass enters the request stage."""
+        self._pass = p
+        self._held[s] = p.packet
+        self._starve = starve
+        self._passes[s] = min(SAT, self._passes[s] + 1)
 
     def _check_config(self, cfg):
         if cfg.op == CfgOp.LIST:
@@ -540,6 +616,7 @@ class Spreader(Codec):
         self._seq[p.stream] = (self._seq[p.stream] + 1) & 0xFFFF
         self._passes[p.stream] = 0
         self._pass = None
+        self._held[p.stream] = None
 
     def _commit_log(self, p, kind):
         self._consume(p, LogEntry(kind, p.stream, p.seq, passes=self._passes[p.stream],
@@ -698,11 +775,12 @@ class Spreader(Codec):
                     r.requests.append(ReqRecord(req_open[0], t, e, q, req_open[3],
                                                 res.answer.accept, res.answer.entity))
                     req_open = None
+            if res.taken is not None:
+                feeder.ack(res.taken, t)
+                r.consumed.append((t, res.taken))
             if res.consumed is not None:
-                feeder.ack(res.consumed, t)
-                r.consumed.append((t, res.consumed))
                 last_progress = t
-            if not feeder.waiting():
+            if not feeder.waiting() and not any(self._held):
                 last_progress = t
             if done is not None:
                 r.completions.append((t, done.eu, done.entity))

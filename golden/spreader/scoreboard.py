@@ -98,7 +98,9 @@ class Scoreboard:
         n = sp.n_eus
         st = Stats(cycles=result.cycles, per_eu=[0] * n)
         lists = [tuple(range(n)) for _ in range(4)]
-        last_eu = [None] * 4                # rotation: the EU of each type's last alloc
+        # rotation: per type, the EU of its last allocation, that allocation's clock and
+        # the EU of the allocation before it
+        last_eu = [(None, -2, None)] * 4
         mins = [(1, 1)] * 4
         cfgs = deque(result.config)
         reqs = {}
@@ -120,14 +122,18 @@ class Scoreboard:
                 elif c.op == CfgOp.MIN:
                     mins[c.etype] = (c.records, c.lines)
 
-        assert len(result.log) <= len(result.consumed), "log entries without a consumed packet"
-        for (t, sc), (_, e) in zip(result.consumed, result.log):
+        taken = [[t for t, x in result.consumed if x == s] for s in range(4)]
+        assert len(result.log) <= len(result.consumed), "log entries without a taken packet"
+        for t_log, e in result.log:
             s = e.etype
-            assert s == sc, f"log entry {e} for a packet consumed on stream {sc} at {t}"
             items = wl.streams[s]
-            assert seqs[s] < len(items), f"log at {t}: stream {s} consumed more than was sent"
+            assert seqs[s] < len(items), f"log at {t_log}: stream {s} consumed more than was sent"
+            assert seqs[s] < len(taken[s]), f"log at {t_log}: {e} for a packet not taken"
             assert e.seq == seqs[s] & 0xFFFF, \
-                f"log at {t}: stream {s} seq {e.seq}, expected {seqs[s] & 0xFFFF}"
+                f"log at {t_log}: stream {s} seq {e.seq}, expected {seqs[s] & 0xFFFF}"
+            # consumed at least one clock after it was taken (exact for allocations: the
+            # accepted request's clock)
+            t = taken[s][seqs[s]] + 1
             it = items[seqs[s]]
             seqs[s] += 1
             pkt = it.packet
@@ -137,11 +143,10 @@ class Scoreboard:
             if e.kind == Kind.ERROR:
                 st.errors += 1
                 assert it.expect is not None, f"log at {t}: good packet {pkt} refused: {e}"
-                if not result.lost:
-                    assert errs, f"log at {t}: no error report for {e}"
-                    rep = errs.popleft()
-                    assert (rep.code, rep.src, rep.seq) == (e.code, s, e.seq), \
-                        f"error report {rep} does not match {e}"
+                if errs and (errs[0].code, errs[0].src, errs[0].seq) == (e.code, s, e.seq):
+                    errs.popleft()
+                else:       # a report may be missing only when one was dropped
+                    assert result.lost, f"log at {t}: no error report for {e}"
                 continue
             if e.kind == Kind.CLOSE:
                 st.closes += 1
@@ -151,18 +156,19 @@ class Scoreboard:
                     f"log at {t}: end marker of a primitive not open: {pkt}"
                 assert (e.eu, e.entity) == (pr["eu"], pr["entity"]), f"log at {t}: {e}"
                 pr["closed"] = True
-                closes.append((t, pkt))
+                closes.append((max(t, pr["t"] + 1), pkt))     # after its triangle's
                 continue
             assert e.kind == Kind.ALLOC, f"log at {t}: unknown kind {e.kind}"
             assert 0 <= e.eu < n, f"log at {t}: EU {e.eu}"
+            rq = reqs.get((s, e.seq), [])
+            assert rq and rq[-1].accept and (rq[-1].eu, rq[-1].entity) == (e.eu, e.entity) \
+                and t <= rq[-1].end < t_log, f"log at {t}: {e} has no matching accepted request"
+            t = rq[-1].end
             allocs.append((t, e, pkt))
             st.allocations += 1
             st.per_eu[e.eu] += 1
-            rq = reqs.get((s, e.seq), [])
-            assert rq and rq[-1].accept and (rq[-1].eu, rq[-1].entity, rq[-1].end) == \
-                (e.eu, e.entity, t), f"log at {t}: {e} has no matching accepted request"
             assert not any(r.accept for r in rq[:-1]), f"log at {t}: {e} accepted twice"
-            apply_cfg(rq[0].start)          # words taken before the pass started
+            apply_cfg(rq[0].start - 1)      # words taken before the pass was prepared
             if s == EType.TRIANGLE:
                 locs = []
                 for i in pkt.indices:
@@ -184,7 +190,10 @@ class Scoreboard:
             def candidates():
                 """The preferred (local) EUs and the candidate list under the
                 configuration now in force."""
-                lst = rotated(lists[s], last_eu[s] if sp.rotate else None)
+                # the pass was prepared in the clock before its first request, from the
+                # allocations accepted before that clock
+                last = last_eu[s][0] if last_eu[s][1] < r.start - 1 else last_eu[s][2]
+                lst = rotated(lists[s], last if sp.rotate else None)
                 if s == EType.TRIANGLE:
                     local = sorted((x for x in cnt if x in lst),
                                    key=lambda x: (-cnt[x], lst.index(x)))
@@ -206,7 +215,7 @@ class Scoreboard:
                 if not new:
                     new = r.eu not in cands or cands.index(r.eu) < pos
                 if new:
-                    apply_cfg(r.start)
+                    apply_cfg(r.start - 1)
                     nd = (max(1, mins[s][0]), max(mins[s][1], pkt.size))
                     first, cands = candidates()
                     pos, refused, k = 0, set(), j
@@ -225,7 +234,7 @@ class Scoreboard:
                     refused.add(r.eu)
                 pos = i + 1
             st.alloc_cycles += rq[-1].end - rq[k].start + 1
-            last_eu[s] = e.eu
+            last_eu[s] = (e.eu, t, last_eu[s][0])
             refused_mask = sum(1 << x for x in refused)
             assert e.refused == refused_mask, \
                 f"log at {t}: refused mask {e.refused:#x}, requests say {refused_mask:#x}"
@@ -251,7 +260,7 @@ class Scoreboard:
                 for i in range(3):
                     if pkt.last >> i & 1:
                         groups[pkt.indices[i] >> 3]["closed"] = True
-                prims[pkt.prid] = dict(eu=e.eu, entity=e.entity, closed=False)
+                prims[pkt.prid] = dict(eu=e.eu, entity=e.entity, closed=False, t=t)
             elif s == EType.PIXEL:
                 assert (mv.src[0], mv.x, mv.y, mv.mask, mv.index) == \
                     (locs[0], pkt.x, pkt.y, pkt.mask, pkt.prid), f"move {mv} for {pkt}"
@@ -264,6 +273,7 @@ class Scoreboard:
                     groups[(pkt.base >> 3) + h] = dict(
                         eu=e.eu, entity=e.entity, half=h, closed=pkt.noref,
                         count=pkt.count if s == EType.VERTEX else GROUP)
+        assert not errs, f"error reports without a refused packet: {list(errs)[:3]}"
         if complete:
             assert len(result.log) == len(result.consumed), "consumed packets without a log entry"
             assert seqs == [len(x) for x in wl.streams], \

@@ -332,13 +332,17 @@ class ErrorReport(NamedTuple):
 class CycleResult(NamedTuple):
     """What one clock does.
 
-    ``consumed``: the stream whose packet was taken (its ``ready`` was high), else None.
+    ``taken``: the stream whose packet was taken from its input (its ``ready`` was
+    high), else None. ``consumed``: the stream whose packet was consumed (allocated,
+    closed or refused: its log entry is written at this clock's edge), else None.
     ``request``: ``(eu, AllocRequest)`` driven on ``alloc[eu]`` this clock, else None;
-    ``answer``: the :class:`Answer` if it was taken this clock. ``started``: a pass
-    started (arbitration happened) this clock. ``move``, ``log``, ``release``, ``err``:
+    ``answer``: the :class:`Answer` if it was taken this clock (a bad answer as a
+    refusal). ``started``: a pass was prepared and enters the request stage at this
+    clock's edge. ``move``, ``log``, ``release``, ``err``:
     the payload transferred on that output this clock, else None. ``error``/``lost``:
     the sticky flags in this clock (``S_t``).
     """
+    taken: int | None
     consumed: int | None
     request: tuple | None
     answer: Answer | None
@@ -368,7 +372,9 @@ class RunResult:
     """The observations of a run (the same an RTL testbench collects).
 
     Every list holds ``(cycle, payload)`` transfers in order: ``log``, ``move``,
-    ``release``, ``err``; ``consumed`` ``(cycle, stream)``; ``completions``
+    ``release``, ``err``; ``consumed`` ``(cycle, stream)`` of every packet taken from an
+    input (its ``ready`` high: the observable event; the packet is consumed, i.e.
+    logged, later); ``completions``
     ``(cycle, eu, entity)``; ``config`` ``(cycle, Config)``; ``requests``
     :class:`ReqRecord` per answered request.
     """

@@ -62,22 +62,21 @@ SMALL = dict(n_eus=3, records=8, entities=8, lines=16, vdt=8, pt=4,
 
 
 def test_scattered_free_lines_deadlock_is_gone():
-    """Regression: this run deadlocks with the free-line count as status (an 8-line
-    packet whose size the count of free lines meets, refused again and again by a QCC
-    whose 10 free lines are held apart by finished data in runs of at most 5); with the
-    longest free run as status it completes, and no QCC ever refuses. Every candidate
-    list is walked from its head (``rotate=False``, the spreader before its balancing
-    rule). The QCC's issue timing changed with issue 11 (decided a clock ahead), and
-    with it the allocations of the run first recorded (seed 1), which now ends in the
-    other deadlock the README describes (held data filling every QCC) with either
-    status; seed 7 replays the scattered-lines case."""
+    """Regression: this run deadlocks with the free-line count as status (a packet
+    whose size the count of free lines meets, refused again and again -- over 100
+    times -- by a QCC whose free lines are held apart by finished data); with the
+    longest free run as status it completes, and no QCC ever refuses. The run's
+    allocations depend on the QCC's issue timing and the spreader's pipeline: the
+    seed is one that replays the scattered-lines case with the QCC deciding issues a
+    clock ahead (issue 11) and the spreader's two-stage allocation (issue 12), with the
+    default candidate rotation (seeds 1 and 7 did before those changes)."""
     eus = []
     with pytest.raises(RuntimeError, match="deadlock"):
-        run(7, CountingQCCEU, **SMALL, rotate=False, made=eus)
+        run(18, CountingQCCEU, **SMALL, made=eus)
     refused = [(eu.qcc.status(), c.lines) for eu in eus for _, c, r in eu.responses
                if r.code == Code.NO_LINES]
     assert len(refused) > 100 and any(st.free_lines >= n > st.free_run for st, n in refused)
-    stats, eus = run(7, QCCEU, **SMALL, rotate=False)
+    stats, eus = run(18, QCCEU, **SMALL)
     assert stats.refusals == 0 and stats.allocations > 90
 
 
