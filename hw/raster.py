@@ -61,8 +61,9 @@ Pipeline (one clock per row, latency 6 clocks from input handshake to output val
 4. *Lane select* (one row per *batch*): at 1x lane ``l`` takes span ``l``; with ``S``
    samples lane group ``r`` (lanes ``rS .. rS + S - 1``) takes span ``order[r]``, and
    ``order`` moves on by ``16 / S`` entries per batch, so no lane looks at the batch
-   number. A span's centre offset is ``+-half_j << 2`` (spans ``k`` and ``15 - k`` are
-   opposite), so a group picks one of 8 ``half_j`` and a sign, and each lane adds it:
+   number. A span's centre offset is ``+-half_j << (subpix + 1)`` (spans ``k`` and
+   ``15 - k`` are opposite), so a group picks one of 8 ``half_j`` and a sign, and each
+   lane adds it: in the lanes' units (``>> subpix - 1``, see below)
    ``t = lane_lo + (half_j << 2)``, or ``~lane_lo + ...`` for the minus sign
    (``lane_lo - x = ~(~lane_lo + x)``, and the inversion cancels in the fold below).
    The lane keeps ``b`` folded, ``b`` or ``-b - 1`` (its bits inverted when negative),
@@ -116,8 +117,10 @@ the ``subpix + 2`` low bits of ``lo``.
 
 Timing
 ------
-The 1x build (12.8 coordinates, ``make synth`` flow, ECP5-85F) runs at 74.4 MHz after
-routing. Its critical path runs from a stage-4 register through one lane's comparator
+Before the narrow lanes and the rank-ordered list (issue 16; the README's Block 4
+section has the cell counts before and after, whose Fmax is not measured yet), the 1x
+build (12.8 coordinates, ``make synth`` flow, ECP5-85F) ran at 74.4 MHz after
+routing. Its critical path ran from a stage-4 register through one lane's comparator
 chain and, over long routes, into a stage-5 lane-mask register: 13.5 ns, 10.4 ns of it
 routing. Three changes got it there from 70.8 MHz: the stage-5 registers between the
 comparators and the AND over the edges (latency 5 -> 6; the spec allows 7), the skid
@@ -126,8 +129,9 @@ LUT from ``o.ready`` and registers of its own (the enable nets span the whole bl
 any logic shared between two of them chains two long routes on one path).
 
 The MSAA builds are harder to route (the lane multiplexers of stage 4 and the crossbar
-into the output mask). The ``(1, 4)`` build routed at 33.8 MHz; its critical path is the
-chain of adders that counts the span ranks in stage 3. The ``(1, 2, 4)`` build fits the
+into the output mask). Before issue 16 the ``(1, 4)`` build routed at 33.8 MHz; its
+critical path was the chain of 15 adders that counted the span ranks in stage 3, now a
+prefix count of 3 small adders. The ``(1, 2, 4)`` build fits the
 device by cell count but did not route. The README's Block 4 section has the details.
 
 Decisions where the spec is open
