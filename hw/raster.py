@@ -48,20 +48,33 @@ Pipeline (one clock per row, latency 6 clocks from input handshake to output val
    corner ``i`` and ``24 - i`` have opposite offsets ``+-o``. Given the signs of ``lo``
    and ``o`` one of ``lo + o`` and ``lo - o`` has a known sign, so one add/subtract per
    pair decides both corners: 12 comparators per edge (the seed's Fig. 17). Also the
-   pixel-centre offsets ``(2px - 3)A + (2py - 3)B`` (8, the others by symmetry), each
-   lane's sample offset, and the box's column/row masks.
+   pixel-centre offsets ``half_j = (2px - 3)A + (2py - 3)B`` (8, the others by
+   symmetry), each lane's sample offset in the block's mode, and the box's column/row
+   masks.
 3. *Span select*: per edge and span, FULL when its 4 corners pass, PARTIAL when some do,
    EMPTY otherwise or when no pixel of the span lies in the box. Combined class: EMPTY if
    any edge is, FULL if all are, PARTIAL otherwise -- only combined-PARTIAL spans need
-   sample tests. Span centre values ``c_k = lo + lo4x4_k`` (8 adds, 8 subtracts).
-4. *Lane select* (one row per *batch*): 16 lanes per edge each take one (span, sample)
-   pair and form ``b = c_span + lo_msaa``, kept folded: ``b`` or ``-b - 1`` (its bits
-   inverted when negative) and its sign. Also ``|lo_pixel|`` once per edge.
+   sample tests. Their ranks by a short prefix count (per row of 4 spans the local
+   counts, then the row totals added: 3 small adders, not a chain of 15) and, from
+   the ranks, ``order``: the PARTIAL spans in rank order. Per lane ``lane_lo = lo +``
+   its sample offset (MSAA builds; at 1x ``lo``).
+4. *Lane select* (one row per *batch*): at 1x lane ``l`` takes span ``l``; with ``S``
+   samples lane group ``r`` (lanes ``rS .. rS + S - 1``) takes span ``order[r]``, and
+   ``order`` moves on by ``16 / S`` entries per batch, so no lane looks at the batch
+   number. A span's centre offset is ``+-half_j << (subpix + 1)`` (spans ``k`` and
+   ``15 - k`` are opposite), so a group picks one of 8 ``half_j`` and a sign, and each
+   lane adds it: in the lanes' units (``>> subpix - 1``, see below)
+   ``t = lane_lo + (half_j << 2)``, or ``~lane_lo + ...`` for the minus sign
+   (``lane_lo - x = ~(~lane_lo + x)``, and the inversion cancels in the fold below).
+   The lane keeps ``b`` folded, ``b`` or ``-b - 1`` (its bits inverted when negative),
+   and the mask bits its pixels get when a comparator passes or fails, which fold in
+   the edge's FULL/PARTIAL class and "edge unused". Also ``|half_j|`` once per edge.
 5. *Edge determination*: each lane tests its 16 pixels ``b + lo_pixel`` with 8
    comparators by the same +-symmetry (the seed's Fig. 18a "8 columns"): one unsigned
-   comparison of folded ``b`` with ``|lo_pixel|`` decides both pixels of a pair
-   (:func:`_folded_signs`). FULL edges and unused edges give ones. The per-edge lane
-   masks are registered here, apart from the AND over the edges (Timing, below).
+   comparison of folded ``b`` with ``|lo_pixel|`` decides both pixels of a pair, and
+   each mask bit is one LUT of that comparison and the stage-4 pass/fail bits
+   (:meth:`BlockRasterizer._lane_mask`). The per-edge lane masks are registered here,
+   apart from the AND over the edges (Timing, below).
 6. *Final mask*: each lane ANDs its edges' masks and the pixel-level box mask, and writes
    the result into the output register, which is the output port's payload.
 
@@ -94,13 +107,20 @@ from the centre, so ``|corner offset| <= 2**(W + subpix + 4)``; ``lo16`` is satu
 ``W + subpix + 6`` bits, which keeps every corner sign. Where an edge is PARTIAL on a
 span, its corners straddle zero, so every value inside the span (centre, pixels,
 samples) lies in ``[-2**(W + subpix + 3), 2**(W + subpix + 3))``: the lane arithmetic is
-done modulo ``2**(W + subpix + 4)`` (32 bits at the default 12.8 format) and is exact
-wherever its result is used; elsewhere the class (FULL/EMPTY) decides.
+done modulo ``2**(W + subpix + 4)`` and is exact wherever its result is used; elsewhere
+the class (FULL/EMPTY) decides. Every pixel and span offset is a multiple of
+``2**(subpix - 1)`` (pixel centres lie on half pixels), and ``x + o >= 0`` exactly when
+``(x >> k) + (o >> k) >= 0`` for ``o`` a multiple of ``2**k`` (floor shifts), so the
+lanes drop those ``subpix - 1`` low bits: their adders and comparators are ``W + 5``
+bits wide (25 at the default 12.8 format, not 32), and the corner tests likewise drop
+the ``subpix + 2`` low bits of ``lo``.
 
 Timing
 ------
-The 1x build (12.8 coordinates, ``make synth`` flow, ECP5-85F) runs at 74.4 MHz after
-routing. Its critical path runs from a stage-4 register through one lane's comparator
+Before the narrow lanes and the rank-ordered list (issue 16; the README's Block 4
+section has the cell counts before and after, whose Fmax is not measured yet), the 1x
+build (12.8 coordinates, ``make synth`` flow, ECP5-85F) ran at 74.4 MHz after
+routing. Its critical path ran from a stage-4 register through one lane's comparator
 chain and, over long routes, into a stage-5 lane-mask register: 13.5 ns, 10.4 ns of it
 routing. Three changes got it there from 70.8 MHz: the stage-5 registers between the
 comparators and the AND over the edges (latency 5 -> 6; the spec allows 7), the skid
@@ -109,8 +129,9 @@ LUT from ``o.ready`` and registers of its own (the enable nets span the whole bl
 any logic shared between two of them chains two long routes on one path).
 
 The MSAA builds are harder to route (the lane multiplexers of stage 4 and the crossbar
-into the output mask). The ``(1, 4)`` build routed at 33.8 MHz; its critical path is the
-chain of adders that counts the span ranks in stage 3. The ``(1, 2, 4)`` build fits the
+into the output mask). Before issue 16 the ``(1, 4)`` build routed at 33.8 MHz; its
+critical path was the chain of 15 adders that counted the span ranks in stage 3, now a
+prefix count of 3 small adders. The ``(1, 2, 4)`` build fits the
 device by cell count but did not route. The README's Block 4 section has the details.
 
 Decisions where the spec is open
@@ -230,20 +251,6 @@ def _pair_signs(m, lo, off, name):
     return plus, minus
 
 
-def _folded_signs(m, folded, negative, magnitude, offset_neg, name):
-    """Signs of ``b + o`` and ``b - o`` (1: ``>= 0``) with one comparator.
-
-    ``folded`` is ``b`` with its bits inverted when ``negative`` (``b`` or ``-b - 1``:
-    both non-negative), ``magnitude`` is ``|o|`` and ``offset_neg`` the sign of ``o``. Of
-    ``b + |o|`` and ``b - |o|`` one has the sign of ``b``; the other is ``>= 0`` exactly
-    when ``folded >= |o|`` (``b >= 0``) or ``folded < |o|`` (``b < 0``).
-    """
-    ok = _wire(m, folded >= magnitude, name)
-    plus = Mux(negative, ~ok, 1)          # b + |o| >= 0
-    minus = Mux(negative, 0, ok)          # b - |o| >= 0
-    return Mux(offset_neg, minus, plus), Mux(offset_neg, plus, minus)
-
-
 def _popcount(bits):
     total = Const(0, 1)
     for bit in bits:
@@ -325,6 +332,7 @@ class BlockRasterizer(wiring.Component):
         self.lo16_bits = 2 * w + 2              # lo16
         self.sat_bits = w + subpix + 6          # lo16 saturated for the corner tests
         self.lane_bits = w + subpix + 4         # span, pixel and sample values (modular)
+        self.test_bits = w + 5                  # the same without their subpix - 1 LSBs
         self.max_samples = max(self.modes)
         self.msaa_modes = tuple(s for s in self.modes if s > 1)
         super().__init__({
@@ -450,6 +458,12 @@ class BlockRasterizer(wiring.Component):
             m.d.sync += batch.eq(batch + 1)
         with m.If(adv):
             m.d.sync += [v4.eq(v3), v5.eq(v4)]
+        if self.msaa_modes:                     # the next batch's spans move to the front
+            order = r3["order"]
+            with m.If(adv & more):
+                m.d.sync += [order[j].eq(self._by_mode(r3["meta"].mode, {
+                    n: order[j + LANES // n] if j + LANES // n < SPANS else 0
+                    for n in self.msaa_modes})) for j in range(SPANS)]
         return m
 
     def _input(self, m, move):
@@ -544,7 +558,8 @@ class BlockRasterizer(wiring.Component):
             pos = [None] * 25
             pos[12] = ~lo[-1]
             for (i, _, _), off in zip(_CORNER_PAIRS, edge["off"]):
-                pos[i], pos[24 - i] = _pair_signs(m, lo, off << (s + 2), f"corner{e}_{i}")
+                # lo + (off << s + 2) >= 0 exactly when (lo >> s + 2) + off >= 0.
+                pos[i], pos[24 - i] = _pair_signs(m, lo >> (s + 2), off, f"corner{e}_{i}")
             half = [_lin(edge["odd_a"], edge["odd_b"], a, b) for _, a, b in _HALF]
             edges.append({
                 "pos": st.reg(Cat(pos), f"pos{e}"),
@@ -572,7 +587,8 @@ class BlockRasterizer(wiring.Component):
         return st.regs(lanes, f"msaa{e}_", signed(self.coef_bits + 5))
 
     def _span_select(self, m, r2, st):
-        """Stage 3: per-edge and combined span classes, span centres, ranks, batches."""
+        """Stage 3: per-edge and combined span classes, ranks, the rank-ordered list of
+        the PARTIAL spans, and per lane ``lo`` plus its sample offset."""
         s, meta = self.subpix, r2["meta"]
         col_span = [r2["col"][4 * x:4 * x + 4].any() for x in range(4)]
         row_span = [r2["row"][4 * y:4 * y + 4].any() for y in range(4)]
@@ -585,22 +601,23 @@ class BlockRasterizer(wiring.Component):
             used = meta.used[e]
             fulls.append(full | ~used.replicate(SPANS))
             empties.append(~(full | part) & used.replicate(SPANS))
-            centres = [None] * SPANS
-            for (k, _, _), half in zip(_HALF, edge["half"]):
-                centres[k] = edge["lo"] + (half << (s + 1))
-                centres[15 - k] = edge["lo"] - (half << (s + 1))
+            if edge["lane_msaa"] is None:       # 1x only: every lane starts from lo
+                lane_lo = [st.reg(edge["lo"][s - 1:], f"lo{e}")] * LANES
+            else:                               # (lo + (msaa << s - 4)) >> s - 1
+                lane_lo = st.regs([(edge["lo"][s - 4:] + msaa)[3:3 + self.test_bits]
+                                   for msaa in edge["lane_msaa"]], f"lane_lo{e}_")
             edges.append({
                 "full": st.reg(full & used.replicate(SPANS), f"full{e}"),
                 "part": st.reg(part & used.replicate(SPANS), f"part{e}"),
-                "centre": st.regs([c[:self.lane_bits] for c in centres], f"c{e}_"),
+                "lane_lo": lane_lo,
                 "half": st.regs(edge["half"], f"half{e}_"),
-                "lane_msaa": (st.regs(edge["lane_msaa"], f"msaa{e}_")
-                              if edge["lane_msaa"] is not None else None),
             })
         comb_full = _wire(m, inbox & self._and_all(fulls), "comb_full")
         comb_part = _wire(m, ~self._or_all(empties) & inbox & ~comb_full, "comb_part")
-        ranks = [_popcount(comb_part[:k])[:4] if k else Const(0, 4) for k in range(SPANS)]
-        count = _wire(m, _popcount(comb_part), "count")
+        ranks, count = self._ranks(m, comb_part)
+        # rank[k] <= k: only spans j.. can have rank j.
+        order = [_encode(Cat(comb_part[k] & (ranks[k] == j) if k >= j else Const(0, 1)
+                             for k in range(SPANS))) for j in range(SPANS)]
         n_last = self._by_mode(meta.mode, {
             n: Mux(count == 0, 0, (count - 1) >> (4 - _log2(n))) if n > 1 else Const(0, 4)
             for n in self.modes})
@@ -608,9 +625,27 @@ class BlockRasterizer(wiring.Component):
                 "span_full": st.reg(comb_full, "span_full"),
                 "span_part": st.reg(comb_part, "span_part"),
                 "rank": st.regs(ranks, "rank", unsigned(4)),
+                "order": st.regs(order, "order", unsigned(4)) if self.msaa_modes else None,
                 "n_last": st.reg(n_last, "n_last", unsigned(4)),
                 "n_last_in": n_last,            # the value being loaded
                 "meta": self._meta_layout()(st.reg(meta.as_value(), "meta"))}
+
+    @staticmethod
+    def _ranks(m, flags):
+        """Each span's rank among the set ``flags`` (the count of set flags before it)
+        and the total, as a short prefix count: per row of 4 spans the local counts
+        (LUTs), then the three row totals added up."""
+        local, totals = [], []
+        for row in range(4):
+            bits = flags[4 * row:4 * row + 4]
+            local.append([_popcount(bits[:c]) if c else Const(0, 1) for c in range(4)])
+            totals.append(_wire(m, _popcount(bits), f"row_count{row}", unsigned(3)))
+        before = [Const(0, 1)]
+        for row in range(3):
+            before.append(_wire(m, before[-1] + totals[row], f"rows_before{row + 1}",
+                                unsigned(4)))
+        ranks = [(before[k // 4] + local[k // 4][k % 4])[:4] for k in range(SPANS)]
+        return ranks, _wire(m, before[3] + totals[3], "count", unsigned(5))
 
     @staticmethod
     def _and_all(vectors):
@@ -638,22 +673,23 @@ class BlockRasterizer(wiring.Component):
         return Cat(full) & inbox, Cat(part) & inbox
 
     def _lane_select(self, m, r3, batch, more, st):
-        """Stage 4: the spans of this batch into the lanes; ``b = c_span + lo_msaa``."""
+        """Stage 4: the spans of this batch into the lanes. Lane ``l`` holds
+        ``b = lane_lo[l] + c_span`` with ``c_span = +-half[j] << (subpix + 1)`` its span
+        centre offset (spans ``k`` and ``15 - k`` have opposite offsets), kept folded."""
         meta = r3["meta"]
-        span_of = self._batch_spans(m, r3, batch)
         edges = []
         for e, edge in enumerate(r3["edges"]):
-            lanes, full, part = self._edge_lanes(m, edge, span_of, meta.mode, e)
-            lanes = [_wire(m, b, f"b{e}_{lane}") for lane, b in enumerate(lanes)]
-            offsets = [half << (self.subpix - 1) for half in edge["half"]]
-            edges.append({"folded": st.regs([(b ^ b[-1].replicate(len(b)))[:-1]
-                                             for b in lanes], f"folded{e}_"),
-                          "negative": st.reg(Cat(b[-1] for b in lanes), f"negative{e}"),
-                          "full": st.reg(full, f"full{e}"),
-                          "part": st.reg(part, f"part{e}"),
-                          "mag": st.regs([Mux(o[-1], -o, o) for o in offsets], f"mag{e}_",
-                                         unsigned(self.lane_bits - 1)),
-                          "mag_neg": st.reg(Cat(o[-1] for o in offsets), f"mag_neg{e}"),
+            folded, negative, full, part = self._edge_lanes(m, edge, r3["order"], meta.mode, e)
+            unused = ~meta.used[e]
+            full = [_wire(m, f | unused, f"fu{e}_{lane}") for lane, f in enumerate(full)]
+            mag_neg = [h[-1] for h in edge["half"]]
+            edges.append({"folded": st.regs(folded, f"folded{e}_"),
+                          "mag": st.regs([Mux(h[-1], -h, h) for h in edge["half"]],
+                                         f"mag{e}_", unsigned(self.test_bits - 1)),
+                          "pass": st.reg(Cat(f | (p & ~n) for f, p, n in
+                                             zip(full, part, negative)), f"pass{e}"),
+                          "fail": st.regs([self._fail_bits(full[lane], part[lane], mag_neg)
+                                           for lane in range(LANES)], f"fail{e}_"),
                           "class_full": st.reg(edge["full"], f"cfull{e}"),
                           "class_part": st.reg(edge["part"], f"cpart{e}")})
         write, group = self._write_plan(r3, batch)
@@ -666,41 +702,43 @@ class BlockRasterizer(wiring.Component):
                 "span_part": st.reg(r3["span_part"], "span_part"),
                 "meta": self._meta_layout()(st.reg(meta.as_value(), "meta"))}
 
-    def _batch_spans(self, m, r3, batch):
-        """Span index held by lane group ``r`` in this batch, for ``r < 16 / min(S > 1)``:
-        the PARTIAL span of rank ``batch * G + r`` (``G = 16 / S`` groups)."""
-        mode, part, ranks = r3["meta"].mode, r3["span_part"], r3["rank"]
-        groups = LANES // min(self.msaa_modes) if self.msaa_modes else 0
-        span_of = []
-        for r in range(groups):
-            want = _wire(m, self._by_mode(mode, {n: (batch << (4 - _log2(n))) + r
-                                                 for n in self.msaa_modes if r < LANES // n}),
-                         f"rank_of{r}", unsigned(4))
-            one_hot = _wire(m, Cat(part[k] & (ranks[k] == want) for k in range(SPANS)),
-                            f"in_group{r}")
-            span_of.append(_wire(m, _encode(one_hot), f"span_of{r}"))
-        return span_of
+    @staticmethod
+    def _span_offset(half, k):
+        """Span ``k``'s centre offset as ``(half index, negate)``: spans 8..15 are
+        ``+half[k - 8]``, spans 0..7 ``-half[7 - k]`` (``k`` a constant or a signal)."""
+        if isinstance(k, int):
+            return half[k - 8] if k >= 8 else half[7 - k], Const(k < 8, 1)
+        return Array(half)[k[:3] ^ (~k[3]).replicate(3)], ~k[3]
 
-    def _edge_lanes(self, m, edge, span_of, mode, e):
-        """One edge's 16 lane values ``b`` and the lanes' FULL / PARTIAL bits: at 1x lane
-        ``l`` is span ``l``; at ``S`` samples lane ``l`` is group ``l // S``, sample
-        ``l % S``."""
-        picked = [(_wire(m, Array(edge["centre"])[k], f"csel{e}_{r}"),
-                   edge["full"].bit_select(k, 1), edge["part"].bit_select(k, 1))
-                  for r, k in enumerate(span_of)]
-        lanes, full, part = [], [], []
+    def _edge_lanes(self, m, edge, order, mode, e):
+        """One edge's 16 lanes: folded ``b``, its sign, and the lane's FULL / PARTIAL
+        bits. At 1x lane ``l`` is span ``l``; at ``S`` samples lane ``l`` is group
+        ``l // S`` (the span ``order[l // S]``, the batch's PARTIAL span of that rank),
+        sample ``l % S``."""
+        groups = LANES // min(self.msaa_modes) if self.msaa_modes else 0
+        picked = []
+        for r in range(groups):
+            half, neg = self._span_offset(edge["half"], order[r])
+            full = edge["full"].bit_select(order[r], 1)
+            picked.append((_wire(m, half, f"hsel{e}_{r}"), neg, full, ~full))
+        folded, negative, full, part = [], [], [], []
         for lane in range(LANES):
-            choice = {1: (edge["centre"][lane], edge["full"][lane], edge["part"][lane])}
+            choice = {1: (*self._span_offset(edge["half"], lane), edge["full"][lane],
+                          edge["part"][lane])}
             for n in self.msaa_modes:
                 choice[n] = picked[lane // n]
             choice = {n: v for n, v in choice.items() if n in self.modes}
-            centre = self._by_mode(mode, {n: v[0] for n, v in choice.items()})
-            if edge["lane_msaa"] is not None:
-                centre = centre + (edge["lane_msaa"][lane] << (self.subpix - 4))
-            lanes.append(centre[:self.lane_bits])
-            full.append(self._by_mode(mode, {n: v[1] for n, v in choice.items()}))
-            part.append(self._by_mode(mode, {n: v[2] for n, v in choice.items()}))
-        return lanes, Cat(full), Cat(part)
+            half, neg, f, p = (self._by_mode(mode, {n: v[i] for n, v in choice.items()})
+                               for i in range(4))
+            # b = lo + half or lo - half = ~(~lo + half): add to lo or ~lo, and the
+            # inversion cancels in the fold (folded b = t ^ sign(t)).
+            t = _wire(m, ((edge["lane_lo"][lane] ^ neg.replicate(self.test_bits)) +
+                          (half << 2))[:self.test_bits], f"t{e}_{lane}")
+            folded.append((t ^ t[-1].replicate(self.test_bits))[:-1])
+            negative.append(t[-1] ^ neg)
+            full.append(_wire(m, f, f"full{e}_{lane}"))
+            part.append(_wire(m, p, f"part{e}_{lane}"))
+        return folded, negative, full, part
 
     def _write_plan(self, r3, batch):
         """Which spans this batch writes, and the lane group that holds each."""
@@ -713,15 +751,33 @@ class BlockRasterizer(wiring.Component):
                  for k in range(SPANS)]
         return write, group
 
-    def _lane_hits(self, m, edge, lane, name):
-        """The 16 pixel tests ``b + lo_pixel >= 0`` of a lane: 8 comparators (pixels p
-        and 15 - p have opposite offsets, the seed's Fig. 18a)."""
-        hits = [None] * 16
-        folded, negative = edge["folded"][lane], edge["negative"][lane]
+    @staticmethod
+    def _fail_bits(full, part, mag_neg):
+        """A lane's 16 mask bits where its comparator fails (:meth:`_lane_mask`)."""
+        bits = [None] * 16
         for j, (p, _, _) in enumerate(_HALF):
-            hits[p], hits[15 - p] = _folded_signs(m, folded, negative, edge["mag"][j],
-                                                  edge["mag_neg"][j], f"{name}_{p}")
-        return Cat(hits)
+            bits[p] = full | (part & ~mag_neg[j])
+            bits[15 - p] = full | (part & mag_neg[j])
+        return Cat(bits)
+
+    def _lane_mask(self, m, edge, lane, name):
+        """One edge's 16-pixel mask of a lane: ``b + lo_pixel >= 0`` for its 16 pixels
+        with 8 comparators, pixels p and 15 - p having opposite offsets ``+-o`` (the
+        seed's Fig. 18a). ``folded`` is ``b`` with its bits inverted when ``b < 0``
+        (``b`` or ``-b - 1``, both ``>= 0``) and ``mag`` is ``|o|``: of ``b + |o|`` and
+        ``b - |o|`` one has the sign of ``b``; the other is ``>= 0`` exactly when
+        ``folded >= |o|`` (``b >= 0``) or ``folded < |o|`` (``b < 0``). So when
+        ``folded >= |o|`` both pixels test ``b >= 0``, else the one on the ``+|o|`` side
+        passes and the other fails. Stage 4 has folded in the lane's FULL/PARTIAL bits:
+        ``pass`` is the mask bit of both pixels when the comparator holds, ``fail`` the
+        pixel's bit when it does not."""
+        bits = [None] * 16
+        folded, passed, failed = edge["folded"][lane], edge["pass"][lane], edge["fail"][lane]
+        for j, (p, _, _) in enumerate(_HALF):
+            ok = _wire(m, folded >= edge["mag"][j], f"{name}_{p}")
+            bits[p] = Mux(ok, passed, failed[p])
+            bits[15 - p] = Mux(ok, passed, failed[15 - p])
+        return Cat(bits)
 
     def _edge_masks(self, m, r4, st):
         """Stage 5: each edge's 16-pixel mask per lane (the lane's 8 comparators, FULL
@@ -729,13 +785,7 @@ class BlockRasterizer(wiring.Component):
         the comparators of different edges sit far apart on the device."""
         edges = []
         for e, edge in enumerate(r4["edges"]):
-            unused = ~r4["meta"].used[e]
-            masks = []
-            for lane in range(LANES):
-                hits = _wire(m, self._lane_hits(m, edge, lane, f"hit{e}_{lane}"),
-                             f"hits{e}_{lane}")
-                masks.append(edge["full"][lane].replicate(16) | unused.replicate(16) |
-                             (edge["part"][lane].replicate(16) & hits))
+            masks = [self._lane_mask(m, edge, lane, f"ok{e}_{lane}") for lane in range(LANES)]
             edges.append({"mask": st.regs(masks, f"mask{e}_"),
                           "class_full": st.reg(edge["class_full"], f"cfull{e}"),
                           "class_part": st.reg(edge["class_part"], f"cpart{e}")})
