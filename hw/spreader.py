@@ -31,9 +31,9 @@ Decisions
    input's ``ready`` is high when P's pass enters R, one clock before its first
    request; a packet whose pass ends unplaced is parked in its stream's register. The
    EU's answer still decides, in its clock, whether the packet is consumed and so
-   whether P's next pass may enter R (an enable: ``load``), and the input ``ready``\s
+   whether P's next pass may enter R (an enable: ``load``), and the input ``ready`` signals
    depend on it combinationally; an EU's ``ready`` and answer must not depend on the
-   spreader's input ``ready``\s. P cannot see R's commit of the same clock, so P makes
+   spreader's input ``ready`` signals. P cannot see R's commit of the same clock, so P makes
    a packet *wait* where that commit could change its outcome (hazards with R's packet:
    same record, a group or primitive R closes, a vertex group or ``prid`` a packet
    inside the spreader provides). A triangle or pixel packet that would wait for a

@@ -129,8 +129,10 @@ class Run:
             if self.req_open is None:
                 self.req_open = (t, status)
             if ready:
+                # the spreader takes a packet from its input when the packet's pass
+                # enters its request stage, not when an EU accepts it (issue 12)
                 res.requests.append(ReqRecord(self.req_open[0], t, e, q, self.req_open[1],
-                                              bool(accept) and bool(taken), entity))
+                                              bool(accept), entity))
                 self.req_open = None
         if taken:
             s = taken[0]

@@ -7,10 +7,11 @@ corners) or raw block inputs (expected values from ``golden.raster.rasterize_blo
 under random input gaps and output back-pressure, and compare every output word. Every
 expected value comes from the golden model; none from the RTL.
 
-Builds (``BUILDS``): ``default`` (4 edges, every MSAA mode, 12.8 coordinates), ``small``
-(4 edges, every mode, 7.4 coordinates: the long tests run here because it simulates
-faster) and ``tri`` (3 edges, modes 1 and 4 only, 6.4: the malformed-input cases that
-only a restricted build has). ``test_soak`` (marked slow) runs long random streams.
+Builds: ``small`` (4 edges, every mode, 7.4 coordinates: the long tests run here because
+it simulates faster) and ``tri`` (3 edges, modes 1 and 4 only, 6.4: the malformed-input
+cases that only a restricted build has) in the fast regression (``BUILDS``); ``default``
+(4 edges, every MSAA mode, 12.8 coordinates) in ``make regress`` (``test_block_default``,
+a long build), where ``test_soak`` also runs long random streams.
 """
 
 import math
@@ -30,8 +31,10 @@ DESIGN = "raster.block"
 FAST_BUILD = {"OPT_FAST": "-O0"}
 LATENCY = 6          # clocks from the input handshake to the output word (documented)
 
+#: The default build (12.8, every mode) is a long build on both simulators: it runs in
+#: ``make regress`` (:func:`test_block_default`); the fast builds keep every kind of case.
+DEFAULT_TESTS = ["random_blocks", "raw_blocks", "huge_and_quads", "malformed"]
 BUILDS = {
-    "default": ({}, ["random_blocks", "raw_blocks", "huge_and_quads", "malformed"]),
     "small": ({"int_bits": 7, "subpix": 4},
               ["random_blocks", "raw_blocks", "mesh_watertight", "scissor_cuts",
                "directed_corners", "sample_point_edges", "huge_and_quads",
@@ -85,9 +88,18 @@ def test_gen_refuses_bad_parameters(capsys):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("simulator", simulators())
+def test_block_default(simulator):
+    """The default build (4 edges, every mode, 12.8 coordinates)."""
+    run_cocotb(DESIGN, "tb.test_raster", simulator, {}, testcase=DEFAULT_TESTS,
+               verilator_make=FAST_BUILD)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("simulator", simulators())
 @pytest.mark.parametrize("build", ["default", "small"])
 def test_soak(build, simulator):
-    run_cocotb(DESIGN, "tb.test_raster", simulator, BUILDS[build][0],
+    build_params = {} if build == "default" else BUILDS[build][0]
+    run_cocotb(DESIGN, "tb.test_raster", simulator, build_params,
                testcase=["soak_scenes", "soak_raw"], verilator_make=FAST_BUILD)
 
 
