@@ -1268,10 +1268,11 @@ class PixelPacker(_Format, wiring.Component):
     ``max(1, ceil(n / packets))`` clocks, and a block with none costs one clock and gives
     no word. Three register stages, each doing one thing per clock: A splits the block's
     mask into span fields, pixel masks and full bits (by the block's mode); B holds the
-    block with each non-empty span's rank among them (a prefix count); the output
-    register takes the packets of the next ``packets`` ranks, each slot a compare of a
-    rank register and an AND-OR over the 16 spans. (With the ranks counted in the clock
-    that chose the packets, the 1x packer routed at 42.6 MHz.) ``i.ready`` is high while A
+    block with each non-empty span's rank among them (a short prefix count, as the
+    block rasterizer's); the output register takes the packets of the next ``packets``
+    ranks, each slot a compare of a rank register and an AND-OR over the 16 spans. (With
+    the ranks counted in the clock that chose the packets, the 1x packer routed at 42.6
+    MHz; with a 16-adder chain for the ranks in B, at 53.5 MHz.) ``i.ready`` is high while A
     is empty or moves to B, which it does when B's block sends its last word.
 
     Parameters
@@ -1363,11 +1364,11 @@ class PixelPacker(_Format, wiring.Component):
         # non-empty span's rank among them.
         with m.If(b_free):
             m.d.sync += b_holding.eq(a_valid)
+        ranks, count = BlockRasterizer._ranks(m, a["nonempty"])
         with m.If(b_free & a_valid):
             m.d.sync += self._copy(b, a)
-            m.d.sync += [r.eq(_popcount(a["nonempty"][:k]) if k else 0)
-                         for k, r in enumerate(rank)]
-            m.d.sync += total.eq(_popcount(a["nonempty"]))
+            m.d.sync += [r.eq(v) for r, v in zip(rank, ranks)]
+            m.d.sync += total.eq(count)
             m.d.sync += [t.eq(j) for j, t in enumerate(target)]
 
         # Stage A: the block's mask split into span fields, pixel masks, full bits.
