@@ -123,7 +123,7 @@ from amaranth.lib.wiring import In, Out
 from hw import raster as raster_block
 from hw import sync as sync_block
 from hw.qcc import DEFAULT_PROGRAMS, DONE, ISSUE, EType as QType, Kind
-from hw.spreader import CfgOp, SpreaderQCC
+from hw.spreader import CfgOp, SpreaderQCC, _check_int, _check_pow2
 
 __all__ = ["Frontend", "FrontendBoard", "BOARD_PARAMS", "DEFAULT_COMMANDS", "CommandParser", "PixelEngine", "Framebuffer", "Group", "PrimOp",
            "StateOp", "SUBPIX", "DESIGNS"]
@@ -151,21 +151,6 @@ class StateOp:
 class Rec:
     """Kinds of the parser's output records."""
     FRAME, DRAW, END = 0, 1, 2
-
-
-def _check_int(name, value, lo, hi):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer from {lo} to {hi}, not {value!r}")
-    if not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer from {lo} to {hi}, not {value!r}")
-    return value
-
-
-def _check_pow2(name, value, lo, hi):
-    _check_int(name, value, lo, hi)
-    if value & (value - 1):
-        raise ValueError(f"{name} must be a power of two from {lo} to {hi}, not {value!r}")
-    return value
 
 
 def _log2(n):

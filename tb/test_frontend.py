@@ -57,11 +57,12 @@ def board_commands():
     return G.scene_cmds(v, 4)
 
 
-@pytest.mark.parametrize("simulator", [pytest.param(s, marks=pytest.mark.slow)
-                                       if s == "verilator" else s for s in simulators()])
+@pytest.mark.slow
+@pytest.mark.parametrize("simulator", simulators())
 def test_board(simulator):
-    """``frontend.board``: the scene from its ROM, the checksum over the UART (Verilator
-    in ``make regress`` only: one more large build)."""
+    """``frontend.board``: the scene from its ROM, the checksum over the UART (``make
+    regress``: a second large build per simulator; ``test_frontend`` covers the front
+    end itself in the fast regression)."""
     run_cocotb("frontend.board", "tb.test_frontend", simulator,
                {"commands": tuple(board_commands()), "divisor": 4, "frontend": BOARD_SMALL},
                testcase=["board_uart"], **WIDE_DESIGN)
