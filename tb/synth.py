@@ -16,6 +16,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from hw.gen import generate
@@ -112,21 +113,39 @@ def synthesise(design, params, *, freq_mhz=200, seed=1, route_minutes=None):
 #: raster ``(1, 4)`` build, the slowest that routes, needed about 60.
 ROUTE_MINUTES = 90
 
-#: One place-and-route at a time on this machine, whichever checkout starts it: two
-#: nextpnr runs on a 2-core machine slow each other and everything else down. The route
-#: time limit counts from when the lock is taken.
-PNR_LOCK = Path("/tmp/fresco-pnr.lock")
+#: At most two place-and-route runs at once on this machine, whichever checkouts start
+#: them: nextpnr is single-threaded, so two runs use both cores, and more would slow each
+#: other and everything else down. The route time limit counts from when a slot is taken.
+PNR_SLOTS = [Path(f"/tmp/fresco-pnr.lock.{k}") for k in range(2)]
 
 
 @contextlib.contextmanager
 def pnr_lock():
-    """Hold the machine-wide place-and-route lock (waits for a run in another checkout)."""
-    with open(PNR_LOCK, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    """Hold one of the machine-wide place-and-route slots (waits while both are taken)."""
+    handles = [open(path, "w") for path in PNR_SLOTS]
+    try:
+        held = _take_free_slot(handles)
+        while held is None:
+            time.sleep(5)
+            held = _take_free_slot(handles)
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(held, fcntl.LOCK_UN)
+    finally:
+        for handle in handles:
+            handle.close()
+
+
+def _take_free_slot(handles):
+    """The first slot whose lock could be taken without waiting, or ``None``."""
+    for handle in handles:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return handle
+        except BlockingIOError:
+            continue
+    return None
 
 
 #: What nextpnr says when the design needs more cells than the device has.
