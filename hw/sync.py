@@ -56,12 +56,14 @@ target outputs, the outputs' room and the taking of the next word (the loop that
 the first design to 146 MHz):
 
 1. **Input FIFOs.** Each input word is decoded on its way into a FIFO (``fifo_depth``,
-   at least the three entries that stream a word per clock).
+   at least the three entries that stream a word per clock), followed by a two-entry
+   head buffer that refills whenever its spare entry is free.
 2. **Take.** Every clock the unit takes at most one word: an injected token, a join's
    event barrier, or the head of the current input. Whether it takes it depends only on
-   registers (the FIFO heads, the one-hot current input, the injector's state and the
-   emit stage's ``room``), so a FIFO's read enable is a short function of flip-flops,
-   with no multiplexer and no output's ready on the way. Routing, discard and
+   registers (the heads, the one-hot current input, the injector's state and the emit
+   stage's ``room``), so taking a word is a short function of flip-flops, with no
+   multiplexer and no output's ready on the way, and it moves only the head buffer:
+   the FIFO's read port and pointers are not on that path. Routing, discard and
    "output of the last data item" are resolved here, into the word's target outputs.
 3. **Emit stage.** A two-entry skid buffer of (word, targets) whose ``room`` is a
    register. Its oldest word is written into every target output buffer with space and
@@ -267,8 +269,8 @@ class TokenUnit(wiring.Component):
         Tokens injected for an ``ev_in.start`` of an event id, in place of the default
         ``EVENT_START(id)`` (1 to 8 tokens per id).
     fifo_depth : int
-        Depth of the FIFO in front of each input (3 to 4096). An ``ev_in`` event acts on
-        every word still queued in it.
+        Depth of the FIFO in front of each input (3 to 4096); its head buffer holds two
+        words more. An ``ev_in`` event acts on every word still queued in them.
 
     Attributes
     ----------
@@ -439,22 +441,30 @@ class TokenUnit(wiring.Component):
         return m
 
     def _input_buffers(self, m):
-        """A FIFO in front of each input, holding words with their decoded flags.
+        """A FIFO in front of each input, holding words with their decoded flags, and a
+        two-entry :class:`_OutputBuffer` after it whose head is what the unit reads.
 
-        The FIFOs cut every combinational path from the input ports (their ``w_rdy`` and
-        ``r_data`` are registers), and decoding on the way in keeps the decode logic out of
-        the unit's one-cycle loop. Three entries are the fewest that stream a word per clock.
+        The FIFOs cut every combinational path from the input ports (their ``w_rdy`` is a
+        register), and decoding on the way in keeps the decode logic out of the unit's
+        one-cycle loop. Three entries are the fewest that stream a word per clock. The head
+        buffer refills from its FIFO whenever its spare entry is free (a register), so the
+        unit's decision to take a word drives the head's multiplexers only, never the
+        FIFO's read port and pointers (that path held a join to 180 MHz).
         """
         buffers = []
         for k, port in enumerate(self.i):
             buf = m.submodules[f"in_fifo_{k}"] = fifo.SyncFIFOBuffered(
                 width=self.decoded_layout().size, depth=self.fifo_depth)
+            head = m.submodules[f"in_head_{k}"] = _OutputBuffer(self.decoded_layout())
             m.d.comb += [
                 buf.w_data.eq(self.decode(m, port.payload, k)),
                 buf.w_en.eq(port.valid),
                 port.ready.eq(buf.w_rdy),
+                head.i.payload.eq(buf.r_data),
+                head.i.valid.eq(buf.r_rdy),
+                buf.r_en.eq(head.i.ready),
             ]
-            buffers.append(_DecodedReadPort(buf, self.decoded_layout()))
+            buffers.append(_HeadPort(head.o))
         return buffers
 
     def _emit_stage(self, m):
@@ -637,13 +647,14 @@ class _OutputBuffer(wiring.Component):
         return m
 
 
-class _DecodedReadPort:
-    """The read side of an input buffer, with its data viewed as decoded words."""
+class _HeadPort:
+    """The head of an input buffer as the unit reads it: ``r_data`` (a decoded word),
+    ``r_rdy`` and ``r_en``."""
 
-    def __init__(self, buf, layout):
-        self.r_data = layout(buf.r_data)
-        self.r_rdy = buf.r_rdy
-        self.r_en = buf.r_en
+    def __init__(self, stream_out):
+        self.r_data = stream_out.payload
+        self.r_rdy = stream_out.valid
+        self.r_en = stream_out.ready
 
 
 def _one_hot_mux(select, values):

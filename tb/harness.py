@@ -3,8 +3,9 @@
 Pytest side
 -----------
 :func:`run_cocotb` generates the Verilog of a design (``hw.gen``) for one parameter set
-into the calling test's own folder under ``sim_build/``, builds it with the simulator
-and runs a cocotb test module on it through ``cocotb_tools.runner``. Per-test folders
+(once per version of ``hw/``, shared by both simulators' tests in ``sim_build/verilog/``),
+copies it into the calling test's own folder under ``sim_build/``, builds it with the
+simulator and runs a cocotb test module on it through ``cocotb_tools.runner``. Per-test folders
 make ``pytest -n 2`` safe. :func:`simulators` gives the simulators to test on
 (``SIM=icarus|verilator`` picks one, default both). ``WAVES=1`` dumps an FST per test
 into that folder. ``SEED=N`` fixes the random seed (default: a fresh one, printed).
@@ -22,6 +23,8 @@ before the rising edge, so they never race the design.
 """
 
 import contextlib
+import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -106,7 +109,6 @@ def run_cocotb(design, test_module, simulator, params=None, *, testcase=None, ex
     Fails (``AssertionError``) when any cocotb test fails or none ran.
     """
     from cocotb_tools.runner import get_results, get_runner
-    from hw.gen import generate
 
     params = dict(params or {})
     folder = Path(folder) if folder else _test_folder()
@@ -115,7 +117,7 @@ def run_cocotb(design, test_module, simulator, params=None, *, testcase=None, ex
                           .encode()).hexdigest()[:8]
     top = f"{design.replace('.', '_')}_{digest}"
     source = folder / f"{top}.v"
-    text = generate(design, params, name=top)
+    text = _generated_verilog(design, params, top)
     source.write_text(_kick_time0(text))
 
     waves = os.environ.get("WAVES", "0") not in ("", "0")
@@ -142,6 +144,37 @@ def run_cocotb(design, test_module, simulator, params=None, *, testcase=None, ex
     total, failed = get_results(results)
     assert total > 0, f"no cocotb test ran in {test_module}"
     assert failed == 0, f"{failed} of {total} cocotb tests failed (seed {seed})"
+
+
+def _generated_verilog(design, params, top):
+    """The Verilog of ``design`` with ``params`` as module ``top``, generated once per
+    version of ``hw/`` and shared by the tests that build it (the same design on both
+    simulators): generating a large design takes as long as compiling it. Concurrent
+    pytest workers wait for the one that generates it."""
+    from hw.gen import generate
+
+    cache = SIM_BUILD / "verilog" / _hw_digest()
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / f"{top}.v"
+    with open(cache / f"{top}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            partial = path.with_suffix(".partial")
+            partial.write_text(generate(design, params, name=top))
+            partial.replace(path)
+    return path.read_text()
+
+
+@functools.cache
+def _hw_digest():
+    """A digest of the RTL's sources as this process first saw them (when it imports
+    ``hw``): generated Verilog is reused only while they are unchanged."""
+    sources = sorted((ROOT / "hw").rglob("*.py"))
+    digest = hashlib.sha1()
+    for source in sources:
+        digest.update(source.relative_to(ROOT).as_posix().encode())
+        digest.update(source.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def _ports_config(folder, top, verilog_text):

