@@ -156,6 +156,8 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed, unsigne
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from hw.sync import StreamBuffer
+
 __all__ = ["SAMPLE_COUNTS", "SAMPLE_PATTERNS", "BlockRasterizer", "TriangleSetup", "BlockTraversal",
            "PixelPacker", "RasterPipeline", "DESIGNS"]
 
@@ -1330,7 +1332,6 @@ class PixelPacker(_Format, wiring.Component):
         b = self._span_registers("b")       # stage B: the block whose words go out
         a_valid, b_holding = Signal(), Signal()
         rank = [Signal(4, name=f"rank{k}") for k in range(SPANS)]
-        total = Signal(5)                   # non-empty spans of B's block
         # the rank each slot of the next word takes: first + j (registers, no adders)
         target = [Signal(6, name=f"target{j}") for j in range(self.packets)]
 
@@ -1341,14 +1342,18 @@ class PixelPacker(_Format, wiring.Component):
         slots = [_wire(m, Cat(b["nonempty"][k] & (rank[k] == target[j])
                               for k in range(SPANS)), f"slot{j}")
                  for j in range(self.packets)]
-        left = _wire(m, total - target[0], "left", signed(7))
-        done = _wire(m, left <= self.packets, "done")
+        # Packets of B's block not yet sent, and whether they fit in this word: registers
+        # (from the count as B loads, less `packets` a word), so `i.ready` -- which the
+        # block rasterizer's stall enable follows -- is one LUT of registers and o.ready.
+        left = Signal(signed(7))
+        done = Signal()
         b_free = _wire(m, ~b_holding | (go & done), "b_free")
         m.d.comb += self.i.ready.eq(~a_valid | b_free)
         out = self.o.payload
         with m.If(go):
             m.d.sync += [self.o.valid.eq(left > 0), out.count.eq(Mux(done, left, self.packets))]
             m.d.sync += [t.eq(t + self.packets) for t in target]
+            m.d.sync += [left.eq(left - self.packets), done.eq(left - self.packets <= self.packets)]
             for j, slot in enumerate(slots):
                 pkt = out.packet[j]
                 pick = lambda values: self._or_all([Mux(slot[k], values[k], 0)
@@ -1369,7 +1374,7 @@ class PixelPacker(_Format, wiring.Component):
         with m.If(b_free & a_valid):
             m.d.sync += self._copy(b, a)
             m.d.sync += [r.eq(v) for r, v in zip(rank, ranks)]
-            m.d.sync += total.eq(count)
+            m.d.sync += [left.eq(count), done.eq(count <= self.packets)]
             m.d.sync += [t.eq(j) for j, t in enumerate(target)]
 
         # Stage A: the block's mask split into span fields, pixel masks, full bits.
@@ -1413,7 +1418,10 @@ class RasterPipeline(_Format, wiring.Component):
     :class:`BlockRasterizer` -> :class:`PixelPacker`, primitives in, pixel packets out.
 
     Streams between the units; back-pressure at ``o`` stalls every unit upstream, and
-    nothing is lost or duplicated. The packets equal ``golden.raster.pixel_packets``
+    nothing is lost or duplicated. No ``ready`` runs combinationally through two units:
+    the block rasterizer's ``i.ready`` is a register, the packer's is one LUT of
+    registers and ``o.ready``, and a :class:`hw.sync.StreamBuffer` separates the setup
+    (whose stall enable reaches every stage and DSP) from the traversal. The packets equal ``golden.raster.pixel_packets``
     packet by packet, in order, for a scissor given per primitive (the golden model's
     frame is the scissor ``(0, 0, width, height)``: the hardware's frame is
     ``2**int_bits`` square and the scissor clips it). Malformed primitives are dropped by
@@ -1461,11 +1469,13 @@ class RasterPipeline(_Format, wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.setup = self.setup
+        m.submodules.setup_out = setup_out = StreamBuffer(self.setup.o.payload.shape())
         m.submodules.traversal = self.traversal
         m.submodules.block = self.block
         m.submodules.packer = self.packer
         wiring.connect(m, wiring.flipped(self.i), self.setup.i)
-        wiring.connect(m, self.setup.o, self.traversal.i)
+        wiring.connect(m, self.setup.o, setup_out.i)
+        wiring.connect(m, setup_out.o, self.traversal.i)
         wiring.connect(m, self.traversal.o, self.block.i)
         wiring.connect(m, self.block.o, self.packer.i)
         wiring.connect(m, self.packer.o, wiring.flipped(self.o))

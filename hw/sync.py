@@ -10,6 +10,10 @@ Blocks
 ------
 :class:`TokenFIFO`
     A synchronous FIFO of stream words.
+:class:`StreamBuffer`
+    A two-entry skid buffer for any stream, with every output a register: it joins
+    pipelines (the units' own buffers, the rasterizer's stages) without a combinational
+    path through ``ready``.
 :class:`TokenUnit`
     The one engine behind the four unit kinds :class:`RegularUnit` (1 in, 1 out),
     :class:`ForkUnit` (1 in, N out), :class:`JoinUnit` (N in, 1 out) and
@@ -94,7 +98,8 @@ from amaranth.lib.wiring import In, Out
 
 __all__ = [
     "Token", "EventId", "stream_word", "EventWireSignature",
-    "TokenFIFO", "TokenUnit", "RegularUnit", "ForkUnit", "JoinUnit", "JoinForkUnit",
+    "TokenFIFO", "StreamBuffer", "TokenUnit", "RegularUnit", "ForkUnit", "JoinUnit",
+    "JoinForkUnit",
     "csp", "tsu_asu", "zpreset", "DESIGNS",
 ]
 
@@ -330,6 +335,7 @@ class TokenUnit(wiring.Component):
             "drop": 1,          # malformed: dropped, sets `error`
             "data": 1,          # a data item
             "event": 1,         # EVENT_START / EVENT_END with a valid id
+            "event_key": 4,     # of an event: END or START (bit 0 of the code), then the id
             "switch": 1,        # SWITCH at a join: consumed
             # One-hot: the input a join reads after taking this word, or steps to while
             # this word (an event) waits for its barrier: `arg` after a SWITCH, the next
@@ -358,7 +364,8 @@ class TokenUnit(wiring.Component):
         with m.Elif(~known | (is_event_code & ~_is_valid_event(word))):
             m.d.comb += dec.drop.eq(1)
         with m.Elif(is_event_code):
-            m.d.comb += [dec.event.eq(1), dec.targets.eq(all_outputs), dec.next_input.eq(after)]
+            m.d.comb += [dec.event.eq(1), dec.targets.eq(all_outputs), dec.next_input.eq(after),
+                         dec.event_key.eq(Cat(code[0], arg[0:3]))]
         with m.Elif((code == Token.SWITCH) if is_join else Const(0)):
             with m.If(arg < n_in):
                 m.d.comb += [dec.switch.eq(1), dec.next_input.eq(Cat(arg == k for k in range(n_in)))]
@@ -442,7 +449,7 @@ class TokenUnit(wiring.Component):
 
     def _input_buffers(self, m):
         """A FIFO in front of each input, holding words with their decoded flags, and a
-        two-entry :class:`_OutputBuffer` after it whose head is what the unit reads.
+        two-entry :class:`StreamBuffer` after it whose head is what the unit reads.
 
         The FIFOs cut every combinational path from the input ports (their ``w_rdy`` is a
         register), and decoding on the way in keeps the decode logic out of the unit's
@@ -455,7 +462,7 @@ class TokenUnit(wiring.Component):
         for k, port in enumerate(self.i):
             buf = m.submodules[f"in_fifo_{k}"] = fifo.SyncFIFOBuffered(
                 width=self.decoded_layout().size, depth=self.fifo_depth)
-            head = m.submodules[f"in_head_{k}"] = _OutputBuffer(self.decoded_layout())
+            head = m.submodules[f"in_head_{k}"] = StreamBuffer(self.decoded_layout())
             m.d.comb += [
                 buf.w_data.eq(self.decode(m, port.payload, k)),
                 buf.w_en.eq(port.valid),
@@ -469,7 +476,7 @@ class TokenUnit(wiring.Component):
 
     def _emit_stage(self, m):
         """The emit stage: a two-entry skid buffer of words with their target outputs, in
-        front of a two-entry :class:`_OutputBuffer` per output.
+        front of a two-entry :class:`StreamBuffer` per output.
 
         Returns ``(room, load, word, targets)``: ``room`` is a register (the skid entry is
         free), so taking a word never waits on the outputs' ready in the same clock; drive
@@ -480,7 +487,7 @@ class TokenUnit(wiring.Component):
         n_out = self.n_outputs
         buffers = []
         for k, port in enumerate(self.o):
-            buffer = m.submodules[f"out_buf_{k}"] = _OutputBuffer(self.word)
+            buffer = m.submodules[f"out_buf_{k}"] = StreamBuffer(self.word)
             wiring.connect(m, buffer.o, wiring.flipped(port))
             buffers.append(buffer)
         space = Cat(buffer.i.ready for buffer in buffers)     # registers
@@ -518,14 +525,16 @@ class TokenUnit(wiring.Component):
         heads = [buf.r_data for buf in inputs]
         ready, fire = Signal(), Signal()
         same = Signal(len(inputs))          # input k's head is the same event as input 0's
+        pop_ready = Signal(len(inputs))     # ready & same: one register less on the pop path
         all_at_event = Signal()
         m.d.comb += [
             all_at_event.eq(Cat(buf.r_rdy & head.event for buf, head in zip(inputs, heads)).all()),
             fire.eq(ready & inputs_open & room),
         ]
-        m.d.sync += [ready.eq(all_at_event & ~fire),
-                     same.eq(Cat(_same_event(head.word, heads[0].word) for head in heads))]
-        pops = [fire & same[k] for k in range(len(inputs))]
+        now_same = Cat(head.event_key == heads[0].event_key for head in heads)
+        m.d.sync += [ready.eq(all_at_event & ~fire), same.eq(now_same),
+                     pop_ready.eq(Mux(all_at_event & ~fire, now_same, 0))]
+        pops = [pop_ready[k] & inputs_open & room for k in range(len(inputs))]
         return all_at_event, fire, pops, fire & ~same.all()
 
     def _next_input(self, m, cur, inputs, inputs_open, room, barrier):
@@ -618,13 +627,24 @@ class TokenUnit(wiring.Component):
         return self.word.const(fields).as_value().value
 
 
-class _OutputBuffer(wiring.Component):
-    """A two-entry stream buffer whose ``i.ready``, ``o.valid`` and ``o.payload`` are
-    registers, moving one word per clock.
+class StreamBuffer(wiring.Component):
+    """A two-entry stream buffer (a skid buffer) whose ``i.ready``, ``o.valid`` and
+    ``o.payload`` are registers, moving one word per clock.
 
+    It cuts every combinational path through a stream: nothing on the ``o`` side reaches
+    ``i.ready`` in the same clock, so two pipelines joined by one are timed apart.
     Amaranth's ``SyncFIFO`` computes ``w_rdy`` from its level, and ``SyncFIFOBuffered`` of
-    depth 2 moves a word every other clock; an output buffer whose ``ready`` is a flip-flop
-    keeps the emit stage's decision one LUT level shorter.
+    depth 2 moves a word every other clock.
+
+    Parameters
+    ----------
+    shape : shape-like
+        The payload's shape.
+
+    Attributes
+    ----------
+    i : stream of ``shape``, in
+    o : stream of ``shape``, out
     """
 
     def __init__(self, shape):
@@ -664,11 +684,6 @@ def _one_hot_mux(select, values):
     for k, value in enumerate(values[1:], start=1):
         result = result | Mux(select[k], Value.cast(value), 0)
     return result
-
-
-def _same_event(a, b):
-    """Whether two event tokens are the same event (code and id)."""
-    return (a.data[0:8] == b.data[0:8]) & (a.data[8:12] == b.data[8:12])
 
 
 class RegularUnit(TokenUnit):
