@@ -16,6 +16,7 @@ locality honoured, every held resource released, and the run drained within a bo
 number of clocks (no deadlock).
 """
 
+import functools
 import os
 
 import cocotb
@@ -26,6 +27,7 @@ from golden.spreader import (Config, Done, Err, EType, EUStatus, Item, Kind, Pat
                              PixelPacket, ReqRecord, RunResult, Scoreboard, Spreader,
                              TrianglePacket, VertexPacket, Workload, scene_workload,
                              synthetic_workload)
+from golden.spreader.codec import Codec
 from tb.harness import StreamDriver, StreamMonitor, params, run_cocotb, simulators, start
 
 PORTS = ("i_vtx", "i_tri", "i_pix", "i_pat")
@@ -46,14 +48,14 @@ def test_spreader(simulator):
     run_cocotb("spreader.spreader", "tb.test_spreader", simulator, SMALL, testcase=TESTS)
 
 
-def _split_sims(fast_index):
+def split_simulators(fast_index):
     """One simulator fast, the other(s) in ``make regress`` (the fast run's time cap)."""
     sims = simulators()
     fast = sims[fast_index % len(sims)]
     return [s if s == fast else pytest.param(s, marks=pytest.mark.slow) for s in sims]
 
 
-@pytest.mark.parametrize("simulator", _split_sims(0))
+@pytest.mark.parametrize("simulator", split_simulators(0))
 def test_spreader_one_eu(simulator):
     """One EU, one-record primitive table, one-deep FIFOs: the narrow corners."""
     run_cocotb("spreader.spreader", "tb.test_spreader", simulator,
@@ -62,7 +64,7 @@ def test_spreader_one_eu(simulator):
                testcase=["random_traffic", "bad_inputs"])
 
 
-@pytest.mark.parametrize("simulator", _split_sims(1))
+@pytest.mark.parametrize("simulator", split_simulators(1))
 def test_spreader_eight_eu(simulator):
     """Eight EUs, an aggressive anti-starvation limit, dedicated lists."""
     run_cocotb("spreader.spreader", "tb.test_spreader", simulator,
@@ -89,6 +91,36 @@ def test_spreader_soak(simulator):
                {"n_eus": 16, "vdt_records": 32, "pt_records": 16},
                testcase=["random_traffic", "refusing_stretches"],
                extra_env={SOAK_ENV: "4"})
+
+
+# ---------------------------------------------------------------- payloads
+
+class PortCodec:
+    """The payloads of the spreader's ports, encoded and decoded with the RTL's own port
+    layouts (``hw.spreader.Spreader.lay``: ``const``/``from_bits``) and converted to and
+    from the golden model's records (:meth:`golden.spreader.codec.Codec.fields`,
+    :meth:`~golden.spreader.codec.Codec.record`). A unit test checks that these layouts
+    are the model's, so the model and the RTL read every word alike."""
+
+    def __init__(self, spreader_params):
+        from hw.spreader import Spreader as RTL     # the layouts only: no elaboration
+        self.layouts = RTL(**spreader_params).lay
+        # the same heads, status words and answers recur clock after clock
+        self.pack = functools.lru_cache(maxsize=1 << 14)(self._pack)
+        self.unpack = functools.lru_cache(maxsize=1 << 14)(self._unpack)
+
+    def _pack(self, port, obj):
+        """The word (an int) of the record ``obj`` on ``port``."""
+        fields, layout = Codec.fields(port, obj), self.layouts[port]
+        return layout.const({name: fields.get(name, 0) for name, _ in layout}).as_value().value
+
+    def _unpack(self, port, word):
+        """The record of ``port`` that the word ``word`` encodes."""
+        const = self.layouts[port].from_bits(int(word))
+        return Codec.record(port, {name: const[name] for name, _ in self.layouts[port]})
+
+    def width(self, port):
+        return self.layouts[port].size
 
 
 # ---------------------------------------------------------------- testbench EUs
@@ -175,6 +207,7 @@ async def run_env(dut, rng, workload, *, config=(), eu=None, gap=0.3, stall=0.3,
     every EU into (or out of) a stretch of refusing everything.
     """
     model = _model()
+    codec = PortCodec(params())
     n = model.n_eus
     kw = {"records": min(12, model.eu_records), "lines": min(40, model.eu_lines),
           **(eu or {})}
@@ -196,8 +229,8 @@ async def run_env(dut, rng, workload, *, config=(), eu=None, gap=0.3, stall=0.3,
     alloc_r = [getattr(dut, f"alloc__{e}__ready") for e in range(n)]
     while True:
         await FallingEdge(dut.clk)
-        present_ready_packets(drivers, model, streams, qn, acked, t)
-        drive_config(dut, model, cfgq, t)
+        present_ready_packets(drivers, codec, streams, qn, acked, t)
+        drive_config(dut, codec, cfgq, t)
         # completions, one per clock; sometimes a bogus one
         done_drv, bogus = None, False
         due = [c for c in pending if c[0] <= t]
@@ -211,7 +244,7 @@ async def run_env(dut, rng, workload, *, config=(), eu=None, gap=0.3, stall=0.3,
             pending.remove(c)
             done_drv = c[1:]
         if done_drv is not None:
-            dut.done__payload.value = model.pack("done", Done(*done_drv))
+            dut.done__payload.value = codec.pack("done", Done(*done_drv))
             dut.done__valid.value = 1
         else:
             dut.done__valid.value = 0
@@ -222,7 +255,7 @@ async def run_env(dut, rng, workload, *, config=(), eu=None, gap=0.3, stall=0.3,
         for e, x in enumerate(eus):
             st = x.status()
             status.append(st)
-            getattr(dut, f"status__{e}").value = model.pack("status", st)
+            getattr(dut, f"status__{e}").value = codec.pack("status", st)
             ready, acc, ent = x.step(dark)
             alloc_r[e].value = ready
             getattr(dut, f"accept__{e}").value = acc
@@ -233,9 +266,9 @@ async def run_env(dut, rng, workload, *, config=(), eu=None, gap=0.3, stall=0.3,
         heads = []
         for s, p in enumerate(PORTS):
             v = int(getattr(dut, f"{p}__valid").value)
-            heads.append(model.unpack(p, int(getattr(dut, f"{p}__payload").value)) if v
+            heads.append(codec.unpack(p, int(getattr(dut, f"{p}__payload").value)) if v
                          else None)
-        cfg = model.unpack("cfg", int(dut.cfg__payload.value)) if int(dut.cfg__valid.value) \
+        cfg = codec.unpack("cfg", int(dut.cfg__payload.value)) if int(dut.cfg__valid.value) \
             else None
         done = Done(*done_drv) if done_drv is not None else None
         readies = [bool(int(getattr(dut, f"{o}__ready").value)) for o in OUTS]
@@ -250,7 +283,7 @@ async def run_env(dut, rng, workload, *, config=(), eu=None, gap=0.3, stall=0.3,
         # request
         reqs = [e for e in range(n) if int(alloc[e].value)]
         assert len(reqs) <= 1, f"{where}: requests to several EUs {reqs}"
-        got_req = (reqs[0], model.unpack("alloc", int(alloc_p[reqs[0]].value))) if reqs \
+        got_req = (reqs[0], codec.unpack("alloc", int(alloc_p[reqs[0]].value))) if reqs \
             else None
         assert got_req == want.request, f"{where}: request {got_req}, model {want.request}"
         # consumption
@@ -263,7 +296,7 @@ async def run_env(dut, rng, workload, *, config=(), eu=None, gap=0.3, stall=0.3,
         # outputs
         for o, rd in zip(OUTS, readies):
             v = int(getattr(dut, f"{o}__valid").value)
-            got = model.unpack(o, int(getattr(dut, f"{o}__payload").value)) if v and rd \
+            got = codec.unpack(o, int(getattr(dut, f"{o}__payload").value)) if v and rd \
                 else None
             assert got == getattr(want, o), f"{where}: {o} {got}, model {getattr(want, o)}"
             if got is not None:
@@ -318,7 +351,7 @@ async def run_env(dut, rng, workload, *, config=(), eu=None, gap=0.3, stall=0.3,
     return res, stats
 
 
-def present_ready_packets(drivers, model, streams, queued, consumed_at, t):
+def present_ready_packets(drivers, codec, streams, queued, consumed_at, t):
     """Hand each stream's next packets to its driver once they are due and the packets
     they depend on were consumed (a triangle only after its vertices, as a front end)."""
     for s, stream in enumerate(streams):
@@ -326,7 +359,7 @@ def present_ready_packets(drivers, model, streams, queued, consumed_at, t):
             item = stream[queued[s]]
             if not (item.at <= t and all(consumed_at.get(d, t) < t for d in item.after)):
                 break
-            drivers[s].send([model.pack(PORTS[s], item.packet)])
+            drivers[s].send([codec.pack(PORTS[s], item.packet)])
             queued[s] += 1
 
 
@@ -345,14 +378,14 @@ def record_consumed(res, acked, nxt, t, port):
     res.consumed.append((t, port))
 
 
-def drive_config(dut, model, cfgq, t):
+def drive_config(dut, codec, cfgq, t):
     """Drive the next due word of ``cfgq`` (``(time, Config or raw int)``, in time order)
     on ``cfg`` for this clock; returns it, or None."""
     if not (cfgq and cfgq[0][0] <= t):
         dut.cfg__valid.value = 0
         return None
     word = cfgq.pop(0)[1]
-    dut.cfg__payload.value = word if isinstance(word, int) else model.pack("cfg", word)
+    dut.cfg__payload.value = word if isinstance(word, int) else codec.pack("cfg", word)
     dut.cfg__valid.value = 1
     return word
 

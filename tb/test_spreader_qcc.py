@@ -32,17 +32,19 @@ from golden.spreader import (Config, EType, EUStatus, ReqRecord, RunResult, Scor
 from hw.spreader import SpreaderQCC
 from tb.harness import (WIDE_DESIGN, StreamDriver, StreamMonitor, params, run_cocotb,
                         simulators, start)
-from tb.test_spreader import (PORTS, SOAK_ENV, check_progress, drive_config, mesh_scene,
-                              min_config, present_ready_packets, record_consumed, soak,
-                              traffic)
+from tb.test_spreader import (PORTS, SOAK_ENV, PortCodec, check_progress, drive_config,
+                              mesh_scene, min_config, present_ready_packets, record_consumed,
+                              soak, split_simulators, traffic)
 
 OUTS = ("move", "log", "err")
 QCC_SMALL = {"n_eus": 3, "records": 8, "entities": 8, "lines": 16, "vdt_records": 8,
              "pt_records": 4, "fifo_depth": 2}
 
 
-@pytest.mark.parametrize("simulator", simulators())
+@pytest.mark.parametrize("simulator", split_simulators(0))
 def test_spreader_qcc(simulator):
+    """Icarus in the fast run, Verilator in ``make regress`` (the fast run's time cap:
+    the wide design's Verilator build is the longest of the block)."""
     run_cocotb("spreader.spreader_qcc", "tb.test_spreader_qcc", simulator, QCC_SMALL,
                testcase=["qcc_traffic", "qcc_sizes", "qcc_scene"], **WIDE_DESIGN)
 
@@ -124,7 +126,8 @@ async def run_qcc(dut, rng, workload, *, config=(), gap=0.3, stall=0.3, work=(1,
     run's observations (:class:`~golden.spreader.RunResult`) and the scoreboard's
     :class:`~golden.spreader.Stats`."""
     sp_params, qp = _split()
-    model = Spreader(**sp_params)           # layouts and the scoreboard's rules
+    model = Spreader(**sp_params)           # the scoreboard's rules
+    codec = PortCodec(sp_params)
     n = model.n_eus
     full = EUStatus(qp["records"], qp["entities"], qp["lines"])
     drivers = [StreamDriver(dut, p, rng, gap=gap) for p in PORTS]
@@ -136,20 +139,20 @@ async def run_qcc(dut, rng, workload, *, config=(), gap=0.3, stall=0.3, work=(1,
     res = RunResult(model, workload)
     streams = workload.streams
     nxt, acked, qn = [0, 0, 0, 0], {}, [0, 0, 0, 0]
-    alloc_w = sum(w for _, w in model.layout("alloc"))
+    alloc_w = codec.width("alloc")
     req_open = None
     t, last_progress, quiet = 0, 0, 0
     while True:
         await FallingEdge(dut.clk)
-        present_ready_packets(drivers, model, streams, qn, acked, t)
-        cfg = drive_config(dut, model, cfgq, t)
+        present_ready_packets(drivers, codec, streams, qn, acked, t)
+        cfg = drive_config(dut, codec, cfgq, t)
         for p in procs:
             p.drive(t)
 
         await ReadOnly()
         for p in procs:
             p.sample(t)
-        status = tuple(model.unpack("status", int(getattr(dut, f"status_tap__{e}").value))
+        status = tuple(codec.unpack("status", int(getattr(dut, f"status_tap__{e}").value))
                        for e in range(n))
         # allocation requests and their answers (at most one EU asked per clock)
         asked = []
@@ -157,7 +160,7 @@ async def run_qcc(dut, rng, workload, *, config=(), gap=0.3, stall=0.3, work=(1,
             w = int(getattr(dut, f"alloc_tap__{e}").value)
             valid, ready, accept, entity = w & 1, w >> 1 & 1, w >> 2 & 1, w >> 3 & 0xFF
             if valid:
-                asked.append((e, model.unpack("alloc", w >> 11 & ((1 << alloc_w) - 1)),
+                asked.append((e, codec.unpack("alloc", w >> 11 & ((1 << alloc_w) - 1)),
                               ready, accept, entity))
         assert len(asked) <= 1, f"{name}: clock {t}: requests to several EUs {asked}"
         taken = [s for s, p in enumerate(PORTS) if int(getattr(dut, f"{p}__valid").value)
@@ -177,14 +180,14 @@ async def run_qcc(dut, rng, workload, *, config=(), gap=0.3, stall=0.3, work=(1,
         logged = len(res.log)
         for o in OUTS:
             if int(getattr(dut, f"{o}__valid").value) and int(getattr(dut, f"{o}__ready").value):
-                getattr(res, o).append((t, model.unpack(o, int(getattr(dut, f"{o}__payload")
+                getattr(res, o).append((t, codec.unpack(o, int(getattr(dut, f"{o}__payload")
                                                                 .value))))
         v, p = _tap(int(dut.release_tap.value))
         if v:
-            res.release.append((t, model.unpack("release", p)))
+            res.release.append((t, codec.unpack("release", p)))
         v, p = _tap(int(dut.done_tap.value))
         if v:
-            d = model.unpack("done", p)
+            d = codec.unpack("done", p)
             res.completions.append((t, d.eu, d.entity))
         if cfg is not None:
             res.config.append((t, cfg))
