@@ -63,9 +63,13 @@ Decisions
    releasable record with a carry chain (``x & -x``) and an OR-tree encoder. The
    Verilog at the defaults (256/256 records) is 0.73 MB (87 MB before).
 3. The in-flight table ``(eu, entity) -> (type, record)`` is a memory of ``N*256`` words
-   with one write port (written on accept) and two asynchronous read ports (the answer
-   check and the completion), plus ``N*256`` valid flip-flops (set on accept, cleared on
-   completion, both possible in one clock at different addresses).
+   with one write port (written on accept) and an asynchronous read port (the
+   completion), plus ``N*256`` valid flip-flops (set on accept, cleared on completion,
+   both possible in one clock at different addresses). The bad-answer check reads the
+   valid bit of every EU's answered entity in parallel, and the answer (taken, accepted,
+   refused, bad) is decided per EU and OR-ed, so that it does not wait for the scan's
+   choice of EU; the FIFO room of the next pass is computed for both outcomes and
+   chosen by the answer. Same function, shorter path (decision 8).
 4. Two points where the golden model disagreed with its own contract were changed in
    the golden model (its unit tests still pass): the error FIFO's room is now
    taken from ``S_t`` like every other push (rule 8; the model had looked after that
@@ -91,9 +95,13 @@ Decisions
    goes to an EU while one of its entity completions waits to reach the spreader, because
    the QCC reuses the number of an entity without ``hold`` in the clock after its last
    stage completes (the spreader would see an answer naming an entity still in flight).
-8. Fmax: figures in README.md. Before item 3 the contract (one allocation per clock,
-   answer in the request's clock, everything combinational from the input payload)
-   made arbitration, lookups, candidate list, scan and commit one clock (20 MHz).
+8. Fmax (README.md has the table): 4 EUs, 32/32 records, ECP5-85F: 20 MHz before item 3
+   (arbitration, lookups, candidate list, scan and commit in one clock), 30.9 MHz with
+   the two stages (LUT4 15,437, FF 2,685, DPR16X4 272, EBR 0). The critical path is
+   stage R alone: pass register -> status compare -> first candidate -> the EU's answer
+   -> in-flight bad-answer check -> ``accepted`` -> FIFO room / ``load`` -> the VDT's
+   reference counters. 100 MHz needs stage R cut (registered scan result, registered
+   answer, a commit stage), a change of the golden model's contract still to be made.
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
    priority list is walked from the entry after the EU of that type's last allocation
    (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
@@ -696,17 +704,18 @@ class StatusScan(wiring.Component):
 class InFlightTable(wiring.Component):
     """``(eu, entity) -> (type, record)`` of every entity allocated and not completed
     (the spec's logical table): a memory of ``N*256`` words with one write port
-    (``record``, on accept) and two asynchronous read ports (``answer``: is the entity
-    of an accept still in flight, a bad answer; ``query``: a completion's entity), plus
-    ``N*256`` valid flip-flops (set on accept, cleared by ``clear`` at the query's
-    address; both in one clock at different addresses)."""
+    (``record``, on accept) and an asynchronous read port (``query``: a completion's
+    entity), plus ``N*256`` valid flip-flops (set on accept, cleared by ``clear`` at the
+    query's address; both in one clock at different addresses). ``answer_busy[e]``: the
+    entity EU e names in its answer (``answer[e]``) is still in flight (a bad answer),
+    for every EU in parallel, so that the check does not wait for the scan's choice."""
 
     def __init__(self, *, n_eus):
         self.n_eus = n_eus
         key = {"eu": EU_W, "entity": ENTITY_W}
         super().__init__({
             "record": In(data.StructLayout({"en": 1, **key, "etype": 2, "rec": 8})),
-            "answer": In(data.StructLayout(key)), "answer_busy": Out(1),
+            "answer": In(ENTITY_W).array(n_eus), "answer_busy": Out(1).array(n_eus),
             "query": In(data.StructLayout(key)), "clear": In(1),
             "known": Out(1), "etype": Out(2), "rec": Out(8),
         })
@@ -722,10 +731,11 @@ class InFlightTable(wiring.Component):
         w_addr, q_addr = Cat(rec.entity, rec.eu), Cat(q.entity, q.eu)
         m.d.comb += [wp.en.eq(rec.en), wp.addr.eq(w_addr[:W]), wp.data.eq(Cat(rec.etype, rec.rec)),
                      rq.addr.eq(q_addr[:W]),
-                     self.answer_busy.eq(busy.bit_select(Cat(self.answer.entity,
-                                                             self.answer.eu), 1)),
                      self.known.eq((q.eu < N) & busy.bit_select(q_addr, 1)),
                      self.etype.eq(rq.data[:2]), self.rec.eq(rq.data[2:])]
+        for e in range(N):
+            m.d.comb += self.answer_busy[e].eq(
+                busy[256 * e:256 * (e + 1)].bit_select(self.answer[e], 1))
         set_, clear = Signal(N * 256), Signal(N * 256)
         m.d.comb += [set_.eq(Mux(rec.en, Const(1, N * 256) << w_addr, 0)),
                      clear.eq(Mux(self.clear, Const(1, N * 256) << q_addr, 0))]
@@ -1158,18 +1168,23 @@ class Spreader(wiring.Component):
                      s.q_eu.eq(Mux(s.r_held, s.r_eu, scan.eu)),
                      s.req.eq(in_alloc & (s.r_held | scan.found)),
                      s.scan_none.eq(in_alloc & ~s.r_held & ~scan.found)]
+        # the answer of the EU asked (at most one ``alloc[e]`` is valid), decided per EU
+        # in parallel: the scan's choice only enables one of them
+        taken, bad, ok = Signal(N), Signal(N), Signal(N)
         for e in range(N):
             a = self.alloc[e]
             m.d.comb += [a.valid.eq(s.req & (s.q_eu == e)), a.payload.etype.eq(s.r_stream),
                          a.payload.lines.eq(s.r_size), a.payload.hold.eq(s.r_stream != PIX),
-                         a.payload.seq.eq(s.cur_seq)]
+                         a.payload.seq.eq(s.cur_seq), ift.answer[e].eq(self.entity[e]),
+                         taken[e].eq(a.valid & a.ready),
+                         bad[e].eq(self.accept[e] & ift.answer_busy[e]),
+                         ok[e].eq(self.accept[e] & ~ift.answer_busy[e])]
             with m.If(s.q_eu == e):
-                m.d.comb += [s.acc_in.eq(self.accept[e]), s.ent_in.eq(self.entity[e])]
-        m.d.comb += [s.taken.eq(s.req & Array(a.ready for a in self.alloc)[s.q_eu]),
-                     ift.answer.eu.eq(s.q_eu), ift.answer.entity.eq(s.ent_in)]
-        bad = s.taken & s.acc_in & ift.answer_busy
-        m.d.comb += [s.bad_answer.eq(bad), s.accepted.eq(s.taken & s.acc_in & ~bad),
-                     s.refused.eq(s.taken & ~(s.acc_in & ~bad))]
+                m.d.comb += s.ent_in.eq(self.entity[e])
+        m.d.comb += [s.taken.eq(taken.any()), s.bad_answer.eq((taken & bad).any()),
+                     s.accepted.eq((taken & ok).any()),
+                     s.refused.eq(taken.any() & ~(taken & ok).any())]
+        bad = s.bad_answer
         ev = s.r_ev
         m.d.comb += [s.consume_err.eq(s.active & (ev.outcome == Outcome.ERR)),
                      s.consume_close.eq(s.active & (ev.outcome == Outcome.CLOSE)),
@@ -1187,8 +1202,11 @@ class Spreader(wiring.Component):
         FIFOs keep a free entry after this clock's pushes, and it does not overtake R's
         own packet; a refusal moves R's scan past the refusing candidate."""
         N, win = self.n_eus, arb.win
-        room = ((fifos["log"].level + s.consumed < self.fifo_depth)
-                & (fifos["move"].level + s.accepted < self.fifo_depth))
+        # a free entry after this clock's pushes: both cases from the FIFO levels, then
+        # chosen by the answer (no adder behind it)
+        lg, mv, depth = fifos["log"].level, fifos["move"].level, self.fifo_depth
+        room = (Mux(s.consumed, lg + 1 < depth, lg < depth)
+                & Mux(s.accepted, mv + 1 < depth, mv < depth))
         load = Signal()
         m.d.comb += [load.eq(s.offer.any() & room & (~s.active | s.consumed | s.parks)
                              & ~(s.active & (win == s.r_stream) & ~s.consumed)),
@@ -1362,7 +1380,7 @@ class _State:
         self.r_size, self.cur_seq = Signal(SIZE_W), Signal(SEQ_W)
         self.req, self.q_idx, self.q_eu = Signal(), Signal(5), Signal(EU_W)
         self.scan_none = Signal()
-        self.acc_in, self.ent_in = Signal(), Signal(ENTITY_W)
+        self.ent_in = Signal(ENTITY_W)
         self.taken, self.bad_answer = Signal(), Signal()
         self.accepted, self.refused = Signal(), Signal()
         self.consume_err, self.consume_close = Signal(), Signal()
