@@ -1182,16 +1182,14 @@ class Spreader(wiring.Component):
             with m.If(s.q_eu == e):
                 m.d.comb += s.ent_in.eq(self.entity[e])
         m.d.comb += [s.taken.eq(taken.any()), s.bad_answer.eq((taken & bad).any()),
-                     s.accepted.eq((taken & ok).any()),
-                     s.refused.eq(taken.any() & ~(taken & ok).any())]
-        bad = s.bad_answer
+                     s.accepted.eq((taken & ok).any()), s.refused.eq(s.taken & ~s.accepted)]
         ev = s.r_ev
         m.d.comb += [s.consume_err.eq(s.active & (ev.outcome == Outcome.ERR)),
                      s.consume_close.eq(s.active & (ev.outcome == Outcome.CLOSE)),
                      s.consumed.eq(s.consume_err | s.consume_close | s.accepted),
                      s.parks.eq((s.active & (ev.outcome == Outcome.WAIT)) | s.scan_none)]
         r = s.answer_report
-        m.d.comb += [r.en.eq(bad), r.code.eq(Err.BAD_ANSWER), r.src.eq(Src.ANSWER),
+        m.d.comb += [r.en.eq(s.bad_answer), r.code.eq(Err.BAD_ANSWER), r.src.eq(Src.ANSWER),
                      r.seq.eq(s.cur_seq), r.eu.eq(s.q_eu), r.detail.eq(s.ent_in)]
         r = s.pkt_report
         m.d.comb += [r.en.eq(s.consume_err), r.code.eq(ev.code), r.src.eq(s.r_stream),
