@@ -100,8 +100,10 @@ Decisions
    the two stages (LUT4 15,437, FF 2,685, DPR16X4 272, EBR 0). The critical path is
    stage R alone: pass register -> status compare -> first candidate -> the EU's answer
    -> in-flight bad-answer check -> ``accepted`` -> FIFO room / ``load`` -> the VDT's
-   reference counters. 100 MHz needs stage R cut (registered scan result, registered
-   answer, a commit stage), a change of the golden model's contract still to be made.
+   reference counters. Since then the answer is decided per EU in parallel and the FIFO
+   room chosen by it (decision 3; 14,112 LUT4 at 32/32 by yosys, not yet routed).
+   100 MHz needs stage R cut (registered scan result, registered answer, a commit
+   stage), a change of the golden model's contract still to be made.
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
    priority list is walked from the entry after the EU of that type's last allocation
    (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
