@@ -12,11 +12,24 @@ are those of ``golden.spreader.Spreader.layout``.
 
 Structure
 ---------
-:class:`Spreader` (arbitration, packet checks, candidate list, status scan and request,
-commit, configuration, errors) and two table components with their own signatures:
-:class:`VertexTable` (the VDT) and :class:`PrimitiveTable` (the PT), each with its
-release scan; the spreader merges their release streams (VDT first). Codes and outcomes
-are ``amaranth.lib.enum`` enumerations (:class:`EType`, :class:`Err`, :class:`Src`,
+:class:`Spreader` wires its parts and keeps the per-stream packet registers and the pass
+registers between the two allocation stages (decision 1); each part is a component with
+its own signature:
+
+* :class:`Configuration`: the ``cfg`` words, priority lists, minima, starvation limit;
+* :class:`Arbiter`: which stream's packet gets the next pass (priority, starvation);
+* :class:`PacketChecks`: stage P's checks, table lookups and waits of all four streams;
+* :class:`Rotation` and :class:`CandidateList`: where each list's walk starts (load
+  balance) and the winner's candidate list (locality first);
+* :class:`StatusScan`: stage R's first candidate whose status meets the minimum;
+* :class:`VertexTable` (VDT) and :class:`PrimitiveTable` (PT), each with its release
+  scan; the spreader merges their release streams (VDT first, the release engine);
+* :class:`InFlightTable`: ``(eu, entity) -> (type, record)`` of the entities in flight;
+* :class:`ErrorReporter`: the ``err`` reports in precedence, ``error`` and ``lost``.
+
+Stage R's request, answer and commit (log entry, move command, table writes) and the
+completions are short methods of :class:`Spreader`. Codes and outcomes are
+``amaranth.lib.enum`` enumerations (:class:`EType`, :class:`Err`, :class:`Src`,
 :class:`Kind`, :class:`Ref`, :class:`CfgOp`, :class:`Outcome`); a unit test
 (``tb/unit/test_spreader.py``) checks them and every port layout against the golden
 model. Figures are in README.md (section "Block 3").
@@ -50,9 +63,13 @@ Decisions
    releasable record with a carry chain (``x & -x``) and an OR-tree encoder. The
    Verilog at the defaults (256/256 records) is 0.73 MB (87 MB before).
 3. The in-flight table ``(eu, entity) -> (type, record)`` is a memory of ``N*256`` words
-   with one write port (written on accept) and two asynchronous read ports (the answer
-   check and the completion), plus ``N*256`` valid flip-flops (set on accept, cleared on
-   completion, both possible in one clock at different addresses).
+   with one write port (written on accept) and an asynchronous read port (the
+   completion), plus ``N*256`` valid flip-flops (set on accept, cleared on completion,
+   both possible in one clock at different addresses). The bad-answer check reads the
+   valid bit of every EU's answered entity in parallel, and the answer (taken, accepted,
+   refused, bad) is decided per EU and OR-ed, so that it does not wait for the scan's
+   choice of EU; the FIFO room of the next pass is computed for both outcomes and
+   chosen by the answer. Same function, shorter path (decision 8).
 4. Two points where the golden model disagreed with its own contract were changed in
    the golden model (its unit tests still pass): the error FIFO's room is now
    taken from ``S_t`` like every other push (rule 8; the model had looked after that
@@ -78,9 +95,15 @@ Decisions
    goes to an EU while one of its entity completions waits to reach the spreader, because
    the QCC reuses the number of an entity without ``hold`` in the clock after its last
    stage completes (the spreader would see an answer naming an entity still in flight).
-8. Fmax: figures in README.md. Before item 3 the contract (one allocation per clock,
-   answer in the request's clock, everything combinational from the input payload)
-   made arbitration, lookups, candidate list, scan and commit one clock (20 MHz).
+8. Fmax (README.md has the table): 4 EUs, 32/32 records, ECP5-85F: 20 MHz before item 3
+   (arbitration, lookups, candidate list, scan and commit in one clock), 30.9 MHz with
+   the two stages (LUT4 15,437, FF 2,685, DPR16X4 272, EBR 0). The critical path is
+   stage R alone: pass register -> status compare -> first candidate -> the EU's answer
+   -> in-flight bad-answer check -> ``accepted`` -> FIFO room / ``load`` -> the VDT's
+   reference counters. Since then the answer is decided per EU in parallel and the FIFO
+   room chosen by it (decision 3; 14,112 LUT4 at 32/32 by yosys, not yet routed).
+   100 MHz needs stage R cut (registered scan result, registered answer, a commit
+   stage), a change of the golden model's contract still to be made.
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
    priority list is walked from the entry after the EU of that type's last allocation
    (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
@@ -162,11 +185,7 @@ class Outcome(hdl_enum.Enum, shape=2):
 VTX, TRI, PIX, PAT = (t.value for t in EType)
 PRIORITY = (PIX, TRI, VTX, PAT)
 SAT = 255
-(_, MALFORMED, TOO_LARGE, NO_EU, UNKNOWN_VERTEX, UNKNOWN_PRID, UNKNOWN_DONE, BAD_CONFIG,
- BAD_ANSWER) = (e.value for e in Err)
-SRC_CONFIG, SRC_DONE, SRC_ANSWER = (s.value for s in Src)
-K_ALLOC, K_CLOSE, K_ERROR = (k.value for k in Kind)
-REF_NONE, REF_LOCAL, REF_GLOBAL = (r.value for r in Ref)
+STREAMS = ("i_vtx", "i_tri", "i_pix", "i_pat")      # the packet inputs, in type order
 RELEASE = data.StructLayout({"eu": EU_W, "entity": ENTITY_W, "etype": 2, "rec": 8})
 
 
@@ -183,6 +202,11 @@ def _check_pow2(name, value, lo, hi):
     if value & (value - 1):
         raise ValueError(f"{name} must be a power of two from {lo} to {hi}, not {value!r}")
     return value
+
+
+def _sat_inc(x):
+    """``x + 1``, saturating at :data:`SAT` (an 8-bit counter)."""
+    return Mux(x == SAT, SAT, x + 1)
 
 
 def _onehot(index, n):
@@ -447,6 +471,489 @@ class PrimitiveTable(wiring.Component):
         return m
 
 
+LOC = data.StructLayout({"eu": EU_W, "entity": ENTITY_W, "elem": ELEM_W})
+
+
+def _eval_layout(detail_bits):
+    """A stream's evaluation by the packet checks (stage P)."""
+    return data.StructLayout({"outcome": Outcome, "code": Err, "detail": detail_bits,
+                              "rec": 8})
+
+
+def _report_layout(detail_bits):
+    """One error source's report (``err``'s fields and an enable)."""
+    return data.StructLayout({"en": 1, "code": Err, "src": 3, "seq": SEQ_W, "eu": EU_W,
+                              "detail": detail_bits})
+
+
+class Configuration(wiring.Component):
+    """The configuration registers, written by ``cfg`` words (``ready`` = 1).
+
+    ``lists[t]``/``counts[t]``: type t's priority list; ``min_records[t]``,
+    ``min_lines[t]``: its minimum; ``limit``: the anti-starvation limit. ``written[t]``:
+    this clock's word replaces type t's list (with ``cfg.payload.eus``/``count``, at the
+    edge). ``report``: a malformed word (BAD_CONFIG, ignored) or an empty list (NO_EU,
+    written).
+    """
+
+    def __init__(self, *, n_eus, layout, eu_records, eu_lines, starve_limit, detail_bits):
+        self.n_eus, self.eu_records, self.eu_lines = n_eus, eu_records, eu_lines
+        self.starve_limit = starve_limit
+        SR, SL = layout["records"].width, layout["lines"].width
+        super().__init__({
+            "cfg": In(stream.Signature(layout)),
+            "lists": Out(data.ArrayLayout(EU_W, n_eus)).array(4),
+            "counts": Out(5).array(4),
+            "min_records": Out(SR).array(4), "min_lines": Out(SL).array(4),
+            "limit": Out(8), "written": Out(4),
+            "report": Out(_report_layout(detail_bits)),
+        })
+
+    def entries(self):
+        """The EU numbers of a LIST word (a list of ``MAX_EUS`` 4-bit values)."""
+        return [self.cfg.payload.eus[4 * i:4 * i + 4] for i in range(MAX_EUS)]
+
+    def elaborate(self, platform):
+        m = Module()
+        N = self.n_eus
+        cf, entries = self.cfg.payload, self.entries()
+        lists = [[Signal(EU_W, name=f"list{t}_{k}", init=k) for k in range(N)]
+                 for t in range(4)]
+        counts = [Signal(5, name=f"count{t}", init=N) for t in range(4)]
+        minr = [Signal(len(self.min_records[0]), name=f"minr{t}", init=1) for t in range(4)]
+        minl = [Signal(len(self.min_lines[0]), name=f"minl{t}", init=1) for t in range(4)]
+        limit = Signal(8, init=self.starve_limit)
+        for t in range(4):
+            m.d.comb += [self.lists[t][k].eq(lists[t][k]) for k in range(N)]
+            m.d.comb += [self.counts[t].eq(counts[t]), self.min_records[t].eq(minr[t]),
+                         self.min_lines[t].eq(minl[t])]
+        m.d.comb += [self.limit.eq(limit), self.cfg.ready.eq(1)]
+
+        bad, no_eu = Signal(), Signal()
+        with m.Switch(cf.op):
+            with m.Case(CfgOp.LIST):     # too long, an EU out of range, or twice
+                terms = [cf.count > N]
+                for i in range(N):
+                    terms.append((i < cf.count) & (entries[i] >= N))
+                    terms += [(j < cf.count) & (entries[i] == entries[j])
+                              for j in range(i + 1, N)]
+                m.d.comb += [bad.eq(Cat(*terms).any()), no_eu.eq(cf.count == 0)]
+            with m.Case(CfgOp.MIN):
+                m.d.comb += bad.eq((cf.records > self.eu_records) | (cf.lines > self.eu_lines))
+            with m.Case(3):
+                m.d.comb += bad.eq(1)
+        take = self.cfg.valid & ~bad
+        for t in range(4):
+            m.d.comb += self.written[t].eq(take & (cf.op == CfgOp.LIST) & (cf.etype == t))
+            with m.If(self.written[t]):
+                m.d.sync += [counts[t].eq(cf.count)]
+                m.d.sync += [lists[t][k].eq(entries[k]) for k in range(N)]
+            with m.If(take & (cf.op == CfgOp.MIN) & (cf.etype == t)):
+                m.d.sync += [minr[t].eq(cf.records), minl[t].eq(cf.lines)]
+        with m.If(take & (cf.op == CfgOp.STARVE)):
+            m.d.sync += limit.eq(cf.limit)
+        r = self.report
+        m.d.comb += [r.en.eq(self.cfg.valid & (bad | no_eu)),
+                     r.code.eq(Mux(bad, Err.BAD_CONFIG, Err.NO_EU)), r.src.eq(Src.CONFIG),
+                     r.detail.eq(Mux(bad, cf.op, cf.etype))]
+        return m
+
+
+class Arbiter(wiring.Component):
+    """Which stream's packet gets the next pass: fixed priority (pixel, triangle,
+    vertex, patch) among the ``offer``-ing streams, except that a stream passed over
+    ``limit`` times in a row (its starvation counter, 0 = off) goes first. The counters
+    count the passes (``load``) that another stream won while this one offered."""
+
+    def __init__(self):
+        super().__init__({"offer": In(4), "limit": In(8), "load": In(1), "win": Out(2)})
+
+    def elaborate(self, platform):
+        m = Module()
+        starve = [Signal(8, name=f"starve{s}") for s in range(4)]
+        starving = Signal(4)
+        for s in range(4):
+            m.d.comb += starving[s].eq(self.offer[s] & (self.limit != 0)
+                                       & (starve[s] >= self.limit))
+        for s in reversed(PRIORITY):
+            with m.If(Mux(starving.any(), starving[s], self.offer[s])):
+                m.d.comb += self.win.eq(s)
+        with m.If(self.load):
+            for s in range(4):
+                passed = self.offer[s] & (self.win != s)
+                m.d.sync += starve[s].eq(Mux(passed, _sat_inc(starve[s]), 0))
+        return m
+
+
+class Rotation(wiring.Component):
+    """Where each type's priority list is walked from (load balance, ``rotate``): the
+    entry after the EU of the type's last allocation (``start[t]``; 0 when there is none,
+    it is not in the list or it is the list's last entry). The register is computed from
+    the next state: the list a LIST word writes (``written[t]``, ``entries``, ``count``)
+    and the EU of an accept (``accepted[t]``, ``eu``). Without ``rotate``, 0."""
+
+    def __init__(self, *, n_eus, rotate):
+        self.n_eus, self.rotate = n_eus, rotate
+        super().__init__({
+            "lists": In(data.ArrayLayout(EU_W, n_eus)).array(4), "counts": In(5).array(4),
+            "written": In(4), "entries": In(data.ArrayLayout(EU_W, n_eus)), "count": In(5),
+            "accepted": In(4), "eu": In(EU_W),
+            "start": Out(5).array(4),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        if not self.rotate:
+            return m
+        N = self.n_eus
+        for t in range(4):
+            last_eu, last_ok = Signal(EU_W, name=f"last_eu{t}"), Signal(name=f"last_ok{t}")
+            start = Signal(5, name=f"start{t}")
+            m.d.comb += self.start[t].eq(start)
+            with m.If(self.accepted[t]):
+                m.d.sync += [last_eu.eq(self.eu), last_ok.eq(1)]
+            wr = self.written[t]
+            lst = [Mux(wr, self.entries[k], self.lists[t][k]) for k in range(N)]
+            cnt = Mux(wr, self.count, self.counts[t])
+            last = Mux(self.accepted[t], self.eu, last_eu)
+            ok = self.accepted[t] | last_ok
+            nxt = Signal(5, name=f"start{t}_next")
+            for k in range(N):      # the entries are distinct: at most one matches
+                with m.If(ok & (k + 1 < cnt) & (lst[k] == last)):
+                    m.d.comb += nxt.eq(k + 1)
+            m.d.sync += start.eq(nxt)
+        return m
+
+
+class CandidateList(wiring.Component):
+    """The winner's candidate list: its type's priority list in walk order (from entry
+    ``start[t]``), stably sorted by how many of the packet's data each EU holds
+    (``holders``: the EUs of a triangle's three vertices, or of a pixel packet's
+    triangle in entry 0; ``n_holders`` of them count). Every type's walk is built from
+    registers in parallel with the arbiter, then the winner's is selected."""
+
+    def __init__(self, *, n_eus):
+        self.n_eus = n_eus
+        super().__init__({
+            "win": In(2), "lists": In(data.ArrayLayout(EU_W, n_eus)).array(4),
+            "counts": In(5).array(4), "start": In(5).array(4),
+            "holders": In(data.ArrayLayout(EU_W, 3)), "n_holders": In(2),
+            "cands": Out(data.ArrayLayout(EU_W, n_eus)), "count": Out(5),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        N = self.n_eus
+        walk = [Signal(EU_W, name=f"walk{j}") for j in range(N)]
+        for t in range(4):
+            lst, cnt = self.lists[t], self.counts[t]
+            steps = []
+            for j in range(N):
+                at = Signal(6, name=f"walk{t}_at{j}")
+                m.d.comb += at.eq(self.start[t] + j)
+                steps.append(Array(lst[k] for k in range(N))
+                             [Mux(at >= cnt, at - cnt, at)[:5]])
+            with m.If(self.win == t):
+                m.d.comb += [walk[j].eq(steps[j]) for j in range(N)]
+                m.d.comb += self.count.eq(cnt)
+        held = [Signal(2, name=f"held{k}") for k in range(N)]
+        for k in range(N):
+            m.d.comb += held[k].eq(sum(((i < self.n_holders) & (self.holders[i] == walk[k]))
+                                       .as_unsigned() for i in range(3)))
+        listed = [k < self.count for k in range(N)]
+        for j in range(N):
+            rank = Signal(5, name=f"rank{j}")
+            ahead = [(listed[k] & ((held[k] > held[j]) | ((held[k] == held[j]) & (k < j))))
+                     .as_unsigned() for k in range(N) if k != j]
+            m.d.comb += rank.eq(sum(ahead) if ahead else 0)
+            for i in range(N):
+                with m.If(listed[j] & (rank == i)):
+                    m.d.comb += self.cands[i].eq(walk[j])
+        return m
+
+
+class StatusScan(wiring.Component):
+    """Stage R's scan: the first candidate at or after ``pos`` (of ``count``) whose
+    ``status`` meets the pass's minimum (``need_records``, an entity, ``need_lines``)."""
+
+    def __init__(self, *, n_eus, status_layout):
+        self.n_eus = n_eus
+        SR, SL = status_layout["free_records"].width, status_layout["free_lines"].width
+        super().__init__({
+            "status": In(status_layout).array(n_eus),
+            "cands": In(data.ArrayLayout(EU_W, n_eus)), "count": In(5), "pos": In(5),
+            "need_records": In(SR), "need_lines": In(SL),
+            "found": Out(1), "index": Out(5), "eu": Out(EU_W),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        N = self.n_eus
+        meets = Signal(N)
+        for e in range(N):
+            st = self.status[e]
+            m.d.comb += meets[e].eq((st.free_records >= self.need_records)
+                                    & (st.free_entities >= 1)
+                                    & (st.free_lines >= self.need_lines))
+        meets_at = Array(meets[e] for e in range(N))
+        for i in reversed(range(N)):
+            c = self.cands[i]
+            with m.If((i >= self.pos) & (i < self.count) & meets_at[c]):
+                m.d.comb += [self.found.eq(1), self.index.eq(i), self.eu.eq(c)]
+        return m
+
+
+class InFlightTable(wiring.Component):
+    """``(eu, entity) -> (type, record)`` of every entity allocated and not completed
+    (the spec's logical table): a memory of ``N*256`` words with one write port
+    (``record``, on accept) and an asynchronous read port (``query``: a completion's
+    entity), plus ``N*256`` valid flip-flops (set on accept, cleared by ``clear`` at the
+    query's address; both in one clock at different addresses). ``answer_busy[e]``: the
+    entity EU e names in its answer (``answer[e]``) is still in flight (a bad answer),
+    for every EU in parallel, so that the check does not wait for the scan's choice."""
+
+    def __init__(self, *, n_eus):
+        self.n_eus = n_eus
+        key = {"eu": EU_W, "entity": ENTITY_W}
+        super().__init__({
+            "record": In(data.StructLayout({"en": 1, **key, "etype": 2, "rec": 8})),
+            "answer": In(ENTITY_W).array(n_eus), "answer_busy": Out(1).array(n_eus),
+            "query": In(data.StructLayout(key)), "clear": In(1),
+            "known": Out(1), "etype": Out(2), "rec": Out(8),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        N = self.n_eus
+        m.submodules.mem = mem = Memory(shape=2 + 8, depth=N * 256, init=[])
+        wp, rq = mem.write_port(), mem.read_port(domain="comb")
+        W = len(wp.addr)
+        busy = Signal(N * 256)
+        rec, q = self.record, self.query
+        w_addr, q_addr = Cat(rec.entity, rec.eu), Cat(q.entity, q.eu)
+        m.d.comb += [wp.en.eq(rec.en), wp.addr.eq(w_addr[:W]), wp.data.eq(Cat(rec.etype, rec.rec)),
+                     rq.addr.eq(q_addr[:W]),
+                     self.known.eq((q.eu < N) & busy.bit_select(q_addr, 1)),
+                     self.etype.eq(rq.data[:2]), self.rec.eq(rq.data[2:])]
+        for e in range(N):
+            m.d.comb += self.answer_busy[e].eq(
+                busy[256 * e:256 * (e + 1)].bit_select(self.answer[e], 1))
+        set_, clear = Signal(N * 256), Signal(N * 256)
+        m.d.comb += [set_.eq(Mux(rec.en, Const(1, N * 256) << w_addr, 0)),
+                     clear.eq(Mux(self.clear, Const(1, N * 256) << q_addr, 0))]
+        m.d.sync += busy.eq((busy | set_) & ~clear)
+        return m
+
+
+class ErrorReporter(wiring.Component):
+    """The ``err`` reports of one clock: the first enabled source of ``sources`` (in
+    precedence order) goes to ``err`` (a FIFO's write side); the sticky ``error`` is set
+    by any report, ``lost`` when a report finds no room or a second one comes in the
+    same clock."""
+
+    def __init__(self, *, n_sources, err_layout, detail_bits):
+        self.n_sources = n_sources
+        super().__init__({
+            "sources": In(_report_layout(detail_bits)).array(n_sources),
+            "err": Out(stream.Signature(err_layout)),
+            "error": Out(1), "lost": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        er = self.err.payload
+        for src in reversed(self.sources):
+            with m.If(src.en):
+                m.d.comb += [er.code.eq(src.code), er.src.eq(src.src), er.seq.eq(src.seq),
+                             er.eu.eq(src.eu), er.detail.eq(src.detail)]
+        n = Signal(range(self.n_sources + 1))
+        m.d.comb += [n.eq(sum(s.en.as_unsigned() for s in self.sources)),
+                     self.err.valid.eq(n != 0)]
+        error, lost = Signal(), Signal()
+        m.d.comb += [self.error.eq(error), self.lost.eq(lost)]
+        with m.If(n != 0):
+            m.d.sync += error.eq(1)
+            with m.If(~self.err.ready | (n > 1)):
+                m.d.sync += lost.eq(1)
+        return m
+
+
+class PacketChecks(wiring.Component):
+    """Stage P's evaluation of every stream's packet (``vtx``, ``tri``, ``pix``, ``pat``:
+    the parked packet or the input's head), in parallel: the checks in the golden
+    model's precedence (MALFORMED, TOO_LARGE, NO_EU, UNKNOWN_VERTEX, UNKNOWN_PRID), the
+    VDT/PT lookups and the waits (``result[s]``: outcome, code, detail, record).
+
+    A packet waits where its record is occupied or where stage R's packet (``held_*``
+    of stream ``r_stream`` while ``r_active``) writes or closes, at this clock's edge, a
+    record it reads: P cannot see R's commit of the same clock. A triangle naming a
+    vertex whose group a vertex or patch packet inside the spreader (``held_valid``)
+    provides, and a pixel packet whose triangle is inside the spreader, would only wait:
+    ``provider`` marks them so that they do not offer themselves to the arbiter.
+    ``tri_locs``/``tri_recs``/``tri_distinct`` are a triangle's vertex data, VDT
+    records and the mask of its distinct records; ``pix_tri`` is a pixel packet's
+    triangle (its PT lookup).
+    """
+
+    def __init__(self, *, layouts, vdt_entry, pt_entry, vdt_records, pt_records,
+                 index_bits, max_lines, detail_bits):
+        self.vb = vdt_records.bit_length() - 1
+        self.pb = pt_records.bit_length() - 1
+        self.index_bits, self.max_lines = index_bits, max_lines
+        VR, PR = max(1, self.vb), max(1, self.pb)
+        super().__init__({
+            "vtx": In(layouts["i_vtx"]), "tri": In(layouts["i_tri"]),
+            "pix": In(layouts["i_pix"]), "pat": In(layouts["i_pat"]),
+            "held_vtx": In(layouts["i_vtx"]), "held_tri": In(layouts["i_tri"]),
+            "held_pix": In(layouts["i_pix"]), "held_pat": In(layouts["i_pat"]),
+            "held_valid": In(4), "r_active": In(1), "r_stream": In(2), "empty": In(4),
+            "vdt_busy_addr": Out(VR).array(3), "vdt_busy": In(1).array(3),
+            "vdt_look_addr": Out(VR).array(3), "vdt_look": In(vdt_entry).array(3),
+            "pt_busy_addr": Out(PR), "pt_busy": In(1),
+            "pt_look_addr": Out(PR), "pt_look": In(pt_entry),
+            "result": Out(_eval_layout(detail_bits)).array(4),
+            "provider": Out(4),
+            "tri_locs": Out(LOC).array(3), "tri_recs": Out(VR).array(3),
+            "tri_distinct": Out(3), "pix_tri": Out(LOC),
+        })
+
+    # record and tag of a vertex index or a prid
+    def vrec(self, index):
+        return index[3:3 + self.vb] if self.vb else Const(0, 1)
+
+    def vtag(self, index):
+        return index[3 + self.vb:] if self.index_bits > 3 + self.vb else Const(0, 1)
+
+    def prec(self, prid):
+        return prid[:self.pb] if self.pb else Const(0, 1)
+
+    def ptag(self, prid):
+        return prid[self.pb:] if len(prid) > self.pb else Const(0, 1)
+
+    def elaborate(self, platform):
+        m = Module()
+        r_is = [self.r_active & (self.r_stream == s) for s in range(4)]
+        self._vertex(m, r_is)
+        self._patch(m, r_is)
+        self._triangle(m, r_is)
+        self._pixel(m, r_is)
+        return m
+
+    def _r_vrecs(self, r_is):
+        """The VDT records R's vertex or patch packet writes (the second for a patch)."""
+        base = Mux(r_is[PAT], self.held_pat.base, self.held_vtx.base)
+        first = self.vrec(base)
+        return r_is[VTX] | r_is[PAT], first, (first + 1)[:len(first)]
+
+    def _vertex(self, m, r_is):
+        pv, res = self.vtx, self.result[VTX]
+        r_vp, r0, r1 = self._r_vrecs(r_is)
+        rec = self.vrec(pv.base)
+        m.d.comb += [res.rec.eq(rec), self.vdt_busy_addr[0].eq(rec)]
+        hazard = r_vp & ((rec == r0) | (r_is[PAT] & (rec == r1)))
+        with m.If((pv.count == 0) | (pv.count > GROUP) | (pv.base[:3] != 0)):
+            m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.MALFORMED)]
+        self._size_checks(m, VTX, pv.size)
+        with m.Elif(self.vdt_busy[0] | hazard):
+            m.d.comb += res.outcome.eq(Outcome.WAIT)
+
+    def _patch(self, m, r_is):
+        pa, res = self.pat, self.result[PAT]
+        r_vp, r0, r1 = self._r_vrecs(r_is)
+        rec, rec1 = self.vrec(pa.base), Signal(max(1, self.vb))
+        m.d.comb += [rec1.eq(rec + 1), res.rec.eq(rec),
+                     self.vdt_busy_addr[1].eq(rec), self.vdt_busy_addr[2].eq(rec1)]
+        hazard = r_vp & ((rec == r0) | (rec1 == r0) | (r_is[PAT] & (rec == r1)))
+        with m.If(pa.base[:3] != 0):
+            m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.MALFORMED)]
+        self._size_checks(m, PAT, pa.size)
+        with m.Elif(self.vdt_busy[1] | self.vdt_busy[2] | hazard):
+            m.d.comb += res.outcome.eq(Outcome.WAIT)
+
+    def _size_checks(self, m, s, size, first=False):
+        """MALFORMED (size 0), TOO_LARGE and NO_EU of stream ``s``: an ``If`` chain
+        (``first``) or the continuation of one."""
+        res = self.result[s]
+        with (m.If if first else m.Elif)(size == 0):
+            m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.MALFORMED)]
+        with m.Elif(size > self.max_lines):
+            m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.TOO_LARGE),
+                         res.detail.eq(size)]
+        with m.Elif(self.empty[s]):
+            m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.NO_EU),
+                         res.detail.eq(s)]
+
+    def _triangle(self, m, r_is):
+        """Three VDT lookups. A missing vertex whose group a vertex or patch packet
+        inside the spreader provides makes the triangle wait, as does a group R's
+        triangle closes now; one that none provides is UNKNOWN_VERTEX."""
+        pt, res, r_tri = self.tri, self.result[TRI], self.held_tri
+        idx, r_idx = [pt.i0, pt.i1, pt.i2], [r_tri.i0, r_tri.i1, r_tri.i2]
+        recs = [self.vrec(x) for x in idx]
+        hit, prov, closing = (Signal(3, name=n) for n in ("t_hit", "t_prov", "t_closing"))
+        hv_g, ha_g = self.held_vtx.base[3:], self.held_pat.base[3:]
+        ha_g1 = Signal(len(ha_g) + 1)
+        m.d.comb += ha_g1.eq(ha_g + 1)
+        for i in range(3):
+            lk, x, g = self.vdt_look[i], idx[i], idx[i][3:]
+            m.d.comb += [
+                self.vdt_look_addr[i].eq(recs[i]), self.tri_recs[i].eq(recs[i]),
+                hit[i].eq(lk.valid & (lk.tag == self.vtag(x)) & ~lk.closed
+                          & (x[:3] < lk.count)),
+                prov[i].eq((self.held_valid[VTX] & (g == hv_g))
+                           | (self.held_valid[PAT] & ((g == ha_g) | (g == ha_g1)))),
+                closing[i].eq(r_is[TRI] & Cat(r_tri.last[j] & (self.vrec(r_idx[j]) == recs[i])
+                                              for j in range(3)).any()),
+                self.tri_locs[i].eu.eq(lk.eu), self.tri_locs[i].entity.eq(lk.entity),
+                self.tri_locs[i].elem.eq(Cat(x[:3], lk.half)),
+            ]
+        m.d.comb += self.tri_distinct.eq(Cat(Const(1, 1), recs[1] != recs[0],
+                                             (recs[2] != recs[0]) & (recs[2] != recs[1])))
+        rec = self.prec(pt.prid)
+        m.d.comb += [res.rec.eq(rec), self.pt_busy_addr.eq(rec),
+                     self.provider[TRI].eq(prov.any())]
+        wait = (~hit | closing).any() | self.pt_busy | (r_is[TRI] & (self.prec(r_tri.prid) == rec))
+        self._size_checks(m, TRI, pt.size, first=True)
+        for i in range(3):
+            with m.Elif(~hit[i] & ~prov[i]):
+                m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.UNKNOWN_VERTEX),
+                             res.detail.eq(idx[i])]
+        with m.Elif(wait):
+            m.d.comb += res.outcome.eq(Outcome.WAIT)
+
+    def _pixel(self, m, r_is):
+        """The PT lookup: a missing prid whose triangle is inside the spreader waits, as
+        does a primitive R's pixel packet closes now; an end marker (mask 0, ``last``)
+        closes its primitive."""
+        pp, res, look, r_pix = self.pix, self.result[PIX], self.pt_look, self.held_pix
+        rec = self.prec(pp.prid)
+        hit, prov, hazard = Signal(), Signal(), Signal()
+        m.d.comb += [
+            self.pt_look_addr.eq(rec), res.rec.eq(rec),
+            hit.eq(look.valid & (look.tag == self.ptag(pp.prid)) & ~look.closed),
+            prov.eq(self.held_valid[TRI] & (self.held_tri.prid == pp.prid)),
+            hazard.eq(r_is[PIX] & r_pix.last & (self.prec(r_pix.prid) == rec)),
+            self.provider[PIX].eq(prov),
+            self.pix_tri.eu.eq(look.eu), self.pix_tri.entity.eq(look.entity),
+        ]
+        with m.If(pp.mask == 0):
+            with m.If(~pp.last):
+                m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.MALFORMED)]
+            with m.Elif(~hit & ~prov):
+                m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.UNKNOWN_PRID),
+                             res.detail.eq(pp.prid)]
+            with m.Elif(~hit | hazard):
+                m.d.comb += res.outcome.eq(Outcome.WAIT)
+            with m.Else():
+                m.d.comb += res.outcome.eq(Outcome.CLOSE)
+        self._size_checks(m, PIX, pp.size)
+        with m.Elif(~hit & ~prov):
+            m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.UNKNOWN_PRID),
+                         res.detail.eq(pp.prid)]
+        with m.Elif(~hit | hazard):
+            m.d.comb += res.outcome.eq(Outcome.WAIT)
+
+
 class Spreader(wiring.Component):
     """The global spreader.
 
@@ -555,472 +1062,204 @@ class Spreader(wiring.Component):
         })
 
     # ------------------------------------------------------------------------------
-    def _walk(self, m, win, lst, lcnt, start):
-        """The winner type's priority list in walk order: from entry ``start[t]`` of its
-        list (a register, see :meth:`_walk_start`). Every type's walk is built from
-        registers in parallel with the arbiter, then the winner's is selected."""
-        N = self.n_eus
-        walks = []
-        for t in range(4):
-            walk = [Signal(EU_W, name=f"walk{t}_{j}") for j in range(N)]
-            for j in range(N):
-                at = Signal(6, name=f"walk{t}_at{j}")
-                m.d.comb += at.eq(start[t] + j)
-                m.d.comb += walk[j].eq(Array(lst[t])[Mux(at >= lcnt[t], at - lcnt[t], at)[:5]])
-            walks.append(walk)
-        w_lst = [Signal(EU_W, name=f"w_lst{j}") for j in range(N)]
-        for t in range(4):
-            with m.If(win == t):
-                m.d.comb += [w_lst[j].eq(walks[t][j]) for j in range(N)]
-        return w_lst
-
-    def _walk_start(self, m, start, lst, lcnt, last_eu, last_ok, cfg_list, entries, count,
-                    accept, eu):
-        """Keep ``start[t]``, where type t's walk begins, equal to the entry after the EU
-        of the type's last allocation (0 when there is none, it is not in the list or it
-        is the list's last entry; always 0 without ``rotate``), computed from the next
-        state: the list written by a LIST word (``cfg_list[t]``), the EU of an accept
-        (``accept[t]``, ``eu``)."""
-        if not self.rotate:
-            return
-        N = self.n_eus
-        for t in range(4):
-            lst_n = [Mux(cfg_list[t], entries[k], lst[t][k]) for k in range(N)]
-            cnt_n = Mux(cfg_list[t], count, lcnt[t])
-            last_n = Mux(accept[t], eu, last_eu[t])
-            ok_n = accept[t] | last_ok[t]
-            nxt = Signal(5, name=f"walk_start{t}_next")
-            for k in range(N):      # the entries are distinct: at most one matches
-                with m.If(ok_n & (k + 1 < cnt_n) & (lst_n[k] == last_n)):
-                    m.d.comb += nxt.eq(k + 1)
-            m.d.sync += start[t].eq(nxt)
-
     def elaborate(self, platform):
         m = Module()
-        N, V, P = self.n_eus, self.vdt_records, self.pt_records
-        vb, pb = self.vbits, self.pbits
-        I, R, SR, SL, D = self.index_bits, self.prid_bits, self.sr, self.sl, self.d
-        VT = max(1, I - 3 - vb)
-        PTG = max(1, R - pb)
-        VR = max(1, vb)
-        PR = max(1, pb)
-        L = self.lay
+        N, V, P, L, D = self.n_eus, self.vdt_records, self.pt_records, self.lay, self.d
+        fifos = self._output_fifos(m)
+        m.submodules.config = cfg = Configuration(
+            n_eus=N, layout=L["cfg"], eu_records=self.eu_records, eu_lines=self.eu_lines,
+            starve_limit=self.starve_limit, detail_bits=D)
+        wiring.connect(m, wiring.flipped(self.cfg), cfg.cfg)
+        m.submodules.arbiter = arb = Arbiter()
+        m.submodules.rotation = rot = Rotation(n_eus=N, rotate=self.rotate)
+        m.submodules.candidates = cands = CandidateList(n_eus=N)
+        m.submodules.scan = scan = StatusScan(n_eus=N, status_layout=L["status"])
+        m.submodules.vdt = vdt = VertexTable(records=V, index_bits=self.index_bits)
+        m.submodules.pt = ptab = PrimitiveTable(records=P, prid_bits=self.prid_bits,
+                                                vdt_records=V)
+        m.submodules.checks = chk = PacketChecks(
+            layouts=L, vdt_entry=vdt.entry, pt_entry=ptab.entry, vdt_records=V,
+            pt_records=P, index_bits=self.index_bits, max_lines=self.max_lines,
+            detail_bits=D)
+        m.submodules.in_flight = ift = InFlightTable(n_eus=N)
+        m.submodules.errors = errs = ErrorReporter(n_sources=4, err_layout=L["err"],
+                                                   detail_bits=D)
+        for t in range(4):
+            m.d.comb += [rot.lists[t].eq(cfg.lists[t]), rot.counts[t].eq(cfg.counts[t]),
+                         cands.lists[t].eq(cfg.lists[t]), cands.counts[t].eq(cfg.counts[t]),
+                         cands.start[t].eq(rot.start[t])]
+        m.d.comb += [rot.written.eq(cfg.written), rot.count.eq(self.cfg.payload.count),
+                     arb.limit.eq(cfg.limit)]
+        m.d.comb += [rot.entries[k].eq(e) for k, e in enumerate(cfg.entries()[:N])]
+        m.d.comb += [scan.status[e].eq(self.status[e]) for e in range(N)]
+        m.d.comb += [vdt.busy_addr[i].eq(chk.vdt_busy_addr[i]) for i in range(3)]
+        m.d.comb += [vdt.look_addr[i].eq(chk.vdt_look_addr[i]) for i in range(3)]
+        m.d.comb += [chk.vdt_busy[i].eq(vdt.busy[i]) for i in range(3)]
+        m.d.comb += [chk.vdt_look[i].eq(vdt.look[i]) for i in range(3)]
+        m.d.comb += [ptab.busy_addr.eq(chk.pt_busy_addr), chk.pt_busy.eq(ptab.busy),
+                     ptab.look_addr.eq(chk.pt_look_addr), chk.pt_look.eq(ptab.look)]
+        f = fifos["err"]
+        m.d.comb += [f.w_data.eq(errs.err.payload), f.w_en.eq(errs.err.valid),
+                     errs.err.ready.eq(f.w_rdy)]
+        m.d.comb += [self.error.eq(errs.error), self.lost.eq(errs.lost)]
 
-        # ---------------------------------------------------------------- output FIFOs
+        s = _State(self, m)
+        self._stage_p(m, s, cfg, chk, arb, cands)
+        self._stage_r(m, s, scan, ift)
+        self._advance(m, s, fifos, chk, arb, cands)
+        self._commit(m, s, fifos, vdt, ptab, ift, rot)
+        self._completion(m, s, vdt, ptab, ift)
+        self._release(m, fifos, vdt, ptab)
+        m.d.comb += [errs.sources[0].eq(s.pkt_report), errs.sources[1].eq(s.answer_report),
+                     errs.sources[2].eq(s.done_report), errs.sources[3].eq(cfg.report)]
+        return m
+
+    def _output_fifos(self, m):
+        """The ``move``, ``log``, ``release`` and ``err`` FIFOs, their read side on the
+        ports."""
         fifos = {}
         for name in ("move", "log", "release", "err"):
-            f = SyncFIFO(width=L[name].size, depth=self.fifo_depth)
+            f = SyncFIFO(width=self.lay[name].size, depth=self.fifo_depth)
             m.submodules[f"{name}_fifo"] = fifos[name] = f
             port = getattr(self, name)
             m.d.comb += [port.valid.eq(f.r_rdy), port.payload.eq(f.r_data),
                          f.r_en.eq(port.ready)]
-        push = {n: Signal(L[n], name=f"push_{n}") for n in fifos}
-        push_en = {n: Signal(name=f"push_{n}_en") for n in fifos}
-        for n, f in fifos.items():
-            m.d.comb += [f.w_data.eq(push[n].as_value()), f.w_en.eq(push_en[n])]
+        return fifos
 
-        # ---------------------------------------------------------------- configuration
-        lst = [[Signal(EU_W, name=f"lst{t}_{k}", init=k if k < N else 0)
-                for k in range(N)] for t in range(4)]
-        lcnt = [Signal(5, name=f"lcnt{t}", init=N) for t in range(4)]
-        minr = [Signal(SR, name=f"minr{t}", init=1) for t in range(4)]
-        minl = [Signal(SL, name=f"minl{t}", init=1) for t in range(4)]
-        limit = Signal(8, init=self.starve_limit)
-        # load balance: per type, the EU of its last allocation (valid once there is one)
-        last_eu = [Signal(EU_W, name=f"last_eu{t}") for t in range(4)]
-        last_ok = [Signal(name=f"last_ok{t}") for t in range(4)]
-        walk_start = [Signal(5, name=f"walk_start{t}") for t in range(4)]
-
-        # ---------------------------------------------------------------- tables
-        m.submodules.vdt = vdt = VertexTable(records=V, index_bits=I)
-        m.submodules.pt = ptab = PrimitiveTable(records=P, prid_bits=R, vdt_records=V)
-
-        m.submodules.ift = ift = Memory(shape=2 + 8, depth=N * 256, init=[])
-        ift_w = ift.write_port()
-        ift_ra = ift.read_port(domain="comb")
-        ift_rd = ift.read_port(domain="comb")
-        ift_v = Signal(N * 256)
-
-        seq = [Signal(SEQ_W, name=f"seq{s}") for s in range(4)]
-        passes = [Signal(8, name=f"passes{s}") for s in range(4)]
-        starve = [Signal(8, name=f"starve{s}") for s in range(4)]
-        error, lost = Signal(), Signal()
-        m.d.comb += [self.error.eq(error), self.lost.eq(lost)]
-
-        ins = [self.i_vtx, self.i_tri, self.i_pix, self.i_pat]
-        valid = Cat(i.valid for i in ins)
-
-        def vrec(index):
-            return index[3:3 + vb] if vb else Const(0, 1)
-
-        def vtag(index):
-            return index[3 + vb:] if I > 3 + vb else Const(0, 1)
-
-        def prec(prid):
-            return prid[:pb] if pb else Const(0, 1)
-
-        def ptag(prid):
-            return prid[pb:] if R > pb else Const(0, 1)
-
-        def sat_inc(x):
-            return Mux(x == SAT, SAT, x + 1)
-
-        # ---------------------------------------------------------------- held packets
-        # Per stream, the packet taken from its input and not yet consumed (in the
-        # request stage R, or parked after a pass that placed it nowhere).
-        held_v = Signal(4)
-        held = [Signal(L[n], name=f"held_{n}") for n in ("i_vtx", "i_tri", "i_pix", "i_pat")]
-
-        # ---------------------------------------------------------------- stage R registers
-        active = Signal()                       # R holds a pass
-        r_stream = Signal(2)
-        r_out, r_code, r_detail = Signal(2), Signal(4), Signal(D)
-        r_cands = [Signal(EU_W, name=f"r_cand{i}") for i in range(N)]
-        r_ncand = Signal(5)
-        r_need_r, r_need_l = Signal(SR), Signal(SL)
-        r_pos = Signal(5)
-        r_refused = Signal(MAX_EUS)
-        r_held, r_idx, r_eu = Signal(), Signal(5), Signal(EU_W)
-        r_loc = [[Signal(EU_W, name=f"r_loc{i}_eu"), Signal(ENTITY_W, name=f"r_loc{i}_ent"),
-                  Signal(ELEM_W, name=f"r_loc{i}_elem")] for i in range(3)]
-        r_vr = [Signal(VR, name=f"r_vr{i}") for i in range(3)]
-        r_vrn = Signal(3)
-        r_rec = Signal(8)
-        r_is = [active & (r_stream == s) for s in range(4)]
-
-        # ---------------------------------------------------------------- stage P sources
-        # a parked packet goes before its input's head; the stream of R's packet offers
-        # its input's head (the next packet: loaded only if R's packet is consumed now)
-        src_v = Signal(4)
-        parked = [held_v[s] & ~r_is[s] for s in range(4)]
-        src = [Signal(L[n], name=f"src_{n}") for n in ("i_vtx", "i_tri", "i_pix", "i_pat")]
-        for s in range(4):
-            m.d.comb += [src_v[s].eq(parked[s] | valid[s]),
-                         src[s].eq(Mux(parked[s], held[s], ins[s].payload))]
-
-        # ---------------------------------------------------------------- arbitration
-        # a triangle whose vertex group, or a pixel packet whose triangle, is still inside
-        # the spreader would only wait: it does not offer itself (t_prov, p_prov below)
-        offer = Signal(4)
-        starving = Signal(4)
-        for s in range(4):
-            m.d.comb += starving[s].eq(offer[s] & (limit != 0) & (starve[s] >= limit))
-        win = Signal(2)
-        with m.If(starving.any()):
-            for s in reversed(PRIORITY):
-                with m.If(starving[s]):
-                    m.d.comb += win.eq(s)
-        with m.Else():
-            for s in reversed(PRIORITY):
-                with m.If(offer[s]):
-                    m.d.comb += win.eq(s)
-
-        # ---------------------------------------------------------------- stage P: checks
-        O_ALLOC, O_ERR, O_CLOSE, O_WAIT = (o.value for o in Outcome)
-        ev = []   # per stream: dict of comb signals
-        for s in range(4):
-            e = dict(out=Signal(2, name=f"ev{s}_out"), code=Signal(4, name=f"ev{s}_code"),
-                     detail=Signal(D, name=f"ev{s}_detail"), rec=Signal(8, name=f"ev{s}_rec"),
-                     size=Signal(SIZE_W, name=f"ev{s}_size"))
-            ev.append(e)
-        pv, pt, pp, pa = src
-        m.d.comb += [ev[VTX]["size"].eq(pv.size), ev[TRI]["size"].eq(pt.size),
-                     ev[PIX]["size"].eq(pp.size), ev[PAT]["size"].eq(pa.size)]
-
-        def common(s, size, m_):
-            """size checks and the empty list, after a MALFORMED check in ``m_``."""
-            with m_.Elif(size == 0):
-                m.d.comb += [ev[s]["out"].eq(O_ERR), ev[s]["code"].eq(MALFORMED)]
-            with m_.Elif(size > self.max_lines):
-                m.d.comb += [ev[s]["out"].eq(O_ERR), ev[s]["code"].eq(TOO_LARGE),
-                             ev[s]["detail"].eq(size)]
-            with m_.Elif(lcnt[s] == 0):
-                m.d.comb += [ev[s]["out"].eq(O_ERR), ev[s]["code"].eq(NO_EU),
-                             ev[s]["detail"].eq(s)]
-
-        # what R's packet writes or closes at this clock's edge (hazards of stage P)
-        r_vrec0, r_vrec1 = Signal(VR), Signal(VR)
-        m.d.comb += [r_vrec0.eq(vrec(Mux(r_is[PAT], held[PAT].base, held[VTX].base))),
-                     r_vrec1.eq(r_vrec0 + 1)]
-        r_vp = r_is[VTX] | r_is[PAT]
-        r_tri, r_pix = held[TRI], held[PIX]
-        r_tri_idx = [r_tri.i0, r_tri.i1, r_tri.i2]
-
-        # vertex
-        vrec_v = vrec(pv.base)
-        m.d.comb += ev[VTX]["rec"].eq(vrec_v)
-        m.d.comb += vdt.busy_addr[0].eq(vrec_v)
-        v_hazard = r_vp & ((vrec_v == r_vrec0) | (r_is[PAT] & (vrec_v == r_vrec1)))
-        with m.If((pv.count == 0) | (pv.count > GROUP) | (pv.base[:3] != 0)):
-            m.d.comb += [ev[VTX]["out"].eq(O_ERR), ev[VTX]["code"].eq(MALFORMED)]
-        common(VTX, pv.size, m)
-        with m.Elif(vdt.busy[0] | v_hazard):
-            m.d.comb += ev[VTX]["out"].eq(O_WAIT)
-        # patch
-        vrec_a = vrec(pa.base)
-        vrec_a1 = Signal(VR)
-        m.d.comb += [vrec_a1.eq(vrec_a + 1), ev[PAT]["rec"].eq(vrec_a)]
-        m.d.comb += [vdt.busy_addr[1].eq(vrec_a), vdt.busy_addr[2].eq(vrec_a1)]
-        a_hazard = r_vp & ((vrec_a == r_vrec0) | (vrec_a1 == r_vrec0)
-                           | (r_is[PAT] & (vrec_a == r_vrec1)))
-        with m.If(pa.base[:3] != 0):
-            m.d.comb += [ev[PAT]["out"].eq(O_ERR), ev[PAT]["code"].eq(MALFORMED)]
-        common(PAT, pa.size, m)
-        with m.Elif(vdt.busy[1] | vdt.busy[2] | a_hazard):
-            m.d.comb += ev[PAT]["out"].eq(O_WAIT)
-        # triangle: lookups; a missing vertex whose group a vertex or patch packet inside
-        # the spreader provides makes it wait, as does a group R's triangle closes now
-        t_idx = [pt.i0, pt.i1, pt.i2]
-        t_r = [vrec(x) for x in t_idx]
-        t_hit = [Signal(name=f"t_hit{i}") for i in range(3)]
-        t_prov = [Signal(name=f"t_prov{i}") for i in range(3)]
-        t_closing = [Signal(name=f"t_closing{i}") for i in range(3)]
-        t_loc = [[Signal(EU_W, name=f"t_loc{i}_eu"), Signal(ENTITY_W, name=f"t_loc{i}_ent"),
-                  Signal(ELEM_W, name=f"t_loc{i}_elem")] for i in range(3)]
-        hv_g, ha_g = held[VTX].base[3:], held[PAT].base[3:]
-        ha_g1 = Signal(I - 3 + 1)
-        m.d.comb += ha_g1.eq(ha_g + 1)
+    def _stage_p(self, m, s, cfg, chk, arb, cands):
+        """Stage P: sources (a parked packet before its input's head), checks, the
+        arbiter's offers, the winner's evaluation, candidates and minimum."""
+        for k in range(4):
+            m.d.comb += [s.src_v[k].eq(s.parked[k] | s.ins[k].valid),
+                         s.src[k].eq(Mux(s.parked[k], s.held[k], s.ins[k].payload))]
+        m.d.comb += [chk.vtx.eq(s.src[VTX]), chk.tri.eq(s.src[TRI]), chk.pix.eq(s.src[PIX]),
+                     chk.pat.eq(s.src[PAT]), chk.held_vtx.eq(s.held[VTX]),
+                     chk.held_tri.eq(s.held[TRI]), chk.held_pix.eq(s.held[PIX]),
+                     chk.held_pat.eq(s.held[PAT]), chk.held_valid.eq(s.held_v),
+                     chk.r_active.eq(s.active), chk.r_stream.eq(s.r_stream),
+                     chk.empty.eq(Cat(cfg.counts[t] == 0 for t in range(4)))]
+        m.d.comb += [s.offer.eq(s.src_v & ~chk.provider), arb.offer.eq(s.offer)]
+        win = arb.win
+        with m.Switch(win):
+            for k in range(4):
+                with m.Case(k):
+                    size, minr, minl = s.src[k].size, cfg.min_records[k], cfg.min_lines[k]
+                    m.d.comb += [s.w_ev.eq(chk.result[k]),
+                                 s.w_need_r.eq(Mux(minr == 0, 1, minr)),
+                                 s.w_need_l.eq(Mux(minl > size, minl, size))]
+        # the EUs holding the packet's data: a triangle's vertices, a pixel packet's
+        # triangle (in loc 0)
+        is_pix = win == PIX
+        m.d.comb += [cands.win.eq(win),
+                     cands.n_holders.eq(Mux(win == TRI, 3, Mux(is_pix, 1, 0)))]
         for i in range(3):
-            lk, x = vdt.look[i], t_idx[i]
-            g = x[3:]
-            m.d.comb += [
-                vdt.look_addr[i].eq(t_r[i]),
-                t_hit[i].eq(lk.valid & (lk.tag == vtag(x)) & ~lk.closed & (x[:3] < lk.count)),
-                t_prov[i].eq((held_v[VTX] & (g == hv_g))
-                             | (held_v[PAT] & ((g == ha_g) | (g == ha_g1)))),
-                t_closing[i].eq(r_is[TRI] & Cat(
-                    r_tri.last[j] & (vrec(r_tri_idx[j]) == t_r[i]) for j in range(3)).any()),
-                t_loc[i][0].eq(lk.eu), t_loc[i][1].eq(lk.entity),
-                t_loc[i][2].eq(Cat(x[:3], lk.half)),
-            ]
-        t_vrn = Cat(Const(1, 1), t_r[1] != t_r[0], (t_r[2] != t_r[0]) & (t_r[2] != t_r[1]))
-        prec_t = prec(pt.prid)
-        m.d.comb += ev[TRI]["rec"].eq(prec_t)
-        m.d.comb += ptab.busy_addr.eq(prec_t)
-        t_wait = Signal()
-        m.d.comb += t_wait.eq(Cat(~t_hit[i] | t_closing[i] for i in range(3)).any()
-                              | ptab.busy | (r_is[TRI] & (prec(r_tri.prid) == prec_t)))
-        with m.If(pt.size == 0):
-            m.d.comb += [ev[TRI]["out"].eq(O_ERR), ev[TRI]["code"].eq(MALFORMED)]
-        with m.Elif(pt.size > self.max_lines):
-            m.d.comb += [ev[TRI]["out"].eq(O_ERR), ev[TRI]["code"].eq(TOO_LARGE),
-                         ev[TRI]["detail"].eq(pt.size)]
-        with m.Elif(lcnt[TRI] == 0):
-            m.d.comb += [ev[TRI]["out"].eq(O_ERR), ev[TRI]["code"].eq(NO_EU),
-                         ev[TRI]["detail"].eq(TRI)]
-        for i in range(3):
-            with m.Elif(~t_hit[i] & ~t_prov[i]):
-                m.d.comb += [ev[TRI]["out"].eq(O_ERR), ev[TRI]["code"].eq(UNKNOWN_VERTEX),
-                             ev[TRI]["detail"].eq(t_idx[i])]
-        with m.Elif(t_wait):
-            m.d.comb += ev[TRI]["out"].eq(O_WAIT)
-        # pixel: a missing prid whose triangle is inside the spreader waits, as does a
-        # primitive R's pixel packet closes now
-        prec_p = prec(pp.prid)
-        p_hit, p_prov, p_hazard = Signal(), Signal(), Signal()
-        p_look = ptab.look
-        m.d.comb += [ptab.look_addr.eq(prec_p),
-                     p_hit.eq(p_look.valid & (p_look.tag == ptag(pp.prid)) & ~p_look.closed),
-                     p_prov.eq(held_v[TRI] & (held[TRI].prid == pp.prid)),
-                     p_hazard.eq(r_is[PIX] & r_pix.last & (prec(r_pix.prid) == prec_p)),
-                     ev[PIX]["rec"].eq(prec_p)]
-        with m.If(pp.mask == 0):
-            with m.If(~pp.last):
-                m.d.comb += [ev[PIX]["out"].eq(O_ERR), ev[PIX]["code"].eq(MALFORMED)]
-            with m.Elif(~p_hit & ~p_prov):
-                m.d.comb += [ev[PIX]["out"].eq(O_ERR), ev[PIX]["code"].eq(UNKNOWN_PRID),
-                             ev[PIX]["detail"].eq(pp.prid)]
-            with m.Elif(~p_hit | p_hazard):
-                m.d.comb += ev[PIX]["out"].eq(O_WAIT)
-            with m.Else():
-                m.d.comb += ev[PIX]["out"].eq(O_CLOSE)
-        with m.Elif(pp.size == 0):
-            m.d.comb += [ev[PIX]["out"].eq(O_ERR), ev[PIX]["code"].eq(MALFORMED)]
-        with m.Elif(pp.size > self.max_lines):
-            m.d.comb += [ev[PIX]["out"].eq(O_ERR), ev[PIX]["code"].eq(TOO_LARGE),
-                         ev[PIX]["detail"].eq(pp.size)]
-        with m.Elif(lcnt[PIX] == 0):
-            m.d.comb += [ev[PIX]["out"].eq(O_ERR), ev[PIX]["code"].eq(NO_EU),
-                         ev[PIX]["detail"].eq(PIX)]
-        with m.Elif(~p_hit & ~p_prov):
-            m.d.comb += [ev[PIX]["out"].eq(O_ERR), ev[PIX]["code"].eq(UNKNOWN_PRID),
-                         ev[PIX]["detail"].eq(pp.prid)]
-        with m.Elif(~p_hit | p_hazard):
-            m.d.comb += ev[PIX]["out"].eq(O_WAIT)
+            m.d.comb += [s.w_loc[i].eq(chk.tri_locs[i]),
+                         cands.holders[i].eq(chk.tri_locs[i].eu)]
+        with m.If(is_pix):
+            m.d.comb += [s.w_loc[0].eq(chk.pix_tri), cands.holders[0].eq(chk.pix_tri.eu)]
 
-        m.d.comb += offer.eq(src_v & ~Cat(0, Cat(t_prov).any(), p_prov, 0))
-
-        # the winner's evaluation
-        w_out, w_code, w_detail = Signal(2), Signal(4), Signal(D)
-        w_rec = Signal(8)
-        for s in range(4):
-            with m.If(win == s):
-                m.d.comb += [w_out.eq(ev[s]["out"]), w_code.eq(ev[s]["code"]),
-                             w_detail.eq(ev[s]["detail"]), w_rec.eq(ev[s]["rec"])]
-        # candidates of the winner: stable sort of its list (in walk order) by held-data
-        # count
-        w_lcnt = Signal(5)
-        for s in range(4):
-            with m.If(win == s):
-                m.d.comb += w_lcnt.eq(lcnt[s])
-        w_lst = self._walk(m, win, lst, lcnt, walk_start)
-        cnt = [Signal(2, name=f"cnt{k}") for k in range(N)]
-        for k in range(N):
-            with m.If(win == TRI):
-                m.d.comb += cnt[k].eq(sum((t_loc[i][0] == w_lst[k]).as_unsigned()
-                                          for i in range(3)))
-            with m.Elif(win == PIX):
-                m.d.comb += cnt[k].eq(p_look.eu == w_lst[k])
-        in_l = [Signal(name=f"in_l{k}") for k in range(N)]
-        rank = [Signal(5, name=f"rank{k}") for k in range(N)]
-        for k in range(N):
-            m.d.comb += in_l[k].eq(k < w_lcnt)
-        for j in range(N):
-            terms = [(in_l[k] & ((cnt[k] > cnt[j]) | ((cnt[k] == cnt[j]) & (k < j))))
-                     .as_unsigned() for k in range(N) if k != j]
-            m.d.comb += rank[j].eq(sum(terms) if terms else 0)
-        w_cands = [Signal(EU_W, name=f"w_cand{i}") for i in range(N)]
-        for i in range(N):
-            m.d.comb += w_cands[i].eq(0)
-            for j in range(N):
-                with m.If(in_l[j] & (rank[j] == i)):
-                    m.d.comb += w_cands[i].eq(w_lst[j])
-        w_need_r, w_need_l = Signal(SR), Signal(SL)
-        for s in range(4):
-            with m.If(win == s):
-                m.d.comb += [w_need_r.eq(Mux(minr[s] == 0, 1, minr[s])),
-                             w_need_l.eq(Mux(minl[s] > ev[s]["size"], minl[s],
-                                             ev[s]["size"]))]
-        w_loc = [[Signal(EU_W, name=f"w_loc{i}_eu"), Signal(ENTITY_W, name=f"w_loc{i}_ent"),
-                  Signal(ELEM_W, name=f"w_loc{i}_elem")] for i in range(3)]
-        for i in range(3):
-            m.d.comb += [w_loc[i][k].eq(t_loc[i][k]) for k in range(3)]
-        with m.If(win == PIX):      # a pixel packet's triangle, in loc 0
-            m.d.comb += [w_loc[0][0].eq(p_look.eu), w_loc[0][1].eq(p_look.entity),
-                         w_loc[0][2].eq(0)]
-
-        # ---------------------------------------------------------------- stage R: scan
-        r_size = Signal(SIZE_W)
-        m.d.comb += r_size.eq(Array([held[s].size for s in range(4)])[r_stream])
-        meets = Signal(N)
-        for e in range(N):
-            st = self.status[e]
-            m.d.comb += meets[e].eq((st.free_records >= r_need_r) & (st.free_entities >= 1)
-                                    & (st.free_lines >= r_need_l))
-        meets_a = Array(meets[e] for e in range(N))
-        hit = [Signal(name=f"scan_hit{i}") for i in range(N)]
-        for i in range(N):
-            m.d.comb += hit[i].eq((i >= r_pos) & (i < r_ncand) & meets_a[r_cands[i]])
-        s_found, s_idx, s_eu = Signal(), Signal(5), Signal(EU_W)
-        for i in reversed(range(N)):
-            with m.If(hit[i]):
-                m.d.comb += [s_found.eq(1), s_idx.eq(i), s_eu.eq(r_cands[i])]
-
-        in_alloc = Signal()
-        m.d.comb += in_alloc.eq(active & (r_out == O_ALLOC))
-        req, q_idx, q_eu = Signal(), Signal(5), Signal(EU_W)
-        m.d.comb += [q_idx.eq(Mux(r_held, r_idx, s_idx)),
-                     q_eu.eq(Mux(r_held, r_eu, s_eu)),
-                     req.eq(in_alloc & (r_held | s_found))]
-        scan_none = Signal()
-        m.d.comb += scan_none.eq(in_alloc & ~r_held & ~s_found)
-        cur_seq = Signal(SEQ_W)
-        m.d.comb += cur_seq.eq(Array(seq)[r_stream])
+    def _stage_r(self, m, s, scan, ift):
+        """Stage R: the status scan, the request and the answer."""
+        N = self.n_eus
+        m.d.comb += [scan.cands.eq(s.r_cands), scan.count.eq(s.r_ncand), scan.pos.eq(s.r_pos),
+                     scan.need_records.eq(s.r_need_r), scan.need_lines.eq(s.r_need_l)]
+        m.d.comb += [s.r_size.eq(Array(h.size for h in s.held)[s.r_stream]),
+                     s.cur_seq.eq(Array(s.seq)[s.r_stream])]
+        in_alloc = s.active & (s.r_ev.outcome == Outcome.ALLOC)
+        m.d.comb += [s.q_idx.eq(Mux(s.r_held, s.r_idx, scan.index)),
+                     s.q_eu.eq(Mux(s.r_held, s.r_eu, scan.eu)),
+                     s.req.eq(in_alloc & (s.r_held | scan.found)),
+                     s.scan_none.eq(in_alloc & ~s.r_held & ~scan.found)]
+        # the answer of the EU asked (at most one ``alloc[e]`` is valid), decided per EU
+        # in parallel: the scan's choice only enables one of them
+        taken, bad, ok = Signal(N), Signal(N), Signal(N)
         for e in range(N):
             a = self.alloc[e]
-            m.d.comb += [a.valid.eq(req & (q_eu == e)), a.payload.etype.eq(r_stream),
-                         a.payload.lines.eq(r_size), a.payload.hold.eq(r_stream != PIX),
-                         a.payload.seq.eq(cur_seq)]
-        taken, acc_in, ent_in = Signal(), Signal(), Signal(ENTITY_W)
-        for e in range(N):
-            with m.If(q_eu == e):
-                m.d.comb += [acc_in.eq(self.accept[e]), ent_in.eq(self.entity[e])]
-        m.d.comb += taken.eq(req & Array(self.alloc[e].ready for e in range(N))[q_eu])
-        ift_addr_a = Cat(ent_in, q_eu)
-        m.d.comb += ift_ra.addr.eq(ift_addr_a[:ift_ra.addr.shape().width])
-        bad_answer = Signal()
-        m.d.comb += bad_answer.eq(taken & acc_in & ift_v.bit_select(ift_addr_a, 1))
-        accepted, refused = Signal(), Signal()
-        m.d.comb += [accepted.eq(taken & acc_in & ~bad_answer),
-                     refused.eq(taken & ~(acc_in & ~bad_answer))]
+            m.d.comb += [a.valid.eq(s.req & (s.q_eu == e)), a.payload.etype.eq(s.r_stream),
+                         a.payload.lines.eq(s.r_size), a.payload.hold.eq(s.r_stream != PIX),
+                         a.payload.seq.eq(s.cur_seq), ift.answer[e].eq(self.entity[e]),
+                         taken[e].eq(a.valid & a.ready),
+                         bad[e].eq(self.accept[e] & ift.answer_busy[e]),
+                         ok[e].eq(self.accept[e] & ~ift.answer_busy[e])]
+            with m.If(s.q_eu == e):
+                m.d.comb += s.ent_in.eq(self.entity[e])
+        m.d.comb += [s.taken.eq(taken.any()), s.bad_answer.eq((taken & bad).any()),
+                     s.accepted.eq((taken & ok).any()), s.refused.eq(s.taken & ~s.accepted)]
+        ev = s.r_ev
+        m.d.comb += [s.consume_err.eq(s.active & (ev.outcome == Outcome.ERR)),
+                     s.consume_close.eq(s.active & (ev.outcome == Outcome.CLOSE)),
+                     s.consumed.eq(s.consume_err | s.consume_close | s.accepted),
+                     s.parks.eq((s.active & (ev.outcome == Outcome.WAIT)) | s.scan_none)]
+        r = s.answer_report
+        m.d.comb += [r.en.eq(s.bad_answer), r.code.eq(Err.BAD_ANSWER), r.src.eq(Src.ANSWER),
+                     r.seq.eq(s.cur_seq), r.eu.eq(s.q_eu), r.detail.eq(s.ent_in)]
+        r = s.pkt_report
+        m.d.comb += [r.en.eq(s.consume_err), r.code.eq(ev.code), r.src.eq(s.r_stream),
+                     r.seq.eq(s.cur_seq), r.detail.eq(ev.detail)]
 
-        # consumption and the end of R's pass
-        consume_err, consume_close, consumed, parks = Signal(), Signal(), Signal(), Signal()
-        m.d.comb += [consume_err.eq(active & (r_out == O_ERR)),
-                     consume_close.eq(active & (r_out == O_CLOSE)),
-                     consumed.eq(consume_err | consume_close | accepted),
-                     parks.eq((active & (r_out == O_WAIT)) | scan_none)]
-
-        # ---------------------------------------------------------------- stage P -> R
-        # a pass enters R when R is free at the edge, the log and move FIFOs keep a free
-        # entry after this clock's pushes, and it does not overtake R's own packet
-        room = Signal()
-        m.d.comb += room.eq((fifos["log"].level + consumed < self.fifo_depth)
-                            & (fifos["move"].level + accepted < self.fifo_depth))
+    def _advance(self, m, s, fifos, chk, arb, cands):
+        """P -> R: a pass enters R (``load``) when R is free at the edge, the log and move
+        FIFOs keep a free entry after this clock's pushes, and it does not overtake R's
+        own packet; a refusal moves R's scan past the refusing candidate."""
+        N, win = self.n_eus, arb.win
+        # a free entry after this clock's pushes: both cases from the FIFO levels, then
+        # chosen by the answer (no adder behind it)
+        lg, mv, depth = fifos["log"].level, fifos["move"].level, self.fifo_depth
+        room = (Mux(s.consumed, lg + 1 < depth, lg < depth)
+                & Mux(s.accepted, mv + 1 < depth, mv < depth))
         load = Signal()
-        m.d.comb += load.eq(offer.any() & room & (~active | consumed | parks)
-                            & ~(active & (win == r_stream) & ~consumed))
-        for s in range(4):
-            m.d.comb += ins[s].ready.eq(load & (win == s) & ~parked[s])
+        m.d.comb += [load.eq(s.offer.any() & room & (~s.active | s.consumed | s.parks)
+                             & ~(s.active & (win == s.r_stream) & ~s.consumed)),
+                     arb.load.eq(load)]
+        for k in range(4):
+            mine = s.consumed & (s.r_stream == k)
+            m.d.comb += s.ins[k].ready.eq(load & (win == k) & ~s.parked[k])
+            with m.If(mine):
+                m.d.sync += [s.seq[k].eq(s.seq[k] + 1), s.passes[k].eq(0), s.held_v[k].eq(0)]
+            with m.If(load & (win == k)):
+                m.d.sync += [s.held_v[k].eq(1), s.held[k].eq(s.src[k]),
+                             s.passes[k].eq(_sat_inc(Mux(mine, 0, s.passes[k])))]
         with m.If(load):
-            for s in range(4):
-                m.d.sync += starve[s].eq(Mux(~offer[s] | (win == s), 0, sat_inc(starve[s])))
-        for s in range(4):
-            with m.If(consumed & (r_stream == s)):
-                m.d.sync += [seq[s].eq(seq[s] + 1), passes[s].eq(0), held_v[s].eq(0)]
-            with m.If(load & (win == s)):
-                m.d.sync += [held_v[s].eq(1), held[s].eq(src[s]),
-                             passes[s].eq(sat_inc(Mux(consumed & (r_stream == s), 0,
-                                                      passes[s])))]
-        with m.If(load):
-            m.d.sync += [r_stream.eq(win), r_out.eq(w_out), r_code.eq(w_code),
-                         r_detail.eq(w_detail), r_ncand.eq(w_lcnt), r_need_r.eq(w_need_r),
-                         r_need_l.eq(w_need_l), r_vrn.eq(t_vrn), r_rec.eq(w_rec),
-                         r_pos.eq(0), r_refused.eq(0)]
-            m.d.sync += [r_cands[i].eq(w_cands[i]) for i in range(N)]
-            m.d.sync += [r_vr[i].eq(t_r[i]) for i in range(3)]
-            m.d.sync += [r_loc[i][k].eq(w_loc[i][k]) for i in range(3) for k in range(3)]
-        with m.Elif(refused):
-            m.d.sync += [r_pos.eq(q_idx + 1),
-                         r_refused.eq(r_refused | (Const(1, MAX_EUS) << q_eu))]
-        m.d.sync += active.eq(load | (active & ~consumed & ~parks))
-        m.d.sync += r_held.eq(req & ~taken & ~load)
-        with m.If(req):
-            m.d.sync += [r_idx.eq(q_idx), r_eu.eq(q_eu)]
+            m.d.sync += [s.r_stream.eq(win), s.r_ev.eq(s.w_ev), s.r_cands.eq(cands.cands),
+                         s.r_ncand.eq(cands.count), s.r_need_r.eq(s.w_need_r),
+                         s.r_need_l.eq(s.w_need_l), s.r_vrn.eq(chk.tri_distinct),
+                         s.r_pos.eq(0), s.r_refused.eq(0)]
+            m.d.sync += [s.r_vr[i].eq(chk.tri_recs[i]) for i in range(3)]
+            m.d.sync += [s.r_loc[i].eq(s.w_loc[i]) for i in range(3)]
+        with m.Elif(s.refused):
+            m.d.sync += [s.r_pos.eq(s.q_idx + 1),
+                         s.r_refused.eq(s.r_refused | (Const(1, MAX_EUS) << s.q_eu))]
+        m.d.sync += [s.active.eq(load | (s.active & ~s.consumed & ~s.parks)),
+                     s.r_held.eq(s.req & ~s.taken & ~load)]
+        with m.If(s.req):
+            m.d.sync += [s.r_idx.eq(s.q_idx), s.r_eu.eq(s.q_eu)]
 
-        # ---------------------------------------------------------------- commit
-        ent = ent_in
-        e_ = q_eu
-        pkt_v, pkt_t, pkt_p, pkt_a = held
-        mv = push["move"]
-        lg = push["log"]
-        m.d.comb += [push_en["log"].eq(consumed), push_en["move"].eq(accepted)]
-        m.d.comb += [lg.etype.eq(r_stream), lg.seq.eq(cur_seq),
-                     lg.passes.eq(Array(passes)[r_stream])]
-        with m.If(consume_err):
-            m.d.comb += [lg.kind.eq(K_ERROR), lg.code.eq(r_code)]
-        with m.Elif(consume_close):
-            m.d.comb += [lg.kind.eq(K_CLOSE), lg.eu.eq(r_loc[0][0]),
-                         lg.entity.eq(r_loc[0][1]),
-                         ptab.close[0].en.eq(1), ptab.close[0].rec.eq(r_rec[:PR])]
-        local = Signal()
-        with m.If(r_stream == TRI):
-            m.d.comb += local.eq((r_loc[0][0] == e_) & (r_loc[1][0] == e_)
-                                 & (r_loc[2][0] == e_))
-        with m.Else():
-            m.d.comb += local.eq(r_loc[0][0] == e_)
-        ref = Signal(2)
-        m.d.comb += ref.eq(Mux((r_stream == TRI) | (r_stream == PIX),
-                               Mux(local, REF_LOCAL, REF_GLOBAL), REF_NONE))
-        with m.If(accepted):
-            for s in range(4):
-                with m.If(r_stream == s):
-                    m.d.sync += [last_eu[s].eq(e_), last_ok[s].eq(1)]
-            m.d.comb += [lg.kind.eq(K_ALLOC), lg.eu.eq(e_), lg.entity.eq(ent),
-                         lg.ref.eq(ref), lg.refused.eq(r_refused)]
-            m.d.comb += [mv.eu.eq(e_), mv.entity.eq(ent), mv.etype.eq(r_stream),
-                         mv.seq.eq(cur_seq), mv.size.eq(r_size), mv.ref.eq(ref)]
-            with m.Switch(r_stream):
+    def _commit(self, m, s, fifos, vdt, ptab, ift, rot):
+        """The end of R's pass: the log entry, the move command, the table writes."""
+        ent, eu, stream_ = s.ent_in, s.q_eu, s.r_stream
+        pkt_v, pkt_t, pkt_p, pkt_a = s.held
+        mv, lg, loc, rec = s.push_move, s.push_log, s.r_loc, s.r_ev.rec
+        m.d.comb += [fifos["log"].w_data.eq(lg.as_value()), fifos["log"].w_en.eq(s.consumed),
+                     fifos["move"].w_data.eq(mv.as_value()),
+                     fifos["move"].w_en.eq(s.accepted)]
+        m.d.comb += [lg.etype.eq(stream_), lg.seq.eq(s.cur_seq),
+                     lg.passes.eq(Array(s.passes)[stream_])]
+        with m.If(s.consume_err):
+            m.d.comb += [lg.kind.eq(Kind.ERROR), lg.code.eq(s.r_ev.code)]
+        with m.Elif(s.consume_close):
+            m.d.comb += [lg.kind.eq(Kind.CLOSE), lg.eu.eq(loc[0].eu),
+                         lg.entity.eq(loc[0].entity)]
+        local = Mux(stream_ == TRI, (loc[0].eu == eu) & (loc[1].eu == eu) & (loc[2].eu == eu),
+                    loc[0].eu == eu)
+        ref = Mux((stream_ == TRI) | (stream_ == PIX), Mux(local, Ref.LOCAL, Ref.GLOBAL),
+                  Ref.NONE)
+        m.d.comb += [rot.accepted.eq(Mux(s.accepted, _onehot(stream_, 4), 0)), rot.eu.eq(eu)]
+        with m.If(s.accepted):
+            m.d.comb += [lg.kind.eq(Kind.ALLOC), lg.eu.eq(eu), lg.entity.eq(ent),
+                         lg.ref.eq(ref), lg.refused.eq(s.r_refused)]
+            m.d.comb += [mv.eu.eq(eu), mv.entity.eq(ent), mv.etype.eq(stream_),
+                         mv.seq.eq(s.cur_seq), mv.size.eq(s.r_size), mv.ref.eq(ref)]
+            with m.Switch(stream_):
                 with m.Case(VTX):
                     m.d.comb += [mv.index.eq(pkt_v.base), mv.count.eq(pkt_v.count)]
                 with m.Case(PAT):
@@ -1028,144 +1267,129 @@ class Spreader(wiring.Component):
                 with m.Case(TRI):
                     m.d.comb += mv.index.eq(pkt_t.prid)
                     for i in range(3):
-                        m.d.comb += [mv[f"src{i}_eu"].eq(r_loc[i][0]),
-                                     mv[f"src{i}_entity"].eq(r_loc[i][1]),
-                                     mv[f"src{i}_elem"].eq(r_loc[i][2])]
+                        m.d.comb += [mv[f"src{i}_eu"].eq(loc[i].eu),
+                                     mv[f"src{i}_entity"].eq(loc[i].entity),
+                                     mv[f"src{i}_elem"].eq(loc[i].elem)]
                 with m.Case(PIX):
-                    m.d.comb += [mv.index.eq(pkt_p.prid), mv.src0_eu.eq(r_loc[0][0]),
-                                 mv.src0_entity.eq(r_loc[0][1]), mv.x.eq(pkt_p.x),
+                    m.d.comb += [mv.index.eq(pkt_p.prid), mv.src0_eu.eq(loc[0].eu),
+                                 mv.src0_entity.eq(loc[0].entity), mv.x.eq(pkt_p.x),
                                  mv.y.eq(pkt_p.y), mv.mask.eq(pkt_p.mask)]
-            # in-flight table
-            m.d.comb += [ift_w.addr.eq(Cat(ent, e_)[:ift_w.addr.shape().width]),
-                         ift_w.data.eq(Cat(r_stream, r_rec)), ift_w.en.eq(1)]
-
-        # VDT / PT writes on accept
-        acc_v = accepted & (r_stream == VTX)
-        acc_a = accepted & (r_stream == PAT)
-        acc_t = accepted & (r_stream == TRI)
-        acc_p = accepted & (r_stream == PIX)
+        m.d.comb += [ift.record.en.eq(s.accepted), ift.record.eu.eq(eu),
+                     ift.record.entity.eq(ent), ift.record.etype.eq(stream_),
+                     ift.record.rec.eq(rec)]
+        # table writes on accept; an end marker closes its primitive
+        acc = [s.accepted & (stream_ == k) for k in range(4)]
+        VR, PR, I, vb = max(1, self.vbits), max(1, self.pbits), self.index_bits, self.vbits
         va, g1 = vdt.alloc, Signal(I - 3 + 1)
         m.d.comb += [
             g1.eq(pkt_a.base[3:] + 1),
-            va.en.eq(acc_v | acc_a), va.patch.eq(acc_a), va.rec.eq(r_rec[:VR]),
-            va.tag.eq(vtag(Mux(acc_a, pkt_a.base, pkt_v.base))),
+            va.en.eq(acc[VTX] | acc[PAT]), va.patch.eq(acc[PAT]), va.rec.eq(rec[:VR]),
+            va.tag.eq(self._vtag(Mux(acc[PAT], pkt_a.base, pkt_v.base))),
             va.tag1.eq(g1[vb:] if I - 3 + 1 > vb else 0),
-            va.eu.eq(e_), va.entity.eq(ent), va.count.eq(pkt_v.count),
-            va.noref.eq(Mux(acc_a, pkt_a.noref, pkt_v.noref)),
-            vdt.close.mask.eq(Mux(acc_t, pkt_t.last, 0)),
-            vdt.refs.inc.eq(Mux(acc_t, r_vrn, 0)),
-        ] + [vdt.close.rec[i].eq(r_vr[i]) for i in range(3)] \
-          + [vdt.refs.inc_rec[i].eq(r_vr[i]) for i in range(3)]
-        pa_ = ptab.alloc
-        m.d.comb += [pa_.en.eq(acc_t), pa_.rec.eq(r_rec[:PR]),
-                     pa_.word.tag.eq(ptag(pkt_t.prid)), pa_.word.eu.eq(e_),
-                     pa_.word.entity.eq(ent), pa_.word.vrn.eq(r_vrn),
-                     ptab.close[1].en.eq(acc_p & pkt_p.last), ptab.close[1].rec.eq(r_rec[:PR]),
-                     ptab.pix_inc.en.eq(acc_p), ptab.pix_inc.rec.eq(r_rec[:PR])]
-        m.d.comb += [pa_.word.vr[i].eq(r_vr[i]) for i in range(3)]
+            va.eu.eq(eu), va.entity.eq(ent), va.count.eq(pkt_v.count),
+            va.noref.eq(Mux(acc[PAT], pkt_a.noref, pkt_v.noref)),
+            vdt.close.mask.eq(Mux(acc[TRI], pkt_t.last, 0)),
+            vdt.refs.inc.eq(Mux(acc[TRI], s.r_vrn, 0)),
+        ]
+        m.d.comb += [vdt.close.rec[i].eq(s.r_vr[i]) for i in range(3)]
+        m.d.comb += [vdt.refs.inc_rec[i].eq(s.r_vr[i]) for i in range(3)]
+        pa = ptab.alloc
+        m.d.comb += [pa.en.eq(acc[TRI]), pa.rec.eq(rec[:PR]),
+                     pa.word.tag.eq(self._ptag(pkt_t.prid)), pa.word.eu.eq(eu),
+                     pa.word.entity.eq(ent), pa.word.vrn.eq(s.r_vrn),
+                     ptab.close[0].en.eq(s.consume_close), ptab.close[0].rec.eq(rec[:PR]),
+                     ptab.close[1].en.eq(acc[PIX] & pkt_p.last), ptab.close[1].rec.eq(rec[:PR]),
+                     ptab.pix_inc.en.eq(acc[PIX]), ptab.pix_inc.rec.eq(rec[:PR])]
+        m.d.comb += [pa.word.vr[i].eq(s.r_vr[i]) for i in range(3)]
 
-        # ---------------------------------------------------------------- completion
-        dn = self.done.payload
-        m.d.comb += self.done.ready.eq(1)
-        d_addr = Cat(dn.entity, dn.eu)
-        d_in = Signal()
-        m.d.comb += [d_in.eq((dn.eu < N) & ift_v.bit_select(d_addr, 1)),
-                     ift_rd.addr.eq(d_addr[:ift_rd.addr.shape().width])]
-        d_ok = Signal()
-        d_bad = Signal()
-        m.d.comb += [d_ok.eq(self.done.valid & d_in), d_bad.eq(self.done.valid & ~d_in)]
-        d_type = ift_rd.data[:2]
-        d_rec = ift_rd.data[2:]
-        # in-flight valid bits
-        set_mask = Signal(N * 256)
-        clr_mask = Signal(N * 256)
-        with m.If(accepted):
-            m.d.comb += set_mask.eq(Const(1, N * 256) << Cat(ent, e_))
-        with m.If(d_ok):
-            m.d.comb += clr_mask.eq(Const(1, N * 256) << d_addr)
-        m.d.sync += ift_v.eq((ift_v | set_mask) & ~clr_mask)
-        d_tri = Signal()
-        m.d.comb += d_tri.eq(d_ok & (d_type == TRI))
-        dq = d_rec[:PR]
+    def _vtag(self, index):
+        return index[3 + self.vbits:] if self.index_bits > 3 + self.vbits else Const(0, 1)
+
+    def _ptag(self, prid):
+        return prid[self.pbits:] if self.prid_bits > self.pbits else Const(0, 1)
+
+    def _completion(self, m, s, vdt, ptab, ift):
+        """A completion (``done``, ``ready`` = 1): its entity's in-flight entry is
+        cleared and its table record marked done; a completed triangle takes its
+        references off its VDT records; an unknown one is reported."""
+        dn, PR, VR = self.done.payload, max(1, self.pbits), max(1, self.vbits)
+        ok, bad = Signal(), Signal()
+        m.d.comb += [self.done.ready.eq(1), ift.query.eu.eq(dn.eu),
+                     ift.query.entity.eq(dn.entity),
+                     ok.eq(self.done.valid & ift.known), bad.eq(self.done.valid & ~ift.known),
+                     ift.clear.eq(ok)]
+        kind, rec = ift.etype, ift.rec
+        tri = ok & (kind == TRI)
         m.d.comb += [
-            vdt.done.en.eq(d_ok & ((d_type == VTX) | (d_type == PAT))),
-            vdt.done.patch.eq(d_type == PAT), vdt.done.rec.eq(d_rec[:VR]),
-            ptab.done.en.eq(d_tri), ptab.done.rec.eq(dq),
-            ptab.pix_dec.en.eq(d_ok & (d_type == PIX)), ptab.pix_dec.rec.eq(dq),
-            # a completed triangle's references: one less on each distinct VDT record
-            ptab.refs_addr.eq(dq), vdt.refs.dec.eq(Mux(d_tri, ptab.refs.vrn, 0)),
-        ] + [vdt.refs.dec_rec[i].eq(ptab.refs.vr[i]) for i in range(3)]
+            vdt.done.en.eq(ok & ((kind == VTX) | (kind == PAT))),
+            vdt.done.patch.eq(kind == PAT), vdt.done.rec.eq(rec[:VR]),
+            ptab.done.en.eq(tri), ptab.done.rec.eq(rec[:PR]),
+            ptab.pix_dec.en.eq(ok & (kind == PIX)), ptab.pix_dec.rec.eq(rec[:PR]),
+            ptab.refs_addr.eq(rec[:PR]), vdt.refs.dec.eq(Mux(tri, ptab.refs.vrn, 0)),
+        ]
+        m.d.comb += [vdt.refs.dec_rec[i].eq(ptab.refs.vr[i]) for i in range(3)]
+        r = s.done_report
+        m.d.comb += [r.en.eq(bad), r.code.eq(Err.UNKNOWN_DONE), r.src.eq(Src.DONE),
+                     r.eu.eq(dn.eu), r.detail.eq(dn.entity)]
 
-        # ---------------------------------------------------------------- release engine
-        # the VDT's releasable record first, else the PT's
-        rl = push["release"]
-        rel_room = fifos["release"].w_rdy
-        m.d.comb += [vdt.release.ready.eq(rel_room),
-                     ptab.release.ready.eq(rel_room & ~vdt.release.valid),
-                     push_en["release"].eq(rel_room & (vdt.release.valid | ptab.release.valid)),
-                     rl.eq(Mux(vdt.release.valid, vdt.release.payload, ptab.release.payload))]
+    def _release(self, m, fifos, vdt, ptab):
+        """The release engine: the VDT's lowest releasable record first, else the PT's,
+        into the ``release`` FIFO."""
+        f = fifos["release"]
+        m.d.comb += [vdt.release.ready.eq(f.w_rdy),
+                     ptab.release.ready.eq(f.w_rdy & ~vdt.release.valid),
+                     f.w_en.eq(f.w_rdy & (vdt.release.valid | ptab.release.valid)),
+                     f.w_data.eq(Mux(vdt.release.valid, vdt.release.payload,
+                                     ptab.release.payload))]
 
-        # ---------------------------------------------------------------- configuration
-        cf = self.cfg.payload
-        m.d.comb += self.cfg.ready.eq(1)
-        ent_c = [cf.eus[4 * i:4 * i + 4] for i in range(MAX_EUS)]
-        c_bad, c_noeu = Signal(), Signal()
-        with m.Switch(cf.op):
-            with m.Case(0):
-                bad_terms = [cf.count > N]
-                for i in range(N):
-                    bad_terms.append((i < cf.count) & (ent_c[i] >= N))
-                    for j in range(i + 1, N):
-                        bad_terms.append((j < cf.count) & (ent_c[i] == ent_c[j]))
-                m.d.comb += [c_bad.eq(Cat(*bad_terms).any()), c_noeu.eq(cf.count == 0)]
-            with m.Case(1):
-                m.d.comb += c_bad.eq((cf.records > self.eu_records) | (cf.lines > self.eu_lines))
-            with m.Case(3):
-                m.d.comb += c_bad.eq(1)
-        with m.If(self.cfg.valid & ~c_bad):
-            with m.Switch(cf.op):
-                with m.Case(0):
-                    for t in range(4):
-                        with m.If(cf.etype == t):
-                            m.d.sync += lcnt[t].eq(cf.count)
-                            m.d.sync += [lst[t][k].eq(ent_c[k]) for k in range(N)]
-                with m.Case(1):
-                    for t in range(4):
-                        with m.If(cf.etype == t):
-                            m.d.sync += [minr[t].eq(cf.records), minl[t].eq(cf.lines)]
-                with m.Case(2):
-                    m.d.sync += limit.eq(cf.limit)
-        cfg_list = [self.cfg.valid & ~c_bad & (cf.op == 0) & (cf.etype == t) for t in range(4)]
-        self._walk_start(m, walk_start, lst, lcnt, last_eu, last_ok, cfg_list, ent_c,
-                         cf.count, [accepted & (r_stream == t) for t in range(4)], e_)
 
-        # ---------------------------------------------------------------- errors
-        e_pkt = consume_err
-        e_ans = bad_answer
-        e_done = d_bad
-        e_cfg = self.cfg.valid & (c_bad | c_noeu)
-        er = push["err"]
-        with m.If(e_pkt):
-            m.d.comb += [er.code.eq(r_code), er.src.eq(r_stream), er.seq.eq(cur_seq),
-                         er.detail.eq(r_detail)]
-        with m.Elif(e_ans):
-            m.d.comb += [er.code.eq(BAD_ANSWER), er.src.eq(SRC_ANSWER), er.seq.eq(cur_seq),
-                         er.eu.eq(e_), er.detail.eq(ent_in)]
-        with m.Elif(e_done):
-            m.d.comb += [er.code.eq(UNKNOWN_DONE), er.src.eq(SRC_DONE), er.eu.eq(dn.eu),
-                         er.detail.eq(dn.entity)]
-        with m.Elif(e_cfg):
-            m.d.comb += [er.code.eq(Mux(c_bad, BAD_CONFIG, NO_EU)), er.src.eq(SRC_CONFIG),
-                         er.detail.eq(Mux(c_bad, cf.op, cf.etype))]
-        n_err = Signal(3)
-        m.d.comb += n_err.eq(e_pkt.as_unsigned() + e_ans + e_done + e_cfg)
-        any_err = n_err != 0
-        m.d.comb += push_en["err"].eq(any_err & fifos["err"].w_rdy)
-        with m.If(any_err):
-            m.d.sync += error.eq(1)
-            with m.If(~fifos["err"].w_rdy | (n_err > 1)):
-                m.d.sync += lost.eq(1)
-        return m
+class _State:
+    """The spreader's own registers and the signals its elaboration steps share."""
+
+    def __init__(self, sp, m):
+        N, L, D = sp.n_eus, sp.lay, sp.d
+        VR = max(1, sp.vbits)
+        # per stream: the packet taken from its input and not yet consumed (in stage R,
+        # or parked after a pass that placed it nowhere), its sequence number and passes
+        self.ins = [sp.i_vtx, sp.i_tri, sp.i_pix, sp.i_pat]
+        self.held_v = Signal(4)
+        self.held = [Signal(L[n], name=f"held_{n}") for n in STREAMS]
+        self.seq = [Signal(SEQ_W, name=f"seq{k}") for k in range(4)]
+        self.passes = [Signal(8, name=f"passes{k}") for k in range(4)]
+        # stage R's pass registers
+        self.active, self.r_stream = Signal(), Signal(2)
+        self.r_ev = Signal(_eval_layout(D))
+        self.r_cands = Signal(data.ArrayLayout(EU_W, N))
+        self.r_ncand, self.r_pos = Signal(5), Signal(5)
+        self.r_need_r, self.r_need_l = Signal(sp.sr), Signal(sp.sl)
+        self.r_refused = Signal(MAX_EUS)
+        self.r_held, self.r_idx, self.r_eu = Signal(), Signal(5), Signal(EU_W)
+        self.r_loc = Signal(data.ArrayLayout(LOC, 3))
+        self.r_vr = Signal(data.ArrayLayout(VR, 3))
+        self.r_vrn = Signal(3)
+        # stage P
+        self.r_is = [self.active & (self.r_stream == k) for k in range(4)]
+        self.parked = [self.held_v[k] & ~self.r_is[k] for k in range(4)]
+        self.src_v = Signal(4)
+        self.src = [Signal(L[n], name=f"src_{n}") for n in STREAMS]
+        self.offer = Signal(4)
+        self.w_ev = Signal(_eval_layout(D))
+        self.w_need_r, self.w_need_l = Signal(sp.sr), Signal(sp.sl)
+        self.w_loc = Signal(data.ArrayLayout(LOC, 3))
+        # stage R
+        self.r_size, self.cur_seq = Signal(SIZE_W), Signal(SEQ_W)
+        self.req, self.q_idx, self.q_eu = Signal(), Signal(5), Signal(EU_W)
+        self.scan_none = Signal()
+        self.ent_in = Signal(ENTITY_W)
+        self.taken, self.bad_answer = Signal(), Signal()
+        self.accepted, self.refused = Signal(), Signal()
+        self.consume_err, self.consume_close = Signal(), Signal()
+        self.consumed, self.parks = Signal(), Signal()
+        self.push_move = Signal(L["move"])
+        self.push_log = Signal(L["log"])
+        self.pkt_report = Signal(_report_layout(D))
+        self.answer_report = Signal(_report_layout(D))
+        self.done_report = Signal(_report_layout(D))
 
 
 class SpreaderQCC(wiring.Component):

@@ -16,6 +16,7 @@ from golden.spreader import (EType, Item, PixelPacket, TrianglePacket, VertexPac
 from tb.bench import emit_figure
 from tb.harness import params, reset, start
 from tb.test_spreader import min_config, run_env
+from tb.test_spreader_qcc import _start as start_qcc
 from tb.test_spreader_qcc import run_qcc
 
 FAST_EU = {"records": 200, "entities": 200, "not_ready": 0.0, "refuse": 0.0,
@@ -121,11 +122,12 @@ def _emit_placement(dut, label, runs):
 SCENE_SEEDS = (1, 2, 3)
 
 
-async def _scene_runs(dut, run):
+async def _scene_runs(dut, run, begin=start):
     """The built-in ``mesh`` scene (64x64 pixels, 32 triangles) once per seed of
-    SCENE_SEEDS through ``run(rng, workload, seed)``; returns the placement figures per
-    seed and the last run's scoreboard statistics."""
-    await start(dut)
+    SCENE_SEEDS through ``run(rng, workload, seed)`` after ``begin(dut)`` (clock and
+    reset); returns the placement figures per seed and the last run's scoreboard
+    statistics."""
+    await begin(dut)
     p = params()
     wl = scene_workload("mesh", width=64, height=64, n=32, seed=0,
                         vdt_records=p["vdt_records"], pt_records=p["pt_records"])
@@ -156,5 +158,5 @@ async def bench_scene_qcc(dut):
     completion latencies of 1-6 clocks per stage, no gaps or back-pressure."""
     runs, _ = await _scene_runs(dut, lambda rng, wl, seed: run_qcc(
         dut, rng, wl, config=min_config(), gap=0, stall=0,
-        name=f"scene on QCCs, seed {seed}"))
+        name=f"scene on QCCs, seed {seed}"), begin=start_qcc)
     _emit_placement(dut, "scene mesh, QCC EUs", runs)

@@ -1,21 +1,28 @@
-"""Testbenches of the global spreader (``hw/spreader.py``) against ``golden/spreader.py``.
+"""Testbenches of the global spreader (``hw/spreader.py``) against ``golden/spreader``.
 
-Every cocotb test runs the RTL in a closed loop with testbench EUs (:class:`TbEU`: free
-running, random answer latency through ``ready``, random refusals, optionally long
-refusing stretches, bad answers) and a producer that presents a workload's packets
-through :class:`~tb.harness.StreamDriver` (random gaps) while
-:class:`~tb.harness.StreamMonitor` takes ``move``, ``log``, ``release`` and ``err``
-with random back-pressure. In every clock the golden model is fed exactly the inputs the
-RTL saw (:meth:`golden.spreader.Spreader.cycle`) and everything the RTL drives is
-compared with it: the allocation request (EU and payload), which input is consumed, the
-transfers on the four outputs and the ``error``/``lost`` flags. So the RTL's decision log
-equals the model's exactly, entry, order and clock. At the end the observations of the
-RTL (not the model's) go through :class:`golden.spreader.Scoreboard`: every packet
-allocated exactly once to an EU that met the minimum, candidates in list order,
-locality honoured, every held resource released, and the run drained within a bounded
-number of clocks (no deadlock).
+One environment serves every spreader run (these tests, ``tb/test_spreader_qcc.py`` and
+``tb/bench_spreader.py``): :func:`run_spreader` is the one runner loop, :class:`Run` its
+shared parts (a producer presenting a workload's packets through
+:class:`~tb.harness.StreamDriver` with random gaps, the configuration words, the output
+monitors (:class:`~tb.harness.StreamMonitor`, random back-pressure), the run's
+observations, the progress bound) and :class:`PortCodec` the one payload codec, built on
+the RTL's own port layouts. The EUs plug in as an EU side: :class:`TbEUs` here,
+``QCCProcessors`` (real QCCs) in ``tb/test_spreader_qcc.py``.
+
+With :class:`TbEUs` (:func:`run_env`) the RTL runs in a closed loop with testbench EUs
+(:class:`TbEU`: free running, random answer latency through ``ready``, random refusals,
+optionally long refusing stretches, bad answers). In every clock the golden model is fed
+exactly the inputs the RTL saw (:meth:`golden.spreader.Spreader.cycle`) and everything
+the RTL drives is compared with it: the allocation request (EU and payload), which input
+is consumed, the transfers on the four outputs and the ``error``/``lost`` flags. So the
+RTL's decision log equals the model's exactly, entry, order and clock. At the end the
+observations of the RTL (not the model's) go through :class:`golden.spreader.Scoreboard`:
+every packet allocated exactly once to an EU that met the minimum, candidates in list
+order, locality honoured, every held resource released, and the run drained within a
+bounded number of clocks (no deadlock).
 """
 
+import functools
 import os
 
 import cocotb
@@ -26,6 +33,7 @@ from golden.spreader import (Config, Done, Err, EType, EUStatus, Item, Kind, Pat
                              PixelPacket, ReqRecord, RunResult, Scoreboard, Spreader,
                              TrianglePacket, VertexPacket, Workload, scene_workload,
                              synthetic_workload)
+from golden.spreader.codec import Codec
 from tb.harness import StreamDriver, StreamMonitor, params, run_cocotb, simulators, start
 
 PORTS = ("i_vtx", "i_tri", "i_pix", "i_pat")
@@ -46,14 +54,14 @@ def test_spreader(simulator):
     run_cocotb("spreader.spreader", "tb.test_spreader", simulator, SMALL, testcase=TESTS)
 
 
-def _split_sims(fast_index):
+def split_simulators(fast_index):
     """One simulator fast, the other(s) in ``make regress`` (the fast run's time cap)."""
     sims = simulators()
     fast = sims[fast_index % len(sims)]
     return [s if s == fast else pytest.param(s, marks=pytest.mark.slow) for s in sims]
 
 
-@pytest.mark.parametrize("simulator", _split_sims(0))
+@pytest.mark.parametrize("simulator", split_simulators(0))
 def test_spreader_one_eu(simulator):
     """One EU, one-record primitive table, one-deep FIFOs: the narrow corners."""
     run_cocotb("spreader.spreader", "tb.test_spreader", simulator,
@@ -62,7 +70,7 @@ def test_spreader_one_eu(simulator):
                testcase=["random_traffic", "bad_inputs"])
 
 
-@pytest.mark.parametrize("simulator", _split_sims(1))
+@pytest.mark.parametrize("simulator", split_simulators(1))
 def test_spreader_eight_eu(simulator):
     """Eight EUs, an aggressive anti-starvation limit, dedicated lists."""
     run_cocotb("spreader.spreader", "tb.test_spreader", simulator,
@@ -89,6 +97,36 @@ def test_spreader_soak(simulator):
                {"n_eus": 16, "vdt_records": 32, "pt_records": 16},
                testcase=["random_traffic", "refusing_stretches"],
                extra_env={SOAK_ENV: "4"})
+
+
+# ---------------------------------------------------------------- payloads
+
+class PortCodec:
+    """The payloads of the spreader's ports, encoded and decoded with the RTL's own port
+    layouts (``hw.spreader.Spreader.lay``: ``const``/``from_bits``) and converted to and
+    from the golden model's records (:meth:`golden.spreader.codec.Codec.fields`,
+    :meth:`~golden.spreader.codec.Codec.record`). A unit test checks that these layouts
+    are the model's, so the model and the RTL read every word alike."""
+
+    def __init__(self, spreader_params):
+        from hw.spreader import Spreader as RTL     # the layouts only: no elaboration
+        self.layouts = RTL(**spreader_params).lay
+        # the same heads, status words and answers recur clock after clock
+        self.pack = functools.lru_cache(maxsize=1 << 14)(self._pack)
+        self.unpack = functools.lru_cache(maxsize=1 << 14)(self._unpack)
+
+    def _pack(self, port, obj):
+        """The word (an int) of the record ``obj`` on ``port``."""
+        fields, layout = Codec.fields(port, obj), self.layouts[port]
+        return layout.const({name: fields.get(name, 0) for name, _ in layout}).as_value().value
+
+    def _unpack(self, port, word):
+        """The record of ``port`` that the word ``word`` encodes."""
+        const = self.layouts[port].from_bits(int(word))
+        return Codec.record(port, {name: const[name] for name, _ in self.layouts[port]})
+
+    def width(self, port):
+        return self.layouts[port].size
 
 
 # ---------------------------------------------------------------- testbench EUs
@@ -162,163 +200,242 @@ def _model():
     return Spreader(**p)
 
 
-async def run_env(dut, rng, workload, *, config=(), eu=None, gap=0.3, stall=0.3,
-                  err_stall=None, bad_done=0.0, blackout=0.0, max_cycles=20000,
-                  stall_cycles=2000, name="run"):
-    """Run ``workload`` through the RTL in lock-step with the golden model; returns
-    ``(RunResult of the RTL's observations, model)``.
+class Run:
+    """What every spreader run shares, whichever EUs answer: the producer (the
+    workload's packets on the four inputs in dependency order, random gaps), the
+    configuration words on ``cfg``, the output monitors (random back-pressure), the
+    run's observations (:class:`~golden.spreader.RunResult`, checked by the
+    :class:`~golden.spreader.Scoreboard` at the end) and the progress bound."""
 
-    ``config``: ``(cycle, Config or raw word)`` driven on ``cfg``; ``err_stall``: the
-    back-pressure on ``err`` (default ``stall``); ``eu``: keyword
-    arguments of :class:`TbEU`; ``bad_done``: probability per clock of a completion for
-    an entity that is not in flight; ``blackout``: probability per clock of switching
-    every EU into (or out of) a stretch of refusing everything.
-    """
-    model = _model()
-    n = model.n_eus
-    kw = {"records": min(12, model.eu_records), "lines": min(40, model.eu_lines),
-          **(eu or {})}
-    eus = [TbEU(rng, **kw) for _ in range(n)]
-    drivers = [StreamDriver(dut, p, rng, gap=gap) for p in PORTS]
-    monitors = [StreamMonitor(dut, o, rng, stall=err_stall if o == "err" and
-                              err_stall is not None else stall) for o in OUTS]
-    cfgq = sorted(config, key=lambda c: c[0])
-    dut.cfg__valid.value = 0
-    dut.done__valid.value = 0
-    nxt, acked, qn = [0, 0, 0, 0], {}, [0, 0, 0, 0]
-    pending = []            # (time, eu, entity) completions not yet driven
-    res = RunResult(model, workload)
-    req_open = None
-    t, last_progress, dark = 0, 0, False
-    streams = workload.streams
-    alloc = [getattr(dut, f"alloc__{e}__valid") for e in range(n)]
-    alloc_p = [getattr(dut, f"alloc__{e}__payload") for e in range(n)]
-    alloc_r = [getattr(dut, f"alloc__{e}__ready") for e in range(n)]
+    def __init__(self, dut, rng, workload, model, codec, outs, *, config, gap, stall,
+                 err_stall, name):
+        self.dut, self.rng, self.model, self.codec, self.outs = dut, rng, model, codec, outs
+        self.name, self.t, self.last_progress = name, 0, 0
+        self.streams = workload.streams
+        self.drivers = [StreamDriver(dut, p, rng, gap=gap) for p in PORTS]
+        self.monitors = [StreamMonitor(dut, o, rng, stall=err_stall if o == "err" and
+                                       err_stall is not None else stall) for o in outs]
+        self.cfgq = sorted(config, key=lambda c: c[0])
+        dut.cfg__valid.value = 0
+        self.next, self.consumed_at, self.queued = [0, 0, 0, 0], {}, [0, 0, 0, 0]
+        self.res = RunResult(model, workload)
+        self.req_open = None        # (first clock, status) of the request being answered
+
+    def drive(self):
+        """Falling edge: present the due packets and drive this clock's ``cfg`` word
+        (returned as the model reads it, or None)."""
+        present_ready_packets(self.drivers, self.codec, self.streams, self.queued,
+                              self.consumed_at, self.t)
+        word = drive_config(self.dut, self.codec, self.cfgq, self.t)
+        if word is None:
+            return None
+        return self.codec.unpack("cfg", word if isinstance(word, int)
+                                 else self.codec.pack("cfg", word))
+
+    def valid(self, port):
+        return bool(int(getattr(self.dut, f"{port}__valid").value))
+
+    def sample(self):
+        """ReadOnly phase: the input taken this clock (at most one) and the outputs
+        transferred (``{port: record or None}``), both recorded."""
+        dut, t = self.dut, self.t
+        taken = [s for s, p in enumerate(PORTS)
+                 if self.valid(p) and int(getattr(dut, f"{p}__ready").value)]
+        assert len(taken) <= 1, f"{self.name}: clock {t}: several inputs taken {taken}"
+        if taken:
+            s = taken[0]
+            self.consumed_at[(s, self.next[s])] = t
+            self.next[s] += 1
+            self.res.consumed.append((t, s))
+        out = {}
+        for o in self.outs:
+            moved = self.valid(o) and int(getattr(dut, f"{o}__ready").value)
+            out[o] = self.codec.unpack(o, int(getattr(dut, f"{o}__payload").value)) \
+                if moved else None
+            if out[o] is not None:
+                getattr(self.res, o).append((t, out[o]))
+        return (taken[0] if taken else None), out
+
+    def request(self, e, req, status, answer, ok):
+        """A request to EU ``e`` this clock: answered (``answer`` is the entity, ``ok``
+        whether it is an accept) or not yet (``answer`` None); recorded once answered."""
+        if self.req_open is None:
+            self.req_open = (self.t, tuple(status))
+        if answer is not None:
+            self.res.requests.append(ReqRecord(self.req_open[0], self.t, e, req,
+                                               self.req_open[1], ok, answer))
+            self.req_open = None
+
+    def presented(self):
+        """Every packet of the workload taken and every configuration word driven."""
+        return all(self.next[s] == len(self.streams[s]) for s in range(4)) \
+            and not self.cfgq
+
+    def stop(self):
+        for x in self.drivers + self.monitors:
+            x.stop()
+        self.res.cycles = self.t
+
+
+async def run_spreader(dut, rng, workload, eus, *, config=(), gap=0.3, stall=0.3,
+                       err_stall=None, max_cycles=20000, stall_cycles=2000, name="run"):
+    """The one runner loop of every spreader run: ``workload`` through the design with
+    the EU side ``eus`` (:class:`TbEUs`: testbench EUs and the golden model in lock-step;
+    ``tb.test_spreader_qcc.QCCProcessors``: real QCCs). Each clock: the producer, the
+    configuration and the EU side drive at the falling edge; in the ReadOnly phase the
+    run samples the inputs taken and the outputs transferred, and the EU side checks
+    and records the rest. Ends when the EU side says the run drained; fails on no
+    progress for ``stall_cycles`` clocks or no end within ``max_cycles``. Returns
+    ``(RunResult, Stats)`` from the scoreboard."""
+    run = Run(dut, rng, workload, eus.model, eus.codec, eus.outs, config=config, gap=gap,
+              stall=stall, err_stall=err_stall, name=name)
     while True:
         await FallingEdge(dut.clk)
-        present_ready_packets(drivers, model, streams, qn, acked, t)
-        drive_config(dut, model, cfgq, t)
-        # completions, one per clock; sometimes a bogus one
-        done_drv, bogus = None, False
-        due = [c for c in pending if c[0] <= t]
-        if bad_done and rng.random() < bad_done:
-            e = int(rng.integers(0, 16))
-            ent = int(rng.integers(0, 256))
-            if e >= n or ent not in eus[e].busy or eus[e].busy[ent][2]:
-                done_drv, bogus = (e, ent), True
-        if done_drv is None and due:
+        cfg = run.drive()
+        eus.drive(run)
+        await ReadOnly()
+        taken, out = run.sample()
+        eus.sample(run, cfg, taken, out)
+        run.t += 1
+        if eus.drained(run):
+            break
+        check_progress(name, run.t, run.last_progress, max_cycles, stall_cycles)
+    await FallingEdge(dut.clk)
+    run.stop()
+    stats = eus.finish(run)
+    dut._log.info("%s: %d clocks, %d allocations, per EU %s, local %d global %d, "
+                  "refusals %d, %.3f allocations per requesting clock", name, run.t,
+                  stats.allocations, stats.per_eu, stats.local, stats.global_,
+                  stats.refusals, stats.allocations_per_clock)
+    return run.res, stats
+
+
+class TbEUs:
+    """The EU side of :func:`run_env`: testbench EUs (:class:`TbEU`) on the spreader's
+    own EU ports, a completion per clock (sometimes a bogus one: ``bad_done``), whole
+    stretches of refusals (``blackout``), and the golden model in lock-step: fed
+    exactly what the RTL saw each clock, it must agree on the request, the input
+    taken, every output transfer and the flags."""
+
+    outs = OUTS
+
+    def __init__(self, dut, rng, *, eu=None, bad_done=0.0, blackout=0.0):
+        self.dut, self.rng = dut, rng
+        self.model, self.codec = _model(), PortCodec(params())
+        n = self.n = self.model.n_eus
+        kw = {"records": min(12, self.model.eu_records),
+              "lines": min(40, self.model.eu_lines), **(eu or {})}
+        self.eus = [TbEU(rng, **kw) for _ in range(n)]
+        self.bad_done, self.blackout, self.dark = bad_done, blackout, False
+        self.pending = []           # (time, eu, entity) completions not yet driven
+        dut.done__valid.value = 0
+        self.alloc = [getattr(dut, f"alloc__{e}__valid") for e in range(n)]
+        self.alloc_p = [getattr(dut, f"alloc__{e}__payload") for e in range(n)]
+        self.alloc_r = [getattr(dut, f"alloc__{e}__ready") for e in range(n)]
+
+    def drive(self, run):
+        """Falling edge: this clock's completion, each EU's status and answer."""
+        dut, t, rng = self.dut, run.t, self.rng
+        self.done, self.bogus = None, False
+        if self.bad_done and rng.random() < self.bad_done:
+            e, ent = int(rng.integers(0, 16)), int(rng.integers(0, 256))
+            if e >= self.n or ent not in self.eus[e].busy or self.eus[e].busy[ent][2]:
+                self.done, self.bogus = Done(e, ent), True
+        due = [c for c in self.pending if c[0] <= t]
+        if self.done is None and due:
             c = min(due)
-            pending.remove(c)
-            done_drv = c[1:]
-        if done_drv is not None:
-            dut.done__payload.value = model.pack("done", Done(*done_drv))
-            dut.done__valid.value = 1
-        else:
-            dut.done__valid.value = 0
-        # EUs
-        status = []
-        if blackout and rng.random() < blackout:
-            dark = not dark
-        for e, x in enumerate(eus):
+            self.pending.remove(c)
+            self.done = Done(*c[1:])
+        dut.done__valid.value = int(self.done is not None)
+        if self.done is not None:
+            dut.done__payload.value = self.codec.pack("done", self.done)
+        if self.blackout and rng.random() < self.blackout:
+            self.dark = not self.dark
+        self.status = []
+        for e, x in enumerate(self.eus):
             st = x.status()
-            status.append(st)
-            getattr(dut, f"status__{e}").value = model.pack("status", st)
-            ready, acc, ent = x.step(dark)
-            alloc_r[e].value = ready
+            self.status.append(st)
+            getattr(dut, f"status__{e}").value = self.codec.pack("status", st)
+            ready, acc, ent = x.step(self.dark)
+            self.alloc_r[e].value = ready
             getattr(dut, f"accept__{e}").value = acc
             getattr(dut, f"entity__{e}").value = ent
 
-        await ReadOnly()
-        # ---- sample what the RTL sees and drives
-        heads = []
-        for s, p in enumerate(PORTS):
-            v = int(getattr(dut, f"{p}__valid").value)
-            heads.append(model.unpack(p, int(getattr(dut, f"{p}__payload").value)) if v
-                         else None)
-        cfg = model.unpack("cfg", int(dut.cfg__payload.value)) if int(dut.cfg__valid.value) \
-            else None
-        done = Done(*done_drv) if done_drv is not None else None
+    def sample(self, run, cfg, taken, out):
+        """ReadOnly: the model's clock on the same inputs, compared; the EUs' state."""
+        dut, codec, t = self.dut, self.codec, run.t
+        heads = [codec.unpack(p, int(getattr(dut, f"{p}__payload").value))
+                 if run.valid(p) else None for p in PORTS]
         readies = [bool(int(getattr(dut, f"{o}__ready").value)) for o in OUTS]
-        answers = [eu_.drive for eu_ in eus]
+        answers = [x.drive for x in self.eus]
 
         def respond(e, q):
             r, a, ent = answers[e]
             return (bool(a), ent) if r else None
 
-        want = model.cycle(heads, cfg, done, status, respond, readies)
-        where = f"{name}: clock {t}"
-        # request
-        reqs = [e for e in range(n) if int(alloc[e].value)]
+        want = self.model.cycle(heads, cfg, self.done, self.status, respond, readies)
+        where = f"{run.name}: clock {t}"
+        reqs = [e for e in range(self.n) if int(self.alloc[e].value)]
         assert len(reqs) <= 1, f"{where}: requests to several EUs {reqs}"
-        got_req = (reqs[0], model.unpack("alloc", int(alloc_p[reqs[0]].value))) if reqs \
-            else None
+        got_req = (reqs[0], codec.unpack("alloc", int(self.alloc_p[reqs[0]].value))) \
+            if reqs else None
         assert got_req == want.request, f"{where}: request {got_req}, model {want.request}"
-        # consumption
-        taken = [s for s, p in enumerate(PORTS)
-                 if int(getattr(dut, f"{p}__valid").value)
-                 and int(getattr(dut, f"{p}__ready").value)]
-        got_c = taken[0] if taken else None
-        assert len(taken) <= 1 and got_c == want.taken, (
-            f"{where}: taken {taken}, model {want.taken}")
-        # outputs
-        for o, rd in zip(OUTS, readies):
-            v = int(getattr(dut, f"{o}__valid").value)
-            got = model.unpack(o, int(getattr(dut, f"{o}__payload").value)) if v and rd \
-                else None
-            assert got == getattr(want, o), f"{where}: {o} {got}, model {getattr(want, o)}"
-            if got is not None:
-                getattr(res, o).append((t, got))
+        assert taken == want.taken, f"{where}: taken {taken}, model {want.taken}"
+        for o in OUTS:
+            assert out[o] == getattr(want, o), \
+                f"{where}: {o} {out[o]}, model {getattr(want, o)}"
         for flag in ("error", "lost"):
             got = bool(int(getattr(dut, flag).value))
             assert got == getattr(want, flag), f"{where}: {flag} {got}, model"
-        # ---- observations and the EUs' state
         if got_req is not None:
             e, q = got_req
-            if req_open is None:
-                req_open = [t, tuple(status)]
             r, a, ent = answers[e]
-            if r:
-                # an accept with an entity still in flight is a bad answer, taken as a
-                # refusal (the EU knows when it answered so on purpose)
-                ok = bool(a) and not eus[e].bad
-                res.requests.append(ReqRecord(req_open[0], t, e, q, req_open[1], ok, ent))
-                req_open = None
-                if ok:
-                    eus[e].accepted(ent, q, t, pending_eu := [])
-                    pending += [(when, e, x) for when, x in pending_eu]
-        if got_c is not None:
-            record_consumed(res, acked, nxt, t, got_c)
-        if want.consumed is not None or (model.idle_allocator() and not any(
-                int(getattr(dut, f"{p}__valid").value) for p in PORTS)):
-            last_progress = t       # a packet consumed, or none waiting
-        if done is not None:
-            if not bogus:
-                eus[done.eu].completed(done.entity)
-                res.completions.append((t, done.eu, done.entity))
+            # an accept naming an entity still in flight is a bad answer, taken as a
+            # refusal (the EU knows when it answered so on purpose)
+            ok = bool(a) and not self.eus[e].bad
+            run.request(e, q, self.status, ent if r else None, ok)
+            if r and ok:
+                self.eus[e].accepted(ent, q, t, done := [])
+                self.pending += [(when, e, x) for when, x in done]
+        if want.consumed is not None or (self.model.idle_allocator() and not any(
+                run.valid(p) for p in PORTS)):
+            run.last_progress = t       # a packet consumed, or none waiting
+        if self.done is not None and not self.bogus:
+            self.eus[self.done.eu].completed(self.done.entity)
+            run.res.completions.append((t, self.done.eu, self.done.entity))
         if cfg is not None:
-            res.config.append((t, cfg))
+            run.res.config.append((t, cfg))
         if want.release is not None:
-            eus[want.release.eu].released(want.release.entity)
-        t += 1
-        finished = all(nxt[s] == len(streams[s]) for s in range(4))
-        if finished and model.idle() and not pending and not cfgq \
-                and all(not x.busy for x in eus):
-            break
-        check_progress(name, t, last_progress, max_cycles, stall_cycles)
-    await FallingEdge(dut.clk)
-    for x in drivers + monitors:
-        x.stop()
-    res.cycles = t
-    res.error, res.lost = model.error, model.lost
-    stats = Scoreboard(_model(), workload).check(res)
-    dut._log.info("%s: %d clocks, %d allocations, per EU %s, local %d global %d, "
-                  "refusals %d, %.3f allocations per requesting clock", name, t,
-                  stats.allocations, stats.per_eu, stats.local, stats.global_,
-                  stats.refusals, stats.allocations_per_clock)
-    return res, stats
+            self.eus[want.release.eu].released(want.release.entity)
+
+    def drained(self, run):
+        return run.presented() and self.model.idle() and not self.pending \
+            and all(not x.busy for x in self.eus)
+
+    def finish(self, run):
+        run.res.error, run.res.lost = self.model.error, self.model.lost
+        return Scoreboard(_model(), run.res.workload).check(run.res)
 
 
-def present_ready_packets(drivers, model, streams, queued, consumed_at, t):
+async def run_env(dut, rng, workload, *, config=(), eu=None, gap=0.3, stall=0.3,
+                  err_stall=None, bad_done=0.0, blackout=0.0, max_cycles=20000,
+                  stall_cycles=2000, name="run"):
+    """Run ``workload`` through the RTL with testbench EUs in lock-step with the golden
+    model (:class:`TbEUs`); returns ``(RunResult of the RTL's observations, Stats)``.
+
+    ``config``: ``(cycle, Config or raw word)`` driven on ``cfg``; ``err_stall``: the
+    back-pressure on ``err`` (default ``stall``); ``eu``: keyword arguments of
+    :class:`TbEU`; ``bad_done``: probability per clock of a completion for an entity
+    that is not in flight; ``blackout``: probability per clock of switching every EU
+    into (or out of) a stretch of refusing everything.
+    """
+    eus = TbEUs(dut, rng, eu=eu, bad_done=bad_done, blackout=blackout)
+    return await run_spreader(dut, rng, workload, eus, config=config, gap=gap, stall=stall,
+                              err_stall=err_stall, max_cycles=max_cycles,
+                              stall_cycles=stall_cycles, name=name)
+
+
+def present_ready_packets(drivers, codec, streams, queued, consumed_at, t):
     """Hand each stream's next packets to its driver once they are due and the packets
     they depend on were consumed (a triangle only after its vertices, as a front end)."""
     for s, stream in enumerate(streams):
@@ -326,7 +443,7 @@ def present_ready_packets(drivers, model, streams, queued, consumed_at, t):
             item = stream[queued[s]]
             if not (item.at <= t and all(consumed_at.get(d, t) < t for d in item.after)):
                 break
-            drivers[s].send([model.pack(PORTS[s], item.packet)])
+            drivers[s].send([codec.pack(PORTS[s], item.packet)])
             queued[s] += 1
 
 
@@ -338,21 +455,14 @@ def check_progress(name, t, last_progress, max_cycles, stall_cycles):
         f"{name}: deadlock, nothing consumed for {stall_cycles} clocks (clock {t})")
 
 
-def record_consumed(res, acked, nxt, t, port):
-    """Log that input ``port`` took its next packet at clock ``t``."""
-    acked[(port, nxt[port])] = t
-    nxt[port] += 1
-    res.consumed.append((t, port))
-
-
-def drive_config(dut, model, cfgq, t):
+def drive_config(dut, codec, cfgq, t):
     """Drive the next due word of ``cfgq`` (``(time, Config or raw int)``, in time order)
     on ``cfg`` for this clock; returns it, or None."""
     if not (cfgq and cfgq[0][0] <= t):
         dut.cfg__valid.value = 0
         return None
     word = cfgq.pop(0)[1]
-    dut.cfg__payload.value = word if isinstance(word, int) else model.pack("cfg", word)
+    dut.cfg__payload.value = word if isinstance(word, int) else codec.pack("cfg", word)
     dut.cfg__valid.value = 1
     return word
 

@@ -25,24 +25,22 @@ import dataclasses
 
 import cocotb
 import pytest
-from cocotb.triggers import FallingEdge, ReadOnly
 
-from golden.spreader import (Config, EType, EUStatus, ReqRecord, RunResult, Scoreboard,
-                             Spreader, Workload)
+from golden.spreader import Config, EType, EUStatus, Scoreboard, Spreader, Workload
 from hw.spreader import SpreaderQCC
-from tb.harness import (WIDE_DESIGN, StreamDriver, StreamMonitor, params, run_cocotb,
-                        simulators, start)
-from tb.test_spreader import (PORTS, SOAK_ENV, check_progress, drive_config, mesh_scene,
-                              min_config, present_ready_packets, record_consumed, soak,
-                              traffic)
+from tb.harness import WIDE_DESIGN, params, run_cocotb, simulators, start
+from tb.test_spreader import (PORTS, SOAK_ENV, PortCodec, mesh_scene, min_config,
+                              run_spreader, soak, split_simulators, traffic)
 
 OUTS = ("move", "log", "err")
 QCC_SMALL = {"n_eus": 3, "records": 8, "entities": 8, "lines": 16, "vdt_records": 8,
              "pt_records": 4, "fifo_depth": 2}
 
 
-@pytest.mark.parametrize("simulator", simulators())
+@pytest.mark.parametrize("simulator", split_simulators(0))
 def test_spreader_qcc(simulator):
+    """Icarus in the fast run, Verilator in ``make regress`` (the fast run's time cap:
+    the wide design's Verilator build is the longest of the block)."""
     run_cocotb("spreader.spreader_qcc", "tb.test_spreader_qcc", simulator, QCC_SMALL,
                testcase=["qcc_traffic", "qcc_sizes", "qcc_scene"], **WIDE_DESIGN)
 
@@ -96,7 +94,7 @@ class Processor:
             self.issued += 1
 
 
-# ---------------------------------------------------------------- the closed loop
+# ---------------------------------------------------------------- the EU side: real QCCs
 
 def _split():
     """The spreader's and the QCCs' parameters of the running design."""
@@ -118,107 +116,97 @@ def _tap(word):
     return word & 1, word >> 1
 
 
-async def run_qcc(dut, rng, workload, *, config=(), gap=0.3, stall=0.3, work=(1, 6),
-                  max_cycles=40000, stall_cycles=3000, name="run"):
-    """Run ``workload`` through the spreader and its QCCs and check it; returns the
-    run's observations (:class:`~golden.spreader.RunResult`) and the scoreboard's
-    :class:`~golden.spreader.Stats`."""
-    sp_params, qp = _split()
-    model = Spreader(**sp_params)           # layouts and the scoreboard's rules
-    n = model.n_eus
-    full = EUStatus(qp["records"], qp["entities"], qp["lines"])
-    drivers = [StreamDriver(dut, p, rng, gap=gap) for p in PORTS]
-    monitors = [StreamMonitor(dut, o, rng, stall=stall) for o in OUTS]
-    procs = [Processor(dut, e, k, rng, work=work, stall=stall) for e in range(n)
-             for k in ("n", "m")]
-    dut.cfg__valid.value = 0
-    cfgq = sorted(config, key=lambda c: c[0])
-    res = RunResult(model, workload)
-    streams = workload.streams
-    nxt, acked, qn = [0, 0, 0, 0], {}, [0, 0, 0, 0]
-    alloc_w = sum(w for _, w in model.layout("alloc"))
-    req_open = None
-    t, last_progress, quiet = 0, 0, 0
-    while True:
-        await FallingEdge(dut.clk)
-        present_ready_packets(drivers, model, streams, qn, acked, t)
-        cfg = drive_config(dut, model, cfgq, t)
-        for p in procs:
-            p.drive(t)
+class QCCProcessors:
+    """The EU side of :func:`run_qcc`: the QCCs inside the design, their processors
+    (:class:`Processor`) played by the testbench. No model runs in lock-step (the EUs
+    are RTL): the taps of the adapters give the requests, answers, releases,
+    completions and status the scoreboard checks; every clock, no QCC, adapter or
+    spreader error; at the end every QCC back to its full free counts."""
 
-        await ReadOnly()
-        for p in procs:
+    outs = OUTS
+
+    def __init__(self, dut, rng, *, work=(1, 6), stall=0.3):
+        self.dut = dut
+        sp_params, qp = _split()
+        self.sp_params = sp_params
+        self.model = Spreader(**sp_params)          # the scoreboard's rules
+        self.codec = PortCodec(sp_params)
+        self.n = self.model.n_eus
+        self.full = EUStatus(qp["records"], qp["entities"], qp["lines"])
+        self.procs = [Processor(dut, e, k, rng, work=work, stall=stall)
+                      for e in range(self.n) for k in ("n", "m")]
+        self.alloc_w = self.codec.width("alloc")
+        self.quiet = 0
+
+    def drive(self, run):
+        for p in self.procs:
+            p.drive(run.t)
+
+    def sample(self, run, cfg, taken, out):
+        dut, codec, t = self.dut, self.codec, run.t
+        for p in self.procs:
             p.sample(t)
-        status = tuple(model.unpack("status", int(getattr(dut, f"status_tap__{e}").value))
-                       for e in range(n))
-        # allocation requests and their answers (at most one EU asked per clock)
-        asked = []
-        for e in range(n):
+        self.status = tuple(codec.unpack("status", int(getattr(dut, f"status_tap__{e}").value))
+                            for e in range(self.n))
+        asked = []              # at most one EU asked per clock
+        for e in range(self.n):
             w = int(getattr(dut, f"alloc_tap__{e}").value)
             valid, ready, accept, entity = w & 1, w >> 1 & 1, w >> 2 & 1, w >> 3 & 0xFF
             if valid:
-                asked.append((e, model.unpack("alloc", w >> 11 & ((1 << alloc_w) - 1)),
-                              ready, accept, entity))
-        assert len(asked) <= 1, f"{name}: clock {t}: requests to several EUs {asked}"
-        taken = [s for s, p in enumerate(PORTS) if int(getattr(dut, f"{p}__valid").value)
-                 and int(getattr(dut, f"{p}__ready").value)]
-        assert len(taken) <= 1, f"{name}: clock {t}: several inputs taken {taken}"
+                req = codec.unpack("alloc", w >> 11 & ((1 << self.alloc_w) - 1))
+                asked.append((e, req, ready, accept, entity))
+        assert len(asked) <= 1, f"{run.name}: clock {t}: requests to several EUs {asked}"
         if asked:
-            e, q, ready, accept, entity = asked[0]
-            if req_open is None:
-                req_open = (t, status)
-            if ready:
-                # no bad answers here: the spreader's error flag stays low (asserted below)
-                res.requests.append(ReqRecord(req_open[0], t, e, q, req_open[1],
-                                              bool(accept), entity))
-                req_open = None
-        if taken:
-            record_consumed(res, acked, nxt, t, taken[0])
-        logged = len(res.log)
-        for o in OUTS:
-            if int(getattr(dut, f"{o}__valid").value) and int(getattr(dut, f"{o}__ready").value):
-                getattr(res, o).append((t, model.unpack(o, int(getattr(dut, f"{o}__payload")
-                                                                .value))))
+            # no bad answers here: the spreader's error flag stays low (asserted below)
+            e, req, ready, accept, entity = asked[0]
+            run.request(e, req, self.status, entity if ready else None, bool(accept))
         v, p = _tap(int(dut.release_tap.value))
         if v:
-            res.release.append((t, model.unpack("release", p)))
+            run.res.release.append((t, codec.unpack("release", p)))
         v, p = _tap(int(dut.done_tap.value))
         if v:
-            d = model.unpack("done", p)
-            res.completions.append((t, d.eu, d.entity))
+            d = codec.unpack("done", p)
+            run.res.completions.append((t, d.eu, d.entity))
         if cfg is not None:
-            res.config.append((t, cfg))
+            run.res.config.append((t, cfg))
         # progress: a log entry, or nothing taken left unlogged and nothing offered
-        if len(res.log) > logged or (len(res.log) == len(res.consumed) and not any(
-                int(getattr(dut, f"{p}__valid").value) for p in PORTS)):
-            last_progress = t
-        assert not int(dut.adapter_error.value), f"{name}: clock {t}: adapter error"
-        assert not int(dut.qcc_error.value), f"{name}: clock {t}: a QCC flagged bad input"
-        assert not int(dut.error.value), f"{name}: clock {t}: spreader error flag"
-        t += 1
-        # drained: every packet taken, every QCC back to full, nothing in flight
-        settled = (all(nxt[s] == len(streams[s]) for s in range(4)) and not cfgq
-                   and len(res.log) == len(res.consumed)
-                   and all(st == full for st in status)
-                   and not any(pr.pending for pr in procs))
-        quiet = quiet + 1 if settled else 0
-        if quiet > 16:
-            break
-        check_progress(name, t, last_progress, max_cycles, stall_cycles)
-    await FallingEdge(dut.clk)
-    for x in drivers + monitors:
-        x.stop()
-    res.cycles = t
-    res.error, res.lost = bool(int(dut.error.value)), bool(int(dut.lost.value))
-    assert all(st == full for st in status), f"{name}: QCC resources not returned {status}"
-    stats = Scoreboard(Spreader(**sp_params), workload).check(res)
-    n_issues = sum(p.issued for p in procs)
-    dut._log.info("%s: %d clocks, %d allocations, per EU %s, local %d global %d, "
-                  "refusals %d, %d stage issues completed, %d releases", name, t,
-                  stats.allocations, stats.per_eu, stats.local, stats.global_,
-                  stats.refusals, n_issues, len(res.release))
-    assert stats.allocations > 0 and n_issues >= stats.allocations
-    return res, stats
+        if out["log"] is not None or (len(run.res.log) == len(run.res.consumed) and not any(
+                run.valid(p) for p in PORTS)):
+            run.last_progress = t
+        assert not int(dut.adapter_error.value), f"{run.name}: clock {t}: adapter error"
+        assert not int(dut.qcc_error.value), f"{run.name}: clock {t}: a QCC flagged bad input"
+        assert not int(dut.error.value), f"{run.name}: clock {t}: spreader error flag"
+
+    def drained(self, run):
+        """Every packet taken and logged, every QCC back to full, nothing in flight,
+        for 16 clocks in a row."""
+        settled = (run.presented() and len(run.res.log) == len(run.res.consumed)
+                   and all(st == self.full for st in self.status)
+                   and not any(pr.pending for pr in self.procs))
+        self.quiet = self.quiet + 1 if settled else 0
+        return self.quiet > 16
+
+    def finish(self, run):
+        dut = self.dut
+        run.res.error, run.res.lost = bool(int(dut.error.value)), bool(int(dut.lost.value))
+        assert all(st == self.full for st in self.status), \
+            f"{run.name}: QCC resources not returned {self.status}"
+        stats = Scoreboard(Spreader(**self.sp_params), run.res.workload).check(run.res)
+        n_issues = sum(p.issued for p in self.procs)
+        dut._log.info("%s: %d stage issues completed, %d releases", run.name, n_issues,
+                      len(run.res.release))
+        assert stats.allocations > 0 and n_issues >= stats.allocations
+        return stats
+
+
+async def run_qcc(dut, rng, workload, *, config=(), gap=0.3, stall=0.3, work=(1, 6),
+                  max_cycles=40000, stall_cycles=3000, name="run"):
+    """Run ``workload`` through the spreader and its QCCs (:class:`QCCProcessors`) and
+    check it; returns the run's observations (:class:`~golden.spreader.RunResult`) and
+    the scoreboard's :class:`~golden.spreader.Stats`."""
+    eus = QCCProcessors(dut, rng, work=work, stall=stall)
+    return await run_spreader(dut, rng, workload, eus, config=config, gap=gap, stall=stall,
+                              max_cycles=max_cycles, stall_cycles=stall_cycles, name=name)
 
 
 def _resized(workload, rng, smallest, largest):

@@ -49,7 +49,8 @@ class Codec:
         return lay[port]
 
     @staticmethod
-    def _fields(port, obj):
+    def fields(port, obj):
+        """``{field: int}`` of a payload record for ``port`` (the layout's names)."""
         if port == "i_tri":
             d = dict(prid=obj.prid, i0=obj.indices[0], i1=obj.indices[1], i2=obj.indices[2],
                      size=obj.size, last=obj.last)
@@ -71,7 +72,7 @@ class Codec:
 
     def pack(self, port, obj):
         """The RTL encoding (an int) of a payload record for ``port``."""
-        d = self._fields(port, obj)
+        d = self.fields(port, obj)
         word, pos = 0, 0
         for name, width in self.layout(port):
             word |= _field(f"{port}.{name}", d.get(name, 0), width) << pos
@@ -84,6 +85,11 @@ class Codec:
         for name, width in self.layout(port):
             d[name] = (int(word) >> pos) & ((1 << width) - 1)
             pos += width
+        return self.record(port, d)
+
+    @staticmethod
+    def record(port, d):
+        """The payload record of ``port`` with the field values ``d`` (layout names)."""
         if port == "i_vtx":
             return VertexPacket(d["base"], d["count"], d["size"], bool(d["noref"]))
         if port == "i_tri":
