@@ -547,23 +547,24 @@ class QCC(wiring.Component):
         """Every register and memory of the block, named as in a waveform."""
         R, A = self.records, self.addr_width
         s = SimpleNamespace()
-        # The entity descriptor table. What the CAM compares and what changes while a
-        # record lives are flip-flops, one signal per record and field (1-bit fields are
-        # also seen as vectors across the records, e.g. ``valid``).
+        # The entity descriptor table: what changes while a record lives is flip-flops,
+        # one signal per record and field. 1-bit fields are vectors across the records
+        # (``valid[r]``), so that the logic over every record at once (priority
+        # encoders, counts, picks by index) reads one signal.
+
+        def bits(name):
+            vector = Signal(R, name=name)
+            return vector, [vector[r] for r in range(R)]
 
         def field(name, width):
             return [Signal(width, name=f"rec{r}_{name}") for r in range(R)]
-        s.valid_bit = field("valid", 1)
-        s.busy_bit = field("busy", 1)
-        s.queued_bit = field("queued", 1)     # in the logical FIFO of its (etype, stage)
-        s.tomb_bit = field("tomb", 1)         # its entity deleted while queued: a tombstone
-        s.busy_d_bit = field("busy_d", 1)     # busy one clock ago, for search reads
-        s.kind_bit = field("kind", 1)         # kind of the current stage
-        s.last_bit = field("last", 1)         # the current stage is the program's last
-        s.valid, s.busy = Cat(s.valid_bit), Cat(s.busy_bit)
-        s.queued, s.busy_d = Cat(s.queued_bit), Cat(s.busy_d_bit)
-        s.tomb = Cat(s.tomb_bit)
-        s.kind, s.last = Cat(s.kind_bit), Cat(s.last_bit)
+        s.valid, s.valid_bit = bits("valid")
+        s.busy, s.busy_bit = bits("busy")
+        s.queued, s.queued_bit = bits("queued")    # in the logical FIFO of its (etype, stage)
+        s.tomb, s.tomb_bit = bits("tomb")          # entity deleted while queued: a tombstone
+        s.busy_d, s.busy_d_bit = bits("busy_d")    # busy one clock ago, for search reads
+        s.kind, s.kind_bit = bits("kind")          # kind of the current stage
+        s.last, s.last_bit = bits("last")          # the current stage is the program's last
         s.entity = field("entity", 8)
         s.stage = field("stage", 4)
         s.stage_d = field("stage_d", 4)
