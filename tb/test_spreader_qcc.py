@@ -50,11 +50,12 @@ def test_spreader_qcc(simulator):
 @pytest.mark.slow
 @pytest.mark.parametrize("simulator", simulators())
 def test_spreader_qcc_soak(simulator):
-    """``make regress``: four larger QCCs, five times the traffic."""
+    """``make regress``: four larger QCCs, five times the traffic, and mixed packet sizes
+    of every type (``qcc_mixed_sizes``)."""
     run_cocotb("spreader.spreader_qcc", "tb.test_spreader_qcc", simulator,
                {"n_eus": 4, "records": 16, "entities": 12, "lines": 32, "vdt_records": 16,
                 "pt_records": 8, "fifo_depth": 3},
-               testcase=["qcc_traffic", "qcc_sizes"],
+               testcase=["qcc_traffic", "qcc_sizes", "qcc_mixed_sizes"],
                **WIDE_DESIGN, extra_env={SOAK_ENV: "5"})
 
 
