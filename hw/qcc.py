@@ -41,58 +41,51 @@ Ports
 
 How it is built, and why
 ------------------------
-* **A true CAM in flip-flops.** Each record keeps ``valid``, ``entity``, ``frame``,
-  ``stage``, ``busy``, ``queued``, ``tomb``, the kind of its stage and whether that
-  stage is the last in flip-flops, with its own
-  comparators. A search compares every record at once into a one-hot match vector;
-  its hit and index are registered, so the result is out one clock later and a search
-  can start every clock on each of ``cmd`` and ``query``. DELETE clears every record
-  whose ``entity`` matches, whatever its frame, in one clock (a multi-match invalidate
-  on part of the key); ALLOC and MAP write a record in the clock they are taken.
-  Flip-flops cost logic per record (a comparator, update logic), where a RAM-based
-  CAM costs RAM bits per key value instead, but RAM CAMs update one address per
-  operation over several clocks. The open-source ones we read:
-  ``alexforencich/verilog-cam`` ``cam_srl`` keeps each key slice of 4 bits as one-hot
-  bits in an SRL16 per entry and registers the match vector (result one clock after
-  the key), but a write or delete shifts the 16 SRL bits of one address in 16 clocks
-  (``write_busy``); ``cam_bram`` stores a match vector per 9-bit key slice value in
-  block RAM and takes four clocks after a write is accepted (clear the old content's
-  bits, then set the new) and two for a delete. ``open-logic`` ``olo_base_cam``
-  (RAM-based, after AMD XAPP1151) documents that reads take one clock cycle and
-  writes two, not both at once, with a "clear this content from every address"
-  operation (a multi-match delete of one whole key value).
-* **Not yet in memory (issue 11, item 1 open).** The key and the changing fields
-  above are still flip-flops with a comparator per record. The step we designed for
-  it: the key space is only 12 bits, so a RAM indexed by the entity number can hold,
-  per entity, the record of each of its 16 frames (9 bits each) and a bit-vector of
-  its records: a search is one synchronous read (result one clock later), ALLOC writes
-  the whole word, MAP one frame's slot, and a multi-match DELETE writes nothing (the
-  entity's free bit masks its stale word; its next ALLOC overwrites it). Completions
-  that finish an entity would then free its records a clock later, which the golden
-  model would have to define first.
+* **The CAM is a RAM indexed by entity.** The key space is only 12 bits (entity,
+  frame), so the *entity map* (``ent_map``, ``entities`` words of ``frames`` slots,
+  each slot a record index and a "mapped" bit) holds per entity number the record of
+  each of its frames. A search is one synchronous read of its entity's word, started
+  in the clock the search is taken; in the next clock the slot of its frame gives hit
+  and record, and ``ent_free`` (read with the word) tells whether the entity was in use
+  (the map keeps the stale words of free entities). So a search costs a RAM read port,
+  not a comparator per record, and one can start every clock on each of ``cmd`` and
+  ``query``. ALLOC writes its entity's whole word (frame 0 mapped, no other frame), MAP
+  the slot of its frame (a write port with one enable per slot); both in the clock they
+  are taken, one write a clock.
+* **A multi-match DELETE writes nothing in the map**: freeing the entity number masks
+  its word until its next ALLOC overwrites it. Its records are freed in the clock it is
+  taken through one 8-bit comparator per record (``entity`` against the command's,
+  registered in the clock before the take), and so are the records of up to two
+  entities finished by completions in the same clock (one comparator each per record):
+  three comparators of a record's ``entity`` flip-flops, about 3 LUT4 each. Reading the
+  up to 16 slots of the word and decoding each record index to a one-hot would cost
+  more (16 decoders per record) and take a clock longer.
 * **Write-once fields in RAM.** ``entity``, ``etype`` and ``hold`` are copied into a
   small RAM (``meta``) and the buffer's first line and length are the address rename
   table (``art``), both indexed by record. Reads by index (completions, issues, search
   results, TRANSLATE) cost a RAM read port instead of a multiplexer across every
-  record. Even so the logic per record dominates: on an ECP5-85F, 64 records take
-  half of the LUTs and 256 records do not fit (README, block 2).
-* **Search results are read one clock later.** A search registers whether it hit and
-  the index of the record; in the next clock the response is read from the RAMs (read
-  started in the search's clock) and from per-record copies of ``stage`` and ``busy``
-  one clock old (``stage_d``, ``busy_d``). The other fields do not change while a
-  record is valid, and a freed record keeps them until it is allocated again (only
-  ``valid`` clears), so the response shows the state of the clock of the search.
-* **MAP, DELETE and RELEASE look up before they are taken.** Every clock, ``cmd``'s key
-  is compared with every record and line into registers (the records of the entity,
-  the index of its frame-0 record and of (entity, frame), the lines it owns); in the
-  next clock the frame-0 record's changing fields (stage, queued, busy) are
-  read by that index into registers, corrected for what that clock does to them.
-  These three operations are taken two clocks after their command is first offered
-  (``cmd.ready`` depends on ``op``), or one more if the frame-0 record was completed
-  in between: no other command can add a record of the entity meanwhile, and records
-  freed meanwhile are masked with ``valid``. So their checks and the per-record
-  updates they cause start from registers. ALLOC, CONFIG, SEARCH and TRANSLATE are
-  taken in the clock they are offered.
+  record. What stays flip-flops per record is what changes while it lives or what every
+  record is looked at for at once: ``valid``, ``busy``, ``queued``, ``tomb``, ``stage``
+  and the kind and "last" bits of its stage, and ``entity`` for the kill comparators.
+* **Search results are read one clock later.** In the clock after the search the
+  response is read from the RAMs by the record the map gave (comb read ports) and from
+  per-record copies of ``stage`` and ``busy`` one clock old (``stage_d``, ``busy_d``).
+  The other fields do not change while a record is valid, and a freed record keeps
+  them until it is allocated again (only ``valid`` clears; a record is written only
+  while it is the lowest free one, from the clock after it was freed), so the response
+  shows the state of the clock of the search.
+* **MAP, DELETE and RELEASE look up before they are taken.** Every clock ``cmd``'s
+  entity is read from the map and compared with every record's and line's owner into
+  registers (the records of the entity, the lines it owns); in the next clock the map
+  word gives the index of its frame-0 record and of (entity, frame), and the frame-0
+  record's changing fields (stage, queued, busy) are read by that index into
+  registers, corrected for what that clock does to them. These three operations are
+  taken two clocks after their command is first offered (``cmd.ready`` depends on
+  ``op``), or one more if the frame-0 record was completed in between: no other
+  command can add a record of the entity meanwhile, and records freed meanwhile are
+  masked with ``valid``. So their checks and the per-record updates they cause start
+  from registers. ALLOC, CONFIG, SEARCH and TRANSLATE are taken in the clock they are
+  offered.
 * **Logical FIFOs in memory.** Each FIFO (type, stage) is a ring buffer of record
   indices (``amaranth.lib.fifo.SyncFIFOBuffered``, depth ``records``: a memory with
   its read end in a register, so the head is known at the start of the clock). Pushes
@@ -130,6 +123,15 @@ How it is built, and why
   free runs at the ends of two halves (log2(lines) levels of small adders).
 * Timing: :class:`QCCTiming` puts a flip-flop on every port so that an out-of-context
   place and route also times the paths from and to the ports.
+* Where it stands (ECP5-85F, Yosys ``synth_ecp5``, ``qcc.qcc_timing``; README, block 2):
+  256 records, entities and lines take 46551 LUT4 + 1266 CCU2C, 12086 FF, 364 DPR16X4
+  and 48 DP16KD (the 40 FIFO rings and the map's two read ports): 62 % of the device's
+  logic after packing, where the flip-flop CAM did not fit (114 %). The target (30 %,
+  25 000 LUT4) is not met: at 64 records the same build takes 27292 LUT4 + 787 CCU2C,
+  so each record costs about 105 LUT4 (the kill comparators, ``stage`` and its read
+  multiplexers, decoders of record indices, the update of each record's bits) on top
+  of about 22 100 that do not grow with ``records`` (per line: owner comparators,
+  first fit, the ``free_run`` tree; per entity number; the 40 FIFOs).
 
 Decisions beyond the golden model
 ---------------------------------
@@ -554,31 +556,36 @@ class QCC(wiring.Component):
         """Every register and memory of the block, named as in a waveform."""
         R, A = self.records, self.addr_width
         s = SimpleNamespace()
-        # The entity descriptor table. What the CAM compares and what changes while a
-        # record lives are flip-flops, one signal per record and field (1-bit fields are
-        # also seen as vectors across the records, e.g. ``valid``).
+        # The entity descriptor table: what changes while a record lives is flip-flops,
+        # one signal per record and field. 1-bit fields are vectors across the records
+        # (``valid[r]``), so that the logic over every record at once (priority
+        # encoders, counts, picks by index) reads one signal.
+
+        def bits(name):
+            vector = Signal(R, name=name)
+            return vector, [vector[r] for r in range(R)]
 
         def field(name, width):
             return [Signal(width, name=f"rec{r}_{name}") for r in range(R)]
-        s.valid_bit = field("valid", 1)
-        s.busy_bit = field("busy", 1)
-        s.queued_bit = field("queued", 1)     # in the logical FIFO of its (etype, stage)
-        s.tomb_bit = field("tomb", 1)         # its entity deleted while queued: a tombstone
-        s.busy_d_bit = field("busy_d", 1)     # busy one clock ago, for search reads
-        s.kind_bit = field("kind", 1)         # kind of the current stage
-        s.last_bit = field("last", 1)         # the current stage is the program's last
-        s.valid, s.busy = Cat(s.valid_bit), Cat(s.busy_bit)
-        s.queued, s.busy_d = Cat(s.queued_bit), Cat(s.busy_d_bit)
-        s.tomb = Cat(s.tomb_bit)
-        s.kind, s.last = Cat(s.kind_bit), Cat(s.last_bit)
+        s.valid, s.valid_bit = bits("valid")
+        s.busy, s.busy_bit = bits("busy")
+        s.queued, s.queued_bit = bits("queued")    # in the logical FIFO of its (etype, stage)
+        s.tomb, s.tomb_bit = bits("tomb")          # entity deleted while queued: a tombstone
+        s.busy_d, s.busy_d_bit = bits("busy_d")    # busy one clock ago, for search reads
+        s.kind, s.kind_bit = bits("kind")          # kind of the current stage
+        s.last, s.last_bit = bits("last")          # the current stage is the program's last
         s.entity = field("entity", 8)
-        s.frame = field("frame", 4)
         s.stage = field("stage", 4)
         s.stage_d = field("stage_d", 4)
         # Fields written once, at ALLOC or MAP, and read by record index: RAMs. ``meta``
         # copies entity and etype and holds ``hold``; ``art`` is the address rename
         # table (first line and length of the buffer of each record).
         s.meta = m.submodules.meta = Memory(shape=META, depth=R, init=[])
+        # The entity map: per entity number, the record of each of its frames. A search
+        # is one read; ALLOC writes the whole word, MAP the slot of its frame.
+        s.ent_map = m.submodules.ent_map = Memory(
+            shape=data.ArrayLayout(_slot_layout(self.index_width), self.frames),
+            depth=self.entities, init=[])
         s.art = m.submodules.art = Memory(shape=ART(A), depth=R, init=[])
         s.art_len = m.submodules.art_len = Memory(shape=4, depth=R, init=[])
         # Free entity numbers, free lines and the entity owning each used line.
@@ -621,44 +628,60 @@ class QCC(wiring.Component):
     # ------------------------------------------------------------ the CAM
 
     def _lookup(self, m, s, ev):
-        """CAM comparisons of ``cmd`` and ``query`` against every record and line."""
-        R, W, c, q = self.records, self.index_width, self.cmd.payload, self.query.payload
+        """Searches of ``cmd`` and ``query`` in the entity map, and the look-up of the
+        records and lines of ``cmd``'s entity (for DELETE and RELEASE)."""
+        R, c = self.records, self.cmd.payload
         ev.take = _sig(m, self.cmd.valid & self.cmd.ready, "cmd_take")
         ev.qtake = _sig(m, self.query.valid & self.query.ready, "query_take")
-        cmd_ent = _wire(R, "cmd_entity_match")
-        rec0_now = _wire(R, "cmd_rec0_match")
-        ev.cmd_match = _wire(R, "cmd_match")        # (entity, frame) of cmd
-        ev.query_match = _wire(R, "query_match")    # (entity, frame) of query
-        m.d.comb += [
-            cmd_ent.eq(s.valid & Cat(s.entity[r] == c.entity for r in range(R))),
-            rec0_now.eq(cmd_ent & Cat(s.frame[r] == 0 for r in range(R))),
-            ev.cmd_match.eq(cmd_ent & Cat(s.frame[r] == c.frame for r in range(R))),
-            ev.query_match.eq(s.valid & Cat((s.entity[r] == q.entity)
-                                            & (s.frame[r] == q.frame) for r in range(R))),
-        ]
-        ev.cmd_index = _sig(m, _encode(ev.cmd_match, W), "cmd_match_index")
-        ev.query_index = _sig(m, _encode(ev.query_match, W), "query_match_index")
-        ev.rec0_now_index = _sig(m, _encode(rec0_now, W), "lookup_frame0_index_now")
+        # The map word of each port's entity, read every clock (out one clock later).
+        ev.cmd_map = self._map_read(m, s, c.entity, "cmd")
+        ev.query_map = self._map_read(m, s, self.query.payload.entity, "query")
         # Registered every clock for the command offered; used when it is taken later.
         ev.looked = Signal()          # the command offered now was offered last clock
         ent_reg = Signal(R)           # records of the entity
-        ev.rec0_index = Signal(W)     # its frame-0 record
-        rec0_any = Signal()
-        match_index, match_any = Signal(W), Signal()     # its record of (entity, frame)
         ev.lines_reg = Signal(self.lines)                  # lines it owns
         m.d.sync += [
             ev.looked.eq(self.cmd.valid & ~self.cmd.ready),
-            ent_reg.eq(cmd_ent),
-            ev.rec0_index.eq(ev.rec0_now_index), rec0_any.eq(rec0_now.any()),
-            match_index.eq(ev.cmd_index), match_any.eq(ev.cmd_match.any()),
+            ent_reg.eq(s.valid & Cat(s.entity[r] == c.entity for r in range(R))),
             ev.lines_reg.eq(~s.line_free & Cat(s.owner[i] == c.entity
                                                 for i in range(self.lines))),
         ]
-        # Nothing adds a record of the entity between the look-up and the take; records
-        # freed in between are masked out with ``valid``.
+        # The frame-0 record and the record of (entity, frame) from the word read last
+        # clock (``cmd`` holds its payload while it waits). Nothing adds a record of the
+        # entity between the look-up and the take; records freed in between are masked
+        # out with ``valid``.
+        rec0 = ev.cmd_map.slot(Const(0, 4), "cmd_frame0")
+        match = ev.cmd_map.slot(c.frame, "cmd_frame")
+        ev.rec0_index = rec0.record
         ev.ent = _sig(m, ent_reg & s.valid, "cmd_entity_records")
-        ev.rec0_any = _sig(m, rec0_any & self._pick(s.valid, ev.rec0_index), "lookup_found")
-        ev.match_any = _sig(m, match_any & self._pick(s.valid, match_index), "match_found")
+        ev.rec0_any = _sig(m, rec0.hit & self._pick(s.valid, rec0.record), "lookup_found")
+        ev.match_any = _sig(m, match.hit & self._pick(s.valid, match.record), "match_found")
+
+    def _map_read(self, m, s, entity, name):
+        """Read the map word of ``entity``; synchronous, so the word is out next clock.
+
+        Returns a namespace whose ``slot(frame, name)`` gives the ``record`` of that frame
+        and ``hit``: the entity was in use at the read and the frame mapped. The map keeps
+        the stale words of free entities; whether the entity was in use is read from
+        ``ent_free`` with the word.
+        """
+        F = self.frames
+        port = s.ent_map.read_port()
+        in_use = Signal(name=f"{name}_map_in_use")
+        m.d.comb += port.addr.eq(entity)
+        m.d.sync += in_use.eq((entity < self.entities) & ~s.ent_free.bit_select(entity, 1))
+        records = Cat(port.data[f].record for f in range(F))
+        valids = Cat(port.data[f].valid for f in range(F))
+
+        def slot(frame, slot_name):
+            if isinstance(frame, Const):
+                record, valid = port.data[frame.value].record, port.data[frame.value].valid
+            else:
+                record = records.word_select(frame, self.index_width)
+                valid = (frame < F) & valids.bit_select(frame, 1)
+            return SimpleNamespace(record=_sig(m, record, f"{slot_name}_record"),
+                                   hit=_sig(m, in_use & valid, f"{slot_name}_hit"))
+        return SimpleNamespace(slot=slot)
 
     # ------------------------------------------------------------ issue selection
 
@@ -961,7 +984,6 @@ class QCC(wiring.Component):
         ev.new_killed = _sig(m, ev.map_ok & _any(d.kill & (d.entity == c.entity)
                                                  for d in (d_n, d_m)), "new_killed")
         new_valid = _sig(m, (ev.alloc_ok | ev.map_ok) & ~ev.new_killed, "new_valid")
-        new_frame = _sig(m, Mux(ev.is_alloc, 0, c.frame), "new_frame")
         new_kind, new_last = self._stage_bits(m, s, ev.new_etype, Const(0, 3), "new")
         m.d.sync += [s.busy_d.eq(s.busy)] + [s.stage_d[r].eq(s.stage[r]) for r in range(R)]
         for r in range(R):
@@ -984,7 +1006,7 @@ class QCC(wiring.Component):
                 s.tomb_bit[r].eq(Mux(ev.dropped[r], 0, s.tomb_bit[r] | ev.entombed[r])),
             ]
             with m.If(fresh):
-                m.d.sync += [s.entity[r].eq(ev.new_entity), s.frame[r].eq(new_frame)]
+                m.d.sync += s.entity[r].eq(ev.new_entity)
 
     def _write_tables(self, m, s, ev):
         """The RAM fields of a record taken by ALLOC or MAP."""
@@ -994,6 +1016,15 @@ class QCC(wiring.Component):
             port = memory.write_port()
             m.d.comb += [port.addr.eq(self._index(ev.new_record)), port.data.eq(value),
                          port.en.eq(ev.any_rec)]     # the free record: see _update_records
+        # The entity map: ALLOC writes the entity's whole word (frame 0 mapped, no other
+        # frame), MAP the slot of its frame. Nothing is written when an entity is freed.
+        port = s.ent_map.write_port(granularity=1)
+        m.d.comb += [port.addr.eq(ev.new_entity),
+                     port.en.eq(Mux(ev.alloc_ok, (1 << self.frames) - 1,
+                                    Mux(ev.map_ok, _decode(c.frame, self.frames), 0)))]
+        for f in range(self.frames):
+            m.d.comb += [port.data[f].record.eq(ev.new_record),
+                         port.data[f].valid.eq(~ev.is_alloc | (f == 0))]
 
     def _update_entities(self, m, s, ev):
         """Entity numbers taken by ALLOC, freed by DELETE, RELEASE and completions."""
@@ -1052,20 +1083,14 @@ class QCC(wiring.Component):
         with m.If(err_cmd | err_query | ev.done[0].bad | ev.done[1].bad):
             m.d.sync += s.error.eq(1)
         c = self.cmd.payload
-        ports = (
-            ("resp", self.resp, ev.take, c, ev.resp_kind, ev.resp, ev.cmd_match, ev.cmd_index,
-             ev.meta_cmd, Mux(c.op == Op.SEARCH, ev.cmd_index, ev.rec0_index)),
-            ("qresp", self.qresp, ev.qtake, q, q_kind, qresp, ev.query_match, ev.query_index,
-             None, ev.query_index),
-        )
-        for name, port, take, request, kind, direct, match, index, meta, meta_addr in ports:
-            if meta is None:
-                meta = s.meta.read_port()
-            art = s.art.read_port()
-            m.d.comb += [meta.addr.eq(meta_addr),
-                         art.addr.eq(Mux(kind == _Pending.TRANSLATE,
-                                         self._index(request.buf), index))]
-            pending = self._pending(m, name, take, request, kind, direct, match, index)
+        m.d.comb += ev.meta_cmd.addr.eq(ev.rec0_index)
+        ports = (("resp", self.resp, ev.take, c, ev.resp_kind, ev.resp, ev.cmd_map),
+                 ("qresp", self.qresp, ev.qtake, q, q_kind, qresp, ev.query_map))
+        for name, port, take, request, kind, direct, entity_map in ports:
+            pending = self._pending(m, name, take, request, kind, direct, entity_map)
+            meta = s.meta.read_port(domain="comb")
+            art = s.art.read_port(domain="comb")
+            m.d.comb += [meta.addr.eq(pending.index), art.addr.eq(pending.index)]
             queue = m.submodules[f"{name}_queue"] = _ResponseQueue(self.response)
             m.d.comb += [queue.fresh.eq(pending.valid),
                          queue.payload.eq(self._resolve(m, s, name, pending, meta, art))]
@@ -1075,22 +1100,24 @@ class QCC(wiring.Component):
             else:
                 m.d.comb += self.query.ready.eq(queue.room)
 
-    def _pending(self, m, name, take, request, kind, direct, match, index):
-        """The request taken this clock, registered for its response in the next one."""
+    def _pending(self, m, name, take, request, kind, direct, entity_map):
+        """The request taken this clock, registered for its response in the next one; a
+        search's hit and record come then from the map word read in this clock."""
         p = SimpleNamespace(valid=Signal(name=f"{name}_pending"),
                             kind=Signal(_Pending, name=f"{name}_kind"),
                             direct=Signal(self.response, name=f"{name}_direct"),
-                            hit=Signal(name=f"{name}_hit"),
-                            index=Signal(self.index_width, name=f"{name}_index"),
+                            buf=Signal(self.index_width, name=f"{name}_buf"),
                             entity=Signal(8, name=f"{name}_key_entity"),
                             frame=Signal(4, name=f"{name}_key_frame"),
                             offset=Signal(4, name=f"{name}_offset"))
         m.d.sync += [p.valid.eq(take), p.kind.eq(kind), p.direct.eq(direct),
-                     p.hit.eq(match.any()),
-                     p.index.eq(Mux(kind == _Pending.TRANSLATE, self._index(request.buf),
-                                    index)),
+                     p.buf.eq(self._index(request.buf)),
                      p.entity.eq(request.entity), p.frame.eq(request.frame),
                      p.offset.eq(request.offset)]
+        found = entity_map.slot(p.frame, f"{name}_search")
+        p.hit = found.hit
+        p.index = _sig(m, Mux(p.kind == _Pending.TRANSLATE, p.buf, found.record),
+                       f"{name}_index")
         return p
 
     def _resolve(self, m, s, name, p, meta, art):
@@ -1126,6 +1153,11 @@ class _Pending(hdl_enum.Enum, shape=2):
     DIRECT = 0
     SEARCH = 1
     TRANSLATE = 2
+
+
+def _slot_layout(index_width):
+    """A frame's slot in the entity map: its record, and whether the frame is mapped."""
+    return data.StructLayout({"record": index_width, "valid": 1})
 
 
 #: The RAM fields of a record: a copy of ``entity`` and ``etype``, and ``hold``.

@@ -48,11 +48,12 @@ def test_spreader_qcc(simulator):
 @pytest.mark.slow
 @pytest.mark.parametrize("simulator", simulators())
 def test_spreader_qcc_soak(simulator):
-    """``make regress``: four larger QCCs, five times the traffic."""
+    """``make regress``: four larger QCCs, five times the traffic, and mixed packet sizes
+    of every type (``qcc_mixed_sizes``)."""
     run_cocotb("spreader.spreader_qcc", "tb.test_spreader_qcc", simulator,
                {"n_eus": 4, "records": 16, "entities": 12, "lines": 32, "vdt_records": 16,
                 "pt_records": 8, "fifo_depth": 3},
-               testcase=["qcc_traffic", "qcc_sizes"],
+               testcase=["qcc_traffic", "qcc_sizes", "qcc_mixed_sizes"],
                **WIDE_DESIGN, extra_env={SOAK_ENV: "5"})
 
 
@@ -209,14 +210,14 @@ async def run_qcc(dut, rng, workload, *, config=(), gap=0.3, stall=0.3, work=(1,
                               max_cycles=max_cycles, stall_cycles=stall_cycles, name=name)
 
 
-def _resized(workload, rng, smallest, largest):
-    """``workload`` with vertex and patch packets of random sizes ``smallest..largest``
-    lines."""
+def _resized(workload, rng, smallest, largest, streams=(0, 3)):
+    """``workload`` with the packets of ``streams`` (default: vertex and patch) of random
+    sizes ``smallest..largest`` lines."""
     def size(it):
         return dataclasses.replace(it, packet=dataclasses.replace(
             it.packet, size=int(rng.integers(smallest, largest + 1))))
-    st = workload.streams
-    return Workload([size(it) for it in st[0]], st[1], st[2], [size(it) for it in st[3]])
+    return Workload(*[[size(it) for it in st] if s in streams else st
+                      for s, st in enumerate(workload.streams)])
 
 
 # ---------------------------------------------------------------- cocotb tests
@@ -245,6 +246,29 @@ async def qcc_sizes(dut):
               (1, Config.minimum(EType.TRIANGLE, 2, 2)), (2, Config.minimum(EType.PIXEL, 1, 1)),
               (3, Config.minimum(EType.PATCH, 4, 10))]
     _, stats = await run_qcc(dut, rng, wl, config=config, work=(2, 10), name="qcc_sizes")
+    assert stats.refusals == 0, f"{stats.refusals} refusals after a passing check"
+
+
+@cocotb.test()
+async def qcc_mixed_sizes(dut):
+    """Soak (32-line QCCs): packets of every type of 1..8 lines: every packet allocated
+    once, no refusal after a passing check (the status is the QCC's longest free run),
+    no deadlock.
+
+    The minima are graded along the chain of holds: vertex (and patch) data is freed by
+    triangles, triangles by pixel packets, so each held level is placed only where it
+    leaves a run for the level that frees it (vertex and patch: 24 lines, 3 records;
+    triangle: 16, 2; pixel: its size). With the reset minima the lines can all be held
+    by vertex groups and triangles waiting for a pixel packet that has no run of its size
+    left (seed 784917041: runs of 5, 1, 6 and 5 lines, an 8-line pixel packet parked);
+    with one reserve of 16 lines for every held type, by vertex groups waiting for a
+    triangle that may not take the last 15 (same seed): the QCCs idle and truthful."""
+    rng = await _start(dut)
+    wl = _resized(traffic(rng, 60 * soak()), rng, 1, 8, streams=range(4))
+    config = [(0, Config.minimum(EType.VERTEX, 3, 24)), (1, Config.minimum(EType.PATCH, 3, 24)),
+              (2, Config.minimum(EType.TRIANGLE, 2, 16))]
+    _, stats = await run_qcc(dut, rng, wl, config=config, work=(1, 8),
+                             name="qcc_mixed_sizes")
     assert stats.refusals == 0, f"{stats.refusals} refusals after a passing check"
 
 
