@@ -84,7 +84,7 @@ step past a waiting event wait for room in the emit stage. Each input word carri
 its decoding, the input a join reads next (``next_input``), so moving between inputs is a
 one-hot multiplexer. A join's barrier is detected a clock before it fires (the inputs'
 heads cannot change in between), so a barrier takes two clocks. A word taken in at one
-clock edge can leave four edges later (``make bench`` measures it); ``ev_in`` strobes are
+clock edge can leave five edges later (``make bench`` measures it); ``ev_in`` strobes are
 registered before they act, and ``ev_out`` strobes in the clock after the unit takes the
 event token. The golden model is transaction level: none of this timing changes what it
 computes.
