@@ -342,7 +342,7 @@ class BlockRasterizer(wiring.Component):
     build                         LUT4                flip-flops      Fmax (routed)
     ============================  ==================  ==============  ================
     ``modes=(1,)``                25,250 (30 %)       9,416           not measured
-    every mode (default)          58,551 (70.0 %)     17,180          not measured
+    every mode (default)          58,521 (69.97 %)    17,180          not measured
     ============================  ==================  ==============  ================
 
     Per mode (the schedule, any build): 1x 1.000 block / 256 samples per clock, 2x
