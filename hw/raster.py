@@ -341,9 +341,12 @@ class BlockRasterizer(wiring.Component):
     ============================  ==================  ==============  ================
     build                         LUT4                flip-flops      Fmax (routed)
     ============================  ==================  ==============  ================
-    ``modes=(1,)``                25,250 (30 %)       9,416           not measured
+    ``modes=(1,)``                25,250 (30 %)       9,416           not routed [1]_
     every mode (default)          58,521 (69.97 %)    17,180          not measured
     ============================  ==================  ==============  ================
+
+    .. [1] Placed (59.1 MHz estimated after placement); not routed within 55 minutes
+       on the loaded machine of issue 16's session.
 
     Per mode (the schedule, any build): 1x 1.000 block / 256 samples per clock, 2x
     0.889 / 455, 4x 0.679 / 696, 8x 0.440 / 902, 16x 0.251 / 1030 on the bench's mixed
