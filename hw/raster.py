@@ -74,9 +74,14 @@ Pipeline (one clock per row, latency 6 clocks from input handshake to output val
    comparison of folded ``b`` with ``|lo_pixel|`` decides both pixels of a pair, and
    each mask bit is one LUT of that comparison and the stage-4 pass/fail bits
    (:meth:`BlockRasterizer._lane_mask`). The per-edge lane masks are registered here,
-   apart from the AND over the edges (Timing, below).
-6. *Final mask*: each lane ANDs its edges' masks and the pixel-level box mask, and writes
-   the result into the output register, which is the output port's payload.
+   apart from the AND over the edges (Timing, below). So is the *mask plan*, per 16-bit
+   chunk of the output mask: which of the lane groups that can reach the chunk (in any
+   mode) writes it, whether this batch writes it, and whether the first batch fills it
+   with the box mask (a FULL span) (:meth:`BlockRasterizer._mask_plan`).
+6. *Final mask*: each lane ANDs its edges' masks; each output bit is one multiplexer
+   over the lane bits that can reach it (in every mode together: at most 16, and span
+   ``k`` can only come from groups ``0..k``), then one LUT with the box mask and the
+   fill bit, into the output register, which is the output port's payload.
 
 Throughput: the MSAA schedule
 -----------------------------
@@ -133,6 +138,14 @@ into the output mask). Before issue 16 the ``(1, 4)`` build routed at 33.8 MHz; 
 critical path was the chain of 15 adders that counted the span ranks in stage 3, now a
 prefix count of 3 small adders. The ``(1, 2, 4)`` build fits the
 device by cell count but did not route. The README's Block 4 section has the details.
+
+The output mask was half the area of the every-mode build: written mode by mode (a
+``Switch`` over the modes, in each a span field chosen from the lane groups), each of its
+4,096 bits took about 8 LUT4 (32,107 LUT4 for the output stage alone, by
+``synth_ecp5``). It is now written chunk by chunk (16 bits) from a plan registered in
+stage 5: per bit one multiplexer over the lane bits that can reach it in any mode (span
+``k`` only from groups ``0..k``), and one LUT with the box mask and the fill bit
+(17,129 LUT4 for the same stage; :meth:`BlockRasterizer._write_mask`).
 
 Decisions where the spec is open
 --------------------------------
@@ -321,6 +334,25 @@ class BlockRasterizer(wiring.Component):
         One word per accepted well-formed block, in order.
     error : unsigned(1), out
         Sticky: set when a malformed block was dropped; cleared by reset only.
+
+    Notes
+    -----
+    Figures (12.8 coordinates, 4 edges; ``synth_ecp5`` LUT4 counting a CCU2C as 2, of
+    the ECP5-85F's 83,640; the README's Block 4 section has the history):
+
+    ============================  ==================  ==============  ================
+    build                         LUT4                flip-flops      Fmax (routed)
+    ============================  ==================  ==============  ================
+    ``modes=(1,)``                25,250 (30 %)       9,416           not routed [1]_
+    every mode (default)          58,521 (69.97 %)    17,180          not measured
+    ============================  ==================  ==============  ================
+
+    .. [1] Placed (59.1 MHz estimated after placement); not routed within 55 minutes
+       on the loaded machine of issue 16's session.
+
+    Per mode (the schedule, any build): 1x 1.000 block / 256 samples per clock, 2x
+    0.889 / 455, 4x 0.679 / 696, 8x 0.440 / 902, 16x 0.251 / 1030 on the bench's mixed
+    workload; latency 6 clocks.
     """
 
     def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16):
@@ -792,10 +824,46 @@ class BlockRasterizer(wiring.Component):
                           "class_full": st.reg(edge["class_full"], f"cfull{e}"),
                           "class_part": st.reg(edge["class_part"], f"cpart{e}")})
         passed = {k: st.reg(r4[k], k) for k in
-                  ("write", "first", "last", "col", "row", "span_full", "span_part")}
-        return {"edges": edges, **passed,
-                "group": st.regs(r4["group"], "group"),
+                  ("first", "last", "col", "row", "span_full", "span_part")}
+        return {"edges": edges, **passed, **self._mask_plan(r4, st),
                 "meta": self._meta_layout()(st.reg(r4["meta"].as_value(), "meta"))}
+
+    def _chunk_modes(self, c):
+        """The modes whose mask reaches 16-bit chunk ``c`` of the output mask."""
+        return [n for n in self.modes if c < 16 * n]
+
+    def _chunk_sources(self, c):
+        """The lanes that can fill chunk ``c``, as ``(mode, group)``: at 1x the chunk is
+        span ``c``, lane ``c``; at ``n`` samples it is part of span ``k = c // n``, from
+        one of the groups ``0 .. min(k, 16/n - 1)`` (a span's rank is at most ``k``)."""
+        sources = []
+        for n in self._chunk_modes(c):
+            k = c // n
+            sources += [(1, k)] if n == 1 else [(n, g) for g in range(min(k, LANES // n - 1) + 1)]
+        return sources
+
+    def _mask_plan(self, r4, st):
+        """Per 16-bit chunk ``c`` of the output mask, registered in stage 5: ``src``, the
+        index of the lane group that writes it among :meth:`_chunk_sources` (for chunks
+        with more than one), ``wr``, whether this batch writes it from the lanes, and
+        ``fill``, whether the first batch fills it with the box mask (a FULL span)."""
+        mode, write, group = r4["meta"].mode, r4["write"], r4["group"]
+        full, first = r4["span_full"], r4["first"]
+        src, wr, fill = [], [], []
+        for c in range(16 * self.max_samples):
+            here = self._chunk_modes(c)
+            sources = self._chunk_sources(c)
+            on = {n: mode[self.modes.index(n)] for n in here}
+            wr.append(Cat(on[n] & write[c // n] for n in here).any())
+            fill.append(first & Cat(on[n] & full[c // n] for n in here).any())
+            if len(sources) == 1:
+                src.append(None)
+                continue
+            base = {n: sources.index((n, 0 if n > 1 else c)) for n in here}
+            index = self._by_mode(mode, {n: base[n] + group[c // n] if n > 1 else
+                                         Const(base[n], 5) for n in here})
+            src.append(st.reg(index, f"src{c}", unsigned((len(sources) - 1).bit_length())))
+        return {"src": src, "wr": st.reg(Cat(wr), "wr"), "fill": st.reg(Cat(fill), "fill")}
 
     def _output(self, m, r5, v5, adv):
         """Stage 6: AND over the edges and the box mask, written into the output word
@@ -819,34 +887,31 @@ class BlockRasterizer(wiring.Component):
                              out.edge_partial[e].eq(edge["class_part"])]
 
     def _write_mask(self, m, r5, lanes, box, mask):
-        """Write this batch's spans into ``mask``; the first batch also writes the FULL
-        spans (box mask) and clears everything else."""
+        """Write this batch's lanes into ``mask``, chunk by chunk of 16 bits (the plan of
+        :meth:`_mask_plan`): a chunk written by the lanes takes its source lanes' bits,
+        a chunk of a FULL span the box mask, any other chunk zeros on the first batch;
+        always ANDed with the box mask. Each bit is one multiplexer over the lanes that
+        can reach it (in every mode) and one LUT."""
         mode, first = r5["meta"].mode, r5["first"]
-        with m.Switch(mode):
-            for index, n in enumerate(self.modes):
-                fields = self._group_fields(m, lanes, n)
-                with m.Case(1 << index):
-                    for k in range(SPANS):
-                        field = mask[16 * n * k:16 * n * (k + 1)]
-                        inside = Cat(box[k][p].replicate(n) for p in range(16))
-                        data = fields[k] if n == 1 else (
-                            Array(fields)[r5["group"][k]] if len(fields) > 1 else fields[0])
-                        with m.If(r5["write"][k]):
-                            m.d.sync += field.eq(data & inside)
-                        with m.Elif(first):
-                            m.d.sync += field.eq(Mux(r5["span_full"][k], inside, 0))
-                    if 256 * n < len(mask):
-                        with m.If(first):
-                            m.d.sync += mask[256 * n:].eq(0)
+        for c in range(16 * self.max_samples):
+            here, sources = self._chunk_modes(c), self._chunk_sources(c)
+            bits = range(16 * c, 16 * c + 16)
+            values = [Cat(self._lane_bit(lanes, n, g, i) for i in bits) for n, g in sources]
+            lane = values[0] if len(values) == 1 else Cat(values).word_select(r5["src"][c], 16)
+            inside = self._by_mode(mode, {n: Cat(box[c // n][i % (16 * n) // n] for i in bits)
+                                          for n in here})
+            with m.If(r5["wr"][c] | first):
+                m.d.sync += mask[16 * c:16 * c + 16].eq(
+                    inside & Mux(r5["wr"][c], lane, r5["fill"][c].replicate(16)))
 
     @staticmethod
-    def _group_fields(m, lanes, n):
-        """The ``16*n``-bit span fields (bit ``p*n + s``) of the lane groups at ``n``
-        samples: group ``g`` is lanes ``g*n .. g*n + n - 1``, one sample each."""
+    def _lane_bit(lanes, n, g, i):
+        """Mask bit ``i`` at ``n`` samples from group ``g`` (at 1x ``g`` is the lane):
+        pixel ``p``, sample ``s`` of the span come from lane ``g*n + s``, its pixel ``p``."""
         if n == 1:
-            return lanes
-        return [_wire(m, Cat(lanes[g * n + smp][p] for p in range(16) for smp in range(n)),
-                      f"group{n}x_{g}") for g in range(LANES // n)]
+            return lanes[g][i % 16]
+        p, smp = divmod(i % (16 * n), n)
+        return lanes[g * n + smp][p]
 
 
 

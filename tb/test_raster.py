@@ -9,12 +9,16 @@ expected value comes from the golden model; none from the RTL.
 
 Builds: ``small`` (4 edges, every mode, 7.4 coordinates: the long tests run here because
 it simulates faster) and ``tri`` (3 edges, modes 1 and 4 only, 6.4: the malformed-input
-cases that only a restricted build has) in the fast regression (``BUILDS``); ``default``
-(4 edges, every MSAA mode, 12.8 coordinates) in ``make regress`` (``test_block_default``,
-a long build), where ``test_soak`` also runs long random streams.
+cases that only a restricted build has) in the fast regression (``BUILDS``), every kind
+of case with fewer stimuli (``RASTER_SCALE=fast``); ``make regress`` runs the same cases
+at their full counts (``test_block_full``), the ``default`` build (4 edges, every MSAA
+mode, 12.8 coordinates; ``test_block_default``, a long build) and long random streams
+(``test_soak``).
 """
 
+import itertools
 import math
+import os
 
 import cocotb
 import numpy as np
@@ -30,6 +34,8 @@ DESIGN = "raster.block"
 # The design is wide and a test runs few clocks: an unoptimised C++ build is much faster.
 FAST_BUILD = {"OPT_FAST": "-O0"}
 LATENCY = 6          # clocks from the input handshake to the output word (documented)
+#: ``fast``: fewer stimuli per case (the fast regression); anything else: full counts.
+SCALE_ENV = "RASTER_SCALE"
 
 #: The default build (12.8, every mode) is a long build on both simulators: it runs in
 #: ``make regress`` (:func:`test_block_default`); the fast builds keep every kind of case.
@@ -49,6 +55,17 @@ BUILDS = {
 @pytest.mark.parametrize("simulator", simulators())
 @pytest.mark.parametrize("build", list(BUILDS))
 def test_block(build, simulator):
+    """Every kind of case, each with fewer stimuli than in :func:`test_block_full`."""
+    build_params, tests = BUILDS[build]
+    run_cocotb(DESIGN, "tb.test_raster", simulator, build_params, testcase=tests,
+               verilator_make=FAST_BUILD, extra_env={SCALE_ENV: "fast"})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("simulator", simulators())
+@pytest.mark.parametrize("build", list(BUILDS))
+def test_block_full(build, simulator):
+    """The cases of :func:`test_block` at their full stimulus counts."""
     build_params, tests = BUILDS[build]
     run_cocotb(DESIGN, "tb.test_raster", simulator, build_params, testcase=tests,
                verilator_make=FAST_BUILD)
@@ -292,11 +309,11 @@ async def random_blocks(dut):
         tris = tris + ((fmt.size - 2 * side) << fmt.subpix)
         side = fmt.size
     records = scene_records(fmt, rng, tris, side, side, fmt.modes)
-    records = _thin(rng, records, 60 if fmt.size > 256 else 160)
+    records = _thin(rng, records, 60 if fmt.size > 256 else _scale(160, 48))
     if fmt.edges == 4:
         quads = S.wide_lines(frame(fmt, 96), frame(fmt, 96), 4, seed, **_fmt(fmt))
         records += _thin(rng, scene_records(fmt, rng, quads, frame(fmt, 96), frame(fmt, 96),
-                                            fmt.modes), 40)
+                                            fmt.modes), _scale(40, 12))
     dut._log.info("%d blocks", len(records))
     bench.send(records)
     await bench.finish()
@@ -310,7 +327,7 @@ async def raw_blocks(dut):
     rng = await start(dut)
     bench = Bench(dut, rng, gap=0.2, stall=0.4)
     fmt = bench.fmt
-    count = 12 * len(fmt.modes) if fmt.size > 256 else 24 * len(fmt.modes)
+    count = (12 if fmt.size > 256 else _scale(24, 8)) * len(fmt.modes)
     records = [raw_record(fmt, rng, int(rng.choice(fmt.modes))) for _ in range(count)]
     bench.send(records)
     await bench.finish()
@@ -323,9 +340,9 @@ async def mesh_watertight(dut):
     rng = await start(dut)
     bench = Bench(dut, rng, gap=0.2, stall=0.3)
     fmt = bench.fmt
-    side = 48
+    side, triangles = _scale((48, 40), (32, 16))
     for n in fmt.modes:
-        mesh = S.mesh(side, side, 40, int(rng.integers(1 << 30)), **_fmt(fmt))
+        mesh = S.mesh(side, side, triangles, int(rng.integers(1 << 30)), **_fmt(fmt))
         bench.send(R.block_records(mesh, side, side, n, **fmt.golden()))
     await bench.finish()
     counts = {}
@@ -380,15 +397,17 @@ async def directed_corners(dut):
         [(20 * u, 3 * u), (20 * u + 1, 60 * u), (20 * u + 2, 3 * u)],   # sliver on a column
     ]
     # Sample points of every mode on an edge: a 45-degree edge through pixel centres
-    # and through the (+-2, +-6)/16 style offsets.
+    # and through the (+-2, +-6)/16 style offsets (fast: each in its own mode only).
+    through = {}
     for n in fmt.modes:
         ox, oy = R.sample_offsets(n)[0] << (fmt.subpix - 4)
-        tris.append([(10 * u + half + ox, 10 * u + half + oy),
-                     (40 * u + half + ox, 40 * u + half + oy),
-                     (10 * u + half + ox, 40 * u + half + oy)])
-    tris = np.array(tris, dtype=np.int64)
+        through[n] = [(10 * u + half + ox, 10 * u + half + oy),
+                      (40 * u + half + ox, 40 * u + half + oy),
+                      (10 * u + half + ox, 40 * u + half + oy)]
     for n in fmt.modes:
-        bench.send(R.block_records(tris, side, side, n, **fmt.golden()))
+        own = _scale(list(through.values()), [through[n]])
+        bench.send(R.block_records(np.array(tris + own, dtype=np.int64), side, side, n,
+                                   **fmt.golden()))
     if fmt.edges == 4:
         quads = np.array([
             [(2 * u, 2 * u), (30 * u, 2 * u), (30 * u, 30 * u), (2 * u, 30 * u)],
@@ -402,25 +421,25 @@ async def directed_corners(dut):
 
 
 def _degenerate(fmt):
-    """Raw blocks the setup would cull: zero-area edge sets, all-zero edges, empty box."""
+    """Raw blocks the setup would cull: zero-area edge sets, all-zero edges, empty box;
+    every case with both biases and three boxes in every mode (fast: each combination
+    in one mode, the modes taken in turn)."""
     u = 1 << fmt.subpix
+    cases = [
+        ([u, -u, 0], [-u, u, 0], [0, 0, 0]),            # two opposite edges: a line
+        ([0, 0, 0], [0, 0, 0], [0, 0, 0]),              # zero-length edges: everything
+        ([0, 0, 0], [0, 0, 0], [-1, 0, 0]),             # one edge negative everywhere
+    ]
+    combos = list(itertools.product(cases, ([0] * 3, [1] * 3),
+                                    ((0, 0, 15, 15), (3, 2, 12, 13), (9, 0, 8, 15))))
     out = []
-    for n in fmt.modes:
-        k = 3
-        cases = [
-            ([u, -u, 0], [-u, u, 0], [0, 0, 0]),            # two opposite edges: a line
-            ([0, 0, 0], [0, 0, 0], [0, 0, 0]),              # zero-length edges: everything
-            ([0, 0, 0], [0, 0, 0], [-1, 0, 0]),             # one edge negative everywhere
-        ]
-        for A, B, lo16 in cases:
-            for bias in ([0] * k, [1] * k):
-                for bbox in ((0, 0, 15, 15), (3, 2, 12, 13), (9, 0, 8, 15)):
-                    A_, B_, lo_, bi_ = (np.array(v) for v in (A, B, lo16, bias))
-                    edge, comb, mask = R.rasterize_block(A_, B_, lo_, bi_, bbox, 0, 0, n,
-                                                         fmt.subpix)
-                    out.append(R.BlockRecord(prim=0, bx=0, by=0, samples=n, A=A_, B=B_,
-                                             lo16=lo_, bias=bi_, bbox=bbox, corners=None,
-                                             edge_class=edge, span_class=comb, mask=mask))
+    for i, n in enumerate(fmt.modes):
+        for (A, B, lo16), bias, bbox in _scale(combos, combos[i::len(fmt.modes)]):
+            A_, B_, lo_, bi_ = (np.array(v) for v in (A, B, lo16, bias))
+            edge, comb, mask = R.rasterize_block(A_, B_, lo_, bi_, bbox, 0, 0, n, fmt.subpix)
+            out.append(R.BlockRecord(prim=0, bx=0, by=0, samples=n, A=A_, B=B_, lo16=lo_,
+                                     bias=bi_, bbox=bbox, corners=None, edge_class=edge,
+                                     span_class=comb, mask=mask))
     return out
 
 
@@ -441,13 +460,16 @@ async def sample_point_edges(dut):
         picks = sorted({0, *(int(v) for v in rng.choice(n, min(n, 2), replace=False))})
         prims = [_sample_square(fmt, rng, n, s, side) for s in picks]
         tris = np.concatenate([p[0] for p in prims])
-        bench.send(_thin(rng, R.block_records(tris, side, side, n, **fmt.golden()), 40))
+        bench.send(_thin(rng, R.block_records(tris, side, side, n, **fmt.golden()),
+                         _scale(40, 16)))
         if fmt.edges == 4:
             quads = np.concatenate([p[1] for p in prims])
-            bench.send(_thin(rng, R.block_records(quads, side, side, n, **fmt.golden()), 16))
+            bench.send(_thin(rng, R.block_records(quads, side, side, n, **fmt.golden()),
+                             _scale(16, 8)))
     lattice = rng.integers(0, side // 4 + 1, (12, 3, 2)) * (4 << fmt.subpix)
     lattice = np.minimum(lattice, (side << fmt.subpix) - 1)
-    bench.send(_thin(rng, scene_records(fmt, rng, lattice, side, side, fmt.modes), 80))
+    bench.send(_thin(rng, scene_records(fmt, rng, lattice, side, side, fmt.modes),
+                     _scale(80, 24)))
     await bench.finish()
 
 
@@ -480,7 +502,7 @@ async def huge_and_quads(dut):
     bench = Bench(dut, rng, gap=0.3, stall=0.3)
     fmt = bench.fmt
     top = (fmt.size << fmt.subpix) - 1
-    count = 8 if fmt.size > 256 else 16
+    count = 8 if fmt.size > 256 else _scale(16, 6)
     for _ in range(count):
         ends = rng.choice([0, top, int(rng.integers(0, top))], (3, 2))
         ends[int(rng.integers(3)), int(rng.integers(2))] = int(rng.choice([0, top]))
@@ -491,8 +513,9 @@ async def huge_and_quads(dut):
                                    **fmt.golden()))
     if fmt.edges == 4:
         side = frame(fmt, 64)
-        quads = _convex_quads(fmt, rng, side, 24)
-        bench.send(_thin(rng, scene_records(fmt, rng, quads, side, side, fmt.modes), 120))
+        quads = _convex_quads(fmt, rng, side, _scale(24, 12))
+        bench.send(_thin(rng, scene_records(fmt, rng, quads, side, side, fmt.modes),
+                         _scale(120, 32)))
     dut._log.info("%d blocks", len(bench.expected))
     await bench.finish()
 
@@ -534,7 +557,7 @@ async def malformed(dut):
     side = frame(fmt, 48)
     tris = S.random_triangles(side, side, 8, int(rng.integers(1 << 30)), max_size=30,
                               **_fmt(fmt))
-    good = R.block_records(tris, side, side, fmt.modes[0], **fmt.golden())[:24]
+    good = R.block_records(tris, side, side, fmt.modes[0], **fmt.golden())[:_scale(24, 12)]
     bad_msaa = [c for c in range(8) if c not in [int(math.log2(n)) for n in fmt.modes]]
     bad_edges = [c for c in range(8) if c not in ((3, 4) if fmt.edges == 4 else (3,))]
     await ClockCycles(dut.clk, 2)
@@ -611,7 +634,7 @@ async def schedule(dut):
     log = Handshakes(dut)
     for n in fmt.modes:
         bench = Bench(dut, rng, gap=0.0, stall=0.0)
-        records = R.block_records(tris, side, side, n, **fmt.golden())[:30]
+        records = R.block_records(tris, side, side, n, **fmt.golden())[:_scale(30, 14)]
         costs = [max(1, -(-16 * int((r.span_class == R.PARTIAL).sum()) * n // 256))
                  for r in records]
         log.clear()
@@ -691,6 +714,11 @@ async def soak_raw(dut):
 
 def _fmt(fmt):
     return {"subpix": fmt.subpix, "int_bits": fmt.int_bits}
+
+
+def _scale(full, fast):
+    """``fast`` in the fast regression (``RASTER_SCALE=fast``), else ``full``."""
+    return fast if os.environ.get(SCALE_ENV) == "fast" else full
 
 
 def _thin(rng, records, limit):
