@@ -391,7 +391,7 @@ class TokenUnit(wiring.Component):
         m.d.comb += [self.error.eq(error), self.open_events.eq(open_events)]
 
         inputs = self._input_buffers(m)
-        heads = [buf.r_data for buf in inputs]
+        heads = [buf.payload for buf in inputs]
         inj_head, inj_valid, hold_inputs, inj_taken, ev_in_error = self._injector(m)
         room, load, load_word, load_targets = self._emit_stage(m)
         inputs_open = ~hold_inputs              # a register: no ev_in strobe is being served
@@ -405,7 +405,7 @@ class TokenUnit(wiring.Component):
             drops = head.drop | head.switch | (head.data & discarding)
             waits = head.event if n_in > 1 else Const(0)    # events cross a join as barriers
             take, keep = Signal(name=f"take_{k}"), Signal(name=f"keep_{k}")
-            m.d.comb += [take.eq(cur[k] & inputs_open & room & buf.r_rdy & ~waits),
+            m.d.comb += [take.eq(cur[k] & inputs_open & room & buf.valid & ~waits),
                          keep.eq(take & ~drops)]
             taken.append(take)
             kept.append(keep)
@@ -416,7 +416,7 @@ class TokenUnit(wiring.Component):
         else:
             fire, pops, barrier_bad = Const(0), [Const(0)], Const(0)
         for buf, take, pop in zip(inputs, taken, pops):
-            m.d.comb += buf.r_en.eq(take | pop)
+            m.d.comb += buf.ready.eq(take | pop)
 
         # --- The word that goes to the emit stage: an injected token, a barrier's event or
         # the current input's head. This multiplexer only feeds registers' data inputs. ---
@@ -471,7 +471,7 @@ class TokenUnit(wiring.Component):
                 head.i.valid.eq(buf.r_rdy),
                 buf.r_en.eq(head.i.ready),
             ]
-            buffers.append(_HeadPort(head.o))
+            buffers.append(head.o)
         return buffers
 
     def _emit_stage(self, m):
@@ -522,20 +522,21 @@ class TokenUnit(wiring.Component):
         the barrier is complete (a register); it fires now; per input, it pops it; it fires
         with an event that differs from input 0's.
         """
-        heads = [buf.r_data for buf in inputs]
+        heads = [buf.payload for buf in inputs]
         ready, fire = Signal(), Signal()
-        same = Signal(len(inputs))          # input k's head is the same event as input 0's
-        pop_ready = Signal(len(inputs))     # ready & same: one register less on the pop path
+        # per input: the barrier is ready and its head is the same event as input 0's (one
+        # register, not two, on the pop path)
+        pop_ready = Signal(len(inputs))
         all_at_event = Signal()
         m.d.comb += [
-            all_at_event.eq(Cat(buf.r_rdy & head.event for buf, head in zip(inputs, heads)).all()),
+            all_at_event.eq(Cat(buf.valid & head.event for buf, head in zip(inputs, heads)).all()),
             fire.eq(ready & inputs_open & room),
         ]
         now_same = Cat(head.event_key == heads[0].event_key for head in heads)
-        m.d.sync += [ready.eq(all_at_event & ~fire), same.eq(now_same),
+        m.d.sync += [ready.eq(all_at_event & ~fire),
                      pop_ready.eq(Mux(all_at_event & ~fire, now_same, 0))]
         pops = [pop_ready[k] & inputs_open & room for k in range(len(inputs))]
-        return all_at_event, fire, pops, fire & ~same.all()
+        return all_at_event, fire, pops, fire & ~pop_ready.all()
 
     def _next_input(self, m, cur, inputs, inputs_open, room, barrier):
         """Move a join's one-hot ``cur``: to input 0 once every input has an event at its
@@ -545,11 +546,11 @@ class TokenUnit(wiring.Component):
         An event steps on only when the emit stage has room, as a taken word does: that
         keeps the condition short, and the stage has room unless the outputs stall.
         """
-        moves = Cat(cur[k] & buf.r_rdy for k, buf in enumerate(inputs)).any() & inputs_open & room
+        moves = Cat(cur[k] & buf.valid for k, buf in enumerate(inputs)).any() & inputs_open & room
         with m.If(barrier):
             m.d.sync += cur.eq(1)
         with m.Elif(moves):
-            m.d.sync += cur.eq(_one_hot_mux(cur, [buf.r_data.next_input for buf in inputs]))
+            m.d.sync += cur.eq(_one_hot_mux(cur, [buf.payload.next_input for buf in inputs]))
 
     def _events_out(self, m, emitted, word, open_events, discarding):
         """Strobe ``ev_out`` for an emitted event token and open or close its mode."""
@@ -665,16 +666,6 @@ class StreamBuffer(wiring.Component):
         with m.If(~spare_valid):
             m.d.sync += spare.eq(self.i.payload)
         return m
-
-
-class _HeadPort:
-    """The head of an input buffer as the unit reads it: ``r_data`` (a decoded word),
-    ``r_rdy`` and ``r_en``."""
-
-    def __init__(self, stream_out):
-        self.r_data = stream_out.payload
-        self.r_rdy = stream_out.valid
-        self.r_en = stream_out.ready
 
 
 def _one_hot_mux(select, values):

@@ -5,8 +5,8 @@ Pytest side
 :func:`run_cocotb` generates the Verilog of a design (``hw.gen``) for one parameter set
 (once per version of ``hw/``, shared by both simulators' tests in ``sim_build/verilog/``),
 copies it into the calling test's own folder under ``sim_build/``, builds it with the
-simulator and runs a cocotb test module on it through ``cocotb_tools.runner``. Per-test folders
-make ``pytest -n 2`` safe. :func:`simulators` gives the simulators to test on
+simulator and runs a cocotb test module on it through ``cocotb_tools.runner``. Per-test
+folders make ``pytest -n 2`` safe. :func:`simulators` gives the simulators to test on
 (``SIM=icarus|verilator`` picks one, default both). ``WAVES=1`` dumps an FST per test
 into that folder. ``SEED=N`` fixes the random seed (default: a fresh one, printed).
 

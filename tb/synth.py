@@ -198,7 +198,6 @@ def area_by_block(design, params):
     cells = {module.lstrip("\\"): {kind.lstrip("\\"): int(n)
                                  for kind, n in stat.get("num_cells_by_type", {}).items()}
              for module, stat in modules.items()}
-    top = name
 
     def total(module):
         sums = {}
@@ -214,8 +213,8 @@ def area_by_block(design, params):
                 "DPR16X4": sums.get("TRELLIS_DPR16X4", 0),
                 "MULT18X18D": sums.get("MULT18X18D", 0)}
 
-    blocks = {"(top)": summary({k: n for k, n in cells[top].items() if k not in cells})}
-    for kind, count in cells[top].items():
+    blocks = {"(top)": summary({k: n for k, n in cells[name].items() if k not in cells})}
+    for kind, count in cells[name].items():
         if kind in cells:
             label = kind.removeprefix(name + ".")
             blocks[label] = summary({k: n * count for k, n in total(kind).items()})
