@@ -64,15 +64,16 @@ the first design to 146 MHz):
    head buffer that refills whenever its spare entry is free.
 2. **Take.** Every clock the unit takes at most one word: an injected token, a join's
    event barrier, or the head of the current input. Whether it takes it depends only on
-   registers (the heads, the one-hot current input, the injector's state and the emit
-   stage's ``room``), so taking a word is a short function of flip-flops, with no
+   registers (the heads' valid and event bits, the one-hot current input, and one
+   register ``inputs_go`` that says no ``ev_in`` strobe is being served and the emit
+   stage has room), so a head buffer's ``ready`` is one LUT of flip-flops, with no
    multiplexer and no output's ready on the way, and it moves only the head buffer:
    the FIFO's read port and pointers are not on that path. Routing, discard and
    "output of the last data item" are resolved here, into the word's target outputs.
-3. **Emit stage.** A two-entry skid buffer of (word, targets) whose ``room`` is a
-   register. Its oldest word is written into every target output buffer with space and
-   leaves once all its targets have it, so a broadcast waits for no output that already
-   took it.
+3. **Emit stage.** A register for the word taken (the take multiplexer ends there),
+   then a two-entry skid buffer of (word, targets) whose ``room`` is a register. Its
+   oldest word is written into every target output buffer with space and leaves once
+   all its targets have it, so a broadcast waits for no output that already took it.
 4. **Output buffers.** Two entries per output, with ``ready``, ``valid`` and ``payload``
    in registers.
 
@@ -84,9 +85,9 @@ step past a waiting event wait for room in the emit stage. Each input word carri
 its decoding, the input a join reads next (``next_input``), so moving between inputs is a
 one-hot multiplexer. A join's barrier is detected a clock before it fires (the inputs'
 heads cannot change in between), so a barrier takes two clocks. A word taken in at one
-clock edge can leave five edges later (``make bench`` measures it); ``ev_in`` strobes are
-registered before they act, and ``ev_out`` strobes in the clock after the unit takes the
-event token. The golden model is transaction level: none of this timing changes what it
+clock edge can leave six edges later (``make bench`` measures it); ``ev_in`` strobes are
+registered before they act, ``ev_out`` strobes in the clock after the unit takes the
+event token, and ``error`` rises two clocks after a malformed word is dropped. The golden model is transaction level: none of this timing changes what it
 computes.
 """
 
@@ -287,7 +288,7 @@ class TokenUnit(wiring.Component):
         Event wires in and out; ``ev_out`` strobes once per event token emitted, in the
         cycle after the unit takes the token.
     error : unsigned(1), out
-        Sticky: set when malformed input was dropped; cleared by reset only.
+        Sticky: set two clocks after malformed input was dropped; cleared by reset only.
     open_events : unsigned(4), out
         Bit ``k - 1`` is set while event ``k`` is open.
     """
@@ -392,31 +393,39 @@ class TokenUnit(wiring.Component):
 
         inputs = self._input_buffers(m)
         heads = [buf.payload for buf in inputs]
-        inj_head, inj_valid, hold_inputs, inj_taken, ev_in_error = self._injector(m)
-        room, load, load_word, load_targets = self._emit_stage(m)
-        inputs_open = ~hold_inputs              # a register: no ev_in strobe is being served
+        inj_head, inj_valid, hold_inputs, hold_next, inj_taken, ev_in_error = self._injector(m)
+        room, room_next, load, load_word, load_targets = self._emit_stage(m)
+        # Inputs may move: no ev_in strobe is being served and the emit stage has room.
+        # One register (the AND of two registers' next values), so that taking a word is
+        # one LUT: its current input, its head's valid and event bits, and this.
+        inputs_go = Signal(init=1)
+        m.d.sync += inputs_go.eq(~hold_next & room_next)
 
         # --- Whether each input's head word is taken, from a few registers (`cur`,
-        # `inputs_open`, `room`, the FIFO's head): no multiplexer, no output's ready and no
-        # decision on the word on the way to a FIFO's read enable. So every word taken,
-        # even one that is dropped or consumed, waits for room in the emit stage. ---
+        # `inputs_go`, the head buffer's valid and event bits): no multiplexer, no output's
+        # ready and no decision on the word on the way to a head buffer's ready. So every
+        # word taken, even one that is dropped or consumed, waits for room in the emit
+        # stage. ---
         taken, kept = [], []                    # taken; taken and going to the outputs
         for k, (buf, head) in enumerate(zip(inputs, heads)):
             drops = head.drop | head.switch | (head.data & discarding)
             waits = head.event if n_in > 1 else Const(0)    # events cross a join as barriers
             take, keep = Signal(name=f"take_{k}"), Signal(name=f"keep_{k}")
-            m.d.comb += [take.eq(cur[k] & inputs_open & room & buf.valid & ~waits),
+            m.d.comb += [take.eq(cur[k] & inputs_go & buf.valid & ~waits),
                          keep.eq(take & ~drops)]
             taken.append(take)
             kept.append(keep)
         inj_go = Signal()                       # an injected token goes to the emit stage
         m.d.comb += [inj_go.eq(inj_valid & room), inj_taken.eq(inj_go)]
         if n_in > 1:
-            barrier, fire, pops, barrier_bad = self._barrier(m, inputs, inputs_open, room)
+            barrier, fire, pops, barrier_bad = self._barrier(m, inputs, inputs_go)
         else:
             fire, pops, barrier_bad = Const(0), [Const(0)], Const(0)
-        for buf, take, pop in zip(inputs, taken, pops):
-            m.d.comb += buf.ready.eq(take | pop)
+        # A head buffer's `ready` leaves out its own `valid` (which `take` has): a buffer
+        # ignores `ready` while empty, and so `ready` is one LUT of four registers.
+        for k, (buf, pop) in enumerate(zip(inputs, pops)):
+            waits = buf.payload.event if n_in > 1 else Const(0)
+            m.d.comb += buf.ready.eq((cur[k] & inputs_go & ~waits) | pop)
 
         # --- The word that goes to the emit stage: an injected token, a barrier's event or
         # the current input's head. This multiplexer only feeds registers' data inputs. ---
@@ -435,12 +444,16 @@ class TokenUnit(wiring.Component):
         ]
 
         dropped = Cat(take & h.drop for take, h in zip(taken, heads)).any()
-        with m.If(dropped | barrier_bad | ev_in_error):
+        # Each clock's error sources are registered before they set the sticky flag, so the
+        # wide OR over the inputs does not feed the flag's enable in the clock of the take.
+        errors_now = Signal(3)
+        m.d.sync += errors_now.eq(Cat(dropped, barrier_bad, ev_in_error))
+        with m.If(errors_now.any()):
             m.d.sync += error.eq(1)
         with m.If(Cat(keep & h.data for keep, h in zip(kept, heads)).any()):
             m.d.sync += last_route.eq(head.targets)
         if n_in > 1:
-            self._next_input(m, cur, inputs, inputs_open, room, barrier)
+            self._next_input(m, cur, inputs, inputs_go, barrier)
         loads_event = (inj_go & inj_head.event) | fire
         if n_in == 1:
             loads_event |= kept[0] & heads[0].event
@@ -475,14 +488,20 @@ class TokenUnit(wiring.Component):
         return buffers
 
     def _emit_stage(self, m):
-        """The emit stage: a two-entry skid buffer of words with their target outputs, in
-        front of a two-entry :class:`StreamBuffer` per output.
+        """The emit stage: a register for the word taken, then a two-entry skid buffer of
+        words with their target outputs, in front of a two-entry :class:`StreamBuffer` per
+        output.
 
-        Returns ``(room, load, word, targets)``: ``room`` is a register (the skid entry is
-        free), so taking a word never waits on the outputs' ready in the same clock; drive
-        ``load`` to put ``word`` into the stage for the outputs in ``targets``. The main
-        entry writes its word into each target output that has space and leaves once every
-        target has it, so a broadcast is not held up by all its outputs being ready at once.
+        Returns ``(room, room_next, load, word, targets)``: drive ``load`` to put ``word``
+        into the stage for the outputs in ``targets``; ``room`` (a register: the skid
+        entry is free) says it may, and ``room_next`` is its value in the next clock. The
+        word taken goes into a plain register first, so the take multiplexer ends at a
+        flip-flop's data input with no further choice after it (the skid buffer behind it
+        chooses between its own registers). With the skid entry free the taken word always
+        moves on, so ``room`` needs no term for the taken-word register. The main entry
+        writes its word into each target output that has space and leaves once every
+        target has it, so a broadcast is not held up by all its outputs being ready at
+        once.
         """
         n_out = self.n_outputs
         buffers = []
@@ -493,27 +512,33 @@ class TokenUnit(wiring.Component):
         space = Cat(buffer.i.ready for buffer in buffers)     # registers
 
         load, word, targets = Signal(), Signal(self.word), Signal(n_out)
+        taken_valid, taken_word, taken_targets = Signal(), Signal(self.word), Signal(n_out)
         main_valid, main_word, main_left = Signal(), Signal(self.word), Signal(n_out)
         skid_valid, skid_word, skid_targets = Signal(), Signal(self.word), Signal(n_out)
+        with m.If(~skid_valid):     # the taken word, if any, moves on now
+            m.d.sync += [taken_valid.eq(load), taken_word.eq(word), taken_targets.eq(targets)]
+        moves = taken_valid & ~skid_valid       # the taken word enters the skid buffer
         main_done = Signal()        # the main entry is empty or reaches its last outputs now
         m.d.comb += main_done.eq(~main_valid | ((main_left & ~space) == 0))
         for k, buffer in enumerate(buffers):
             m.d.comb += [buffer.i.payload.eq(main_word),
                          buffer.i.valid.eq(main_valid & main_left[k])]
         with m.If(main_done):
-            m.d.sync += main_valid.eq(skid_valid | load)
+            m.d.sync += main_valid.eq(skid_valid | moves)
             with m.If(skid_valid):
                 m.d.sync += [main_word.eq(skid_word), main_left.eq(skid_targets)]
             with m.Else():
-                m.d.sync += [main_word.eq(word), main_left.eq(targets)]
+                m.d.sync += [main_word.eq(taken_word), main_left.eq(taken_targets)]
         with m.Else():
             m.d.sync += main_left.eq(main_left & ~space)
         with m.If(~skid_valid):     # loaded every clock it is free; valid only if needed
-            m.d.sync += [skid_word.eq(word), skid_targets.eq(targets)]
-        m.d.sync += skid_valid.eq(~main_done & (skid_valid | load))
-        return ~skid_valid, load, word, targets
+            m.d.sync += [skid_word.eq(taken_word), skid_targets.eq(taken_targets)]
+        skid_next = Signal()
+        m.d.comb += skid_next.eq(~main_done & (skid_valid | moves))
+        m.d.sync += skid_valid.eq(skid_next)
+        return ~skid_valid, ~skid_next, load, word, targets
 
-    def _barrier(self, m, inputs, inputs_open, room):
+    def _barrier(self, m, inputs, inputs_go):
         """A join's event barrier: go on only once every input has an event at its head.
 
         Whether every input has one, and which of them equal input 0's, are registered a
@@ -530,15 +555,15 @@ class TokenUnit(wiring.Component):
         all_at_event = Signal()
         m.d.comb += [
             all_at_event.eq(Cat(buf.valid & head.event for buf, head in zip(inputs, heads)).all()),
-            fire.eq(ready & inputs_open & room),
+            fire.eq(ready & inputs_go),
         ]
         now_same = Cat(head.event_key == heads[0].event_key for head in heads)
         m.d.sync += [ready.eq(all_at_event & ~fire),
                      pop_ready.eq(Mux(all_at_event & ~fire, now_same, 0))]
-        pops = [pop_ready[k] & inputs_open & room for k in range(len(inputs))]
+        pops = [pop_ready[k] & inputs_go for k in range(len(inputs))]
         return all_at_event, fire, pops, fire & ~pop_ready.all()
 
-    def _next_input(self, m, cur, inputs, inputs_open, room, barrier):
+    def _next_input(self, m, cur, inputs, inputs_go, barrier):
         """Move a join's one-hot ``cur``: to input 0 once every input has an event at its
         head (the barrier emits input 0's, and reading resumes there), else, when the
         current input's head is taken or is an event that waits, to its ``next_input``.
@@ -546,7 +571,7 @@ class TokenUnit(wiring.Component):
         An event steps on only when the emit stage has room, as a taken word does: that
         keeps the condition short, and the stage has room unless the outputs stall.
         """
-        moves = Cat(cur[k] & buf.valid for k, buf in enumerate(inputs)).any() & inputs_open & room
+        moves = Cat(cur[k] & buf.valid for k, buf in enumerate(inputs)).any() & inputs_go
         with m.If(barrier):
             m.d.sync += cur.eq(1)
         with m.Elif(moves):
@@ -573,10 +598,10 @@ class TokenUnit(wiring.Component):
     def _injector(self, m):
         """Latch ``ev_in`` strobes and serve them as injected token sequences.
 
-        Returns ``(head, valid, hold_inputs, taken, error)``: the injected word, decoded;
-        whether one is being injected; whether inputs are held (a strobe is pending or
-        being served); a signal to drive high when the unit takes the word; and a strobe
-        with a bad event id.
+        Returns ``(head, valid, hold_inputs, hold_next, taken, error)``: the injected word,
+        decoded; whether one is being injected; whether inputs are held (a strobe is
+        pending or being served; a register) and its value in the next clock; a signal to
+        drive high when the unit takes the word; and a strobe with a bad event id.
         """
         sequences = injection_sequences(self.inject)
         strobe_start, strobe_end, strobe_id = Signal(), Signal(), Signal(4)
@@ -616,11 +641,11 @@ class TokenUnit(wiring.Component):
         # Inputs wait while a strobe is pending or its tokens are being injected, and for
         # one clock after (the flag is a register, computed from this clock's state and
         # not the next one's, which would chain the id decode and the priority choice).
-        hold_inputs = Signal()
-        m.d.sync += [pending.eq(next_pending), busy.eq(next_busy),
-                     hold_inputs.eq(busy | (pending != 0) | strobe_start | strobe_end
-                                    | self.ev_in.start | self.ev_in.end)]
-        return slots[0], busy, hold_inputs, taken, bad_id
+        hold_inputs, hold_next = Signal(), Signal()
+        m.d.comb += hold_next.eq(busy | (pending != 0) | strobe_start | strobe_end
+                                 | self.ev_in.start | self.ev_in.end)
+        m.d.sync += [pending.eq(next_pending), busy.eq(next_busy), hold_inputs.eq(hold_next)]
+        return slots[0], busy, hold_inputs, hold_next, taken, bad_id
 
     def _token(self, code, arg):
         """A token's value as an integer."""
