@@ -457,7 +457,10 @@ class TokenUnit(wiring.Component):
         loads_event = (inj_go & inj_head.event) | fire
         if n_in == 1:
             loads_event |= kept[0] & heads[0].event
-        self._events_out(m, loads_event, head.word, open_events, discarding)
+        # An event token taken is injected or input 0's head (a barrier's event, or the
+        # one input's): a two-way choice, not the one-hot multiplexer over the inputs.
+        event_word = self.word(Mux(inj_valid, inj_head.word, heads[0].word))
+        self._events_out(m, loads_event, event_word, open_events, discarding)
         return m
 
     def _input_buffers(self, m):
