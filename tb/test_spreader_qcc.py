@@ -160,7 +160,8 @@ class QCCProcessors:
         if asked:
             # no bad answers here: the spreader's error flag stays low (asserted below)
             e, req, ready, accept, entity = asked[0]
-            run.request(e, req, self.status, entity if ready else None, bool(accept))
+            run.request(e, req, entity if ready else None, bool(accept))
+        run.scan_status(self.status, asked[0][:2] if asked else None)
         v, p = _tap(int(dut.release_tap.value))
         if v:
             run.res.release.append((t, codec.unpack("release", p)))
