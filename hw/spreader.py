@@ -102,13 +102,17 @@ Decisions
    stage completes (the spreader would see an answer naming an entity still in flight).
 8. Fmax (README.md has the table): 4 EUs, 32/32 records, ECP5-85F: 20 MHz before item 3
    (arbitration, lookups, candidate list, scan and commit in one clock), 30.9 MHz with
-   the two stages (LUT4 15,437, FF 2,685, DPR16X4 272, EBR 0). The critical path is
-   stage R alone: pass register -> status compare -> first candidate -> the EU's answer
-   -> in-flight bad-answer check -> ``accepted`` -> FIFO room / ``load`` -> the VDT's
-   reference counters. Since then the answer is decided per EU in parallel and the FIFO
-   room chosen by it (decision 3; 14,112 LUT4 at 32/32 by yosys, not yet routed).
-   100 MHz needs stage R cut (registered scan result, registered answer, a commit
-   stage), a change of the golden model's contract still to be made.
+   the two stages, its critical path all stage R (pass register -> status compare ->
+   first candidate -> the EU's answer -> in-flight bad-answer check -> ``accepted`` ->
+   FIFO room / ``load`` -> the VDT's reference counters). The answer decided per EU and
+   the FIFO room chosen by it (decision 3) kept the contract (32.3 MHz placement
+   estimate). Cut 1 of stage R (decision 1: the request from a register, the scan a
+   clock before it) closes at 38.9 MHz routed (LUT4 14,289, FF 2,677, DPR16X4 272),
+   its critical path now all stage P: the parked patch's second group compared with
+   the triangle's vertices (``provider``) -> the offers -> the arbiter's winner -> the
+   winner's walk -> the first request (``q_v``). Stage R's registered answer and a
+   commit stage (cuts 2 and 3) need more than one packet of a stream inside the
+   spreader and a new contract (README.md).
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
    priority list is walked from the entry after the EU of that type's last allocation
    (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
