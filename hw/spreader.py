@@ -51,13 +51,14 @@ Decisions
    unplaced is parked in its stream's register. The EU's answer still decides, in its
    clock, whether the packet is consumed and so whether P's next pass may enter R (an
    enable: ``load``), and the input ``ready`` signals depend on it combinationally; an
-   EU's ``ready`` and answer must not depend on the spreader's input ``ready`` signals. P cannot see R's commit of the same clock, so P makes
-   a packet *wait* where that commit could change its outcome (hazards with R's packet:
-   same record, a group or primitive R closes, a vertex group or ``prid`` a packet
-   inside the spreader provides). A triangle or pixel packet that would wait for a
-   provider inside the spreader is not offered to the arbiter (``offer``: compares of
-   its indices / ``prid`` with the held packets, no table lookup), so another stream's
-   packet fills the clock: a mixed stream keeps one packet per clock.
+   EU's ``ready`` and answer must not depend on the spreader's input ``ready`` signals.
+   P cannot see R's commit of the same clock, so P makes a packet *wait* where that
+   commit could change its outcome (hazards with R's packet: same record, a group or
+   primitive R closes, a vertex group or ``prid`` a packet inside the spreader
+   provides). A triangle or pixel packet that would wait for a provider inside the
+   spreader is not offered to the arbiter (``offer``: compares of its indices / ``prid``
+   with the held packets, no table lookup), so another stream's packet fills the clock:
+   a mixed stream keeps one packet per clock.
 2. Tables (issue 12): the fields written once per allocation (tag, EU, entity, vertex
    count; for the PT also the triangle's VDT records) are ``Memory`` with asynchronous
    read ports (LUT-RAM; the VDT in an even and an odd bank, so that a patch writes its
@@ -66,7 +67,7 @@ Decisions
    bits and the reference / pixel counters, each written through one decoded one-hot
    per write site (no ``Array``-indexed writes). The release scan finds the lowest
    releasable record with a carry chain (``x & -x``) and an OR-tree encoder. The
-   Verilog at the defaults (256/256 records) is 0.73 MB (87 MB before).
+   Verilog at the defaults (256/256 records) is 0.84 MB (87 MB before).
 3. The in-flight table ``(eu, entity) -> (type, record)`` is a memory of ``N*256`` words
    with one write port (written on accept) and an asynchronous read port (the
    completion), plus ``N*256`` valid flip-flops (set on accept, cleared on completion,
