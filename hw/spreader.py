@@ -21,7 +21,8 @@ its own signature:
 * :class:`PacketChecks`: stage P's checks, table lookups and waits of all four streams;
 * :class:`Rotation` and :class:`CandidateList`: where each list's walk starts (load
   balance) and the winner's candidate list (locality first);
-* :class:`StatusScan`: stage R's first candidate whose status meets the minimum;
+* :class:`StatusScan`: stage R's scan after a refusal (the next candidate whose status
+  meets the minimum);
 * :class:`VertexTable` (VDT) and :class:`PrimitiveTable` (PT), each with its release
   scan; the spreader merges their release streams (VDT first, the release engine);
 * :class:`InFlightTable`: ``(eu, entity) -> (type, record)`` of the entities in flight;
@@ -39,20 +40,25 @@ Decisions
 1. Pipelined allocation (issue 12, item 3; the golden model's timing contract, changed
    first): stage P (arbiter, packet checks, VDT/PT lookups, candidate list, minimum)
    reads the input heads or the parked packets (``held``, one register per stream) and
-   the tables, and loads the pass registers (``r_*``) of stage R; stage R (status scan,
-   request, answer, commit) reads only those registers, the status and the answer. An
-   input's ``ready`` is high when P's pass enters R, one clock before its first
-   request; a packet whose pass ends unplaced is parked in its stream's register. The
-   EU's answer still decides, in its clock, whether the packet is consumed and so
-   whether P's next pass may enter R (an enable: ``load``), and the input ``ready`` signals
-   depend on it combinationally; an EU's ``ready`` and answer must not depend on the
-   spreader's input ``ready`` signals. P cannot see R's commit of the same clock, so P makes
-   a packet *wait* where that commit could change its outcome (hazards with R's packet:
-   same record, a group or primitive R closes, a vertex group or ``prid`` a packet
-   inside the spreader provides). A triangle or pixel packet that would wait for a
-   provider inside the spreader is not offered to the arbiter (``offer``: compares of
-   its indices / ``prid`` with the held packets, no table lookup), so another stream's
-   packet fills the clock: a mixed stream keeps one packet per clock.
+   the tables, and loads the pass registers (``r_*``) of stage R, with the first
+   request's scan (``CandidateList.first`` over the status of P's clock less R's
+   request of that clock); stage R (request, answer, the scan after a refusal, commit)
+   reads only those registers, the status and the answer. Every request comes from a
+   register (``q_v``: one-hot ``alloc[e].valid``, ``q_eu``, ``q_idx``) loaded by a
+   scan of the clock before: the status compares and the choice of EU are off the path
+   from the answer to its effects (issue 12 cut 1). An input's ``ready`` is high when
+   P's pass enters R, one clock before its first request; a packet whose pass ends
+   unplaced is parked in its stream's register. The EU's answer still decides, in its
+   clock, whether the packet is consumed and so whether P's next pass may enter R (an
+   enable: ``load``), and the input ``ready`` signals depend on it combinationally; an
+   EU's ``ready`` and answer must not depend on the spreader's input ``ready`` signals.
+   P cannot see R's commit of the same clock, so P makes a packet *wait* where that
+   commit could change its outcome (hazards with R's packet: same record, a group or
+   primitive R closes, a vertex group or ``prid`` a packet inside the spreader
+   provides). A triangle or pixel packet that would wait for a provider inside the
+   spreader is not offered to the arbiter (``offer``: compares of its indices / ``prid``
+   with the held packets, no table lookup), so another stream's packet fills the clock:
+   a mixed stream keeps one packet per clock.
 2. Tables (issue 12): the fields written once per allocation (tag, EU, entity, vertex
    count; for the PT also the triangle's VDT records) are ``Memory`` with asynchronous
    read ports (LUT-RAM; the VDT in an even and an odd bank, so that a patch writes its
@@ -61,7 +67,7 @@ Decisions
    bits and the reference / pixel counters, each written through one decoded one-hot
    per write site (no ``Array``-indexed writes). The release scan finds the lowest
    releasable record with a carry chain (``x & -x``) and an OR-tree encoder. The
-   Verilog at the defaults (256/256 records) is 0.73 MB (87 MB before).
+   Verilog at the defaults (256/256 records) is 0.84 MB (87 MB before).
 3. The in-flight table ``(eu, entity) -> (type, record)`` is a memory of ``N*256`` words
    with one write port (written on accept) and an asynchronous read port (the
    completion), plus ``N*256`` valid flip-flops (set on accept, cleared on completion,
@@ -97,13 +103,17 @@ Decisions
    stage completes (the spreader would see an answer naming an entity still in flight).
 8. Fmax (README.md has the table): 4 EUs, 32/32 records, ECP5-85F: 20 MHz before item 3
    (arbitration, lookups, candidate list, scan and commit in one clock), 30.9 MHz with
-   the two stages (LUT4 15,437, FF 2,685, DPR16X4 272, EBR 0). The critical path is
-   stage R alone: pass register -> status compare -> first candidate -> the EU's answer
-   -> in-flight bad-answer check -> ``accepted`` -> FIFO room / ``load`` -> the VDT's
-   reference counters. Since then the answer is decided per EU in parallel and the FIFO
-   room chosen by it (decision 3; 14,112 LUT4 at 32/32 by yosys, not yet routed).
-   100 MHz needs stage R cut (registered scan result, registered answer, a commit
-   stage), a change of the golden model's contract still to be made.
+   the two stages, its critical path all stage R (pass register -> status compare ->
+   first candidate -> the EU's answer -> in-flight bad-answer check -> ``accepted`` ->
+   FIFO room / ``load`` -> the VDT's reference counters). The answer decided per EU and
+   the FIFO room chosen by it (decision 3) kept the contract (32.3 MHz placement
+   estimate). Cut 1 of stage R (decision 1: the request from a register, the scan a
+   clock before it) closes at 38.9 MHz routed (LUT4 14,289, FF 2,677, DPR16X4 272),
+   its critical path now all stage P: the parked patch's second group compared with
+   the triangle's vertices (``provider``) -> the offers -> the arbiter's winner -> the
+   winner's walk -> the first request (``q_v``). Stage R's registered answer and a
+   commit stage (cuts 2 and 3) need more than one packet of a stream inside the
+   spreader and a new contract (README.md).
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
    priority list is walked from the entry after the EU of that type's last allocation
    (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
@@ -630,7 +640,11 @@ class CandidateList(wiring.Component):
     ``start[t]``), stably sorted by how many of the packet's data each EU holds
     (``holders``: the EUs of a triangle's three vertices, or of a pixel packet's
     triangle in entry 0; ``n_holders`` of them count). Every type's walk is built from
-    registers in parallel with the arbiter, then the winner's is selected."""
+    registers in parallel with the arbiter, then the winner's is selected.
+
+    ``first``: the first candidate whose bit in ``meets`` (by EU number) is set -- the
+    first request's scan --, found from the walk positions and their sort order in
+    parallel with the sort, not by scanning its result."""
 
     def __init__(self, *, n_eus):
         self.n_eus = n_eus
@@ -639,6 +653,8 @@ class CandidateList(wiring.Component):
             "counts": In(5).array(4), "start": In(5).array(4),
             "holders": In(data.ArrayLayout(EU_W, 3)), "n_holders": In(2),
             "cands": Out(data.ArrayLayout(EU_W, n_eus)), "count": Out(5),
+            "meets": In(n_eus),
+            "first": Out(data.StructLayout({"found": 1, "index": 5, "eu": EU_W})),
         })
 
     def elaborate(self, platform):
@@ -661,20 +677,29 @@ class CandidateList(wiring.Component):
             m.d.comb += held[k].eq(sum(((i < self.n_holders) & (self.holders[i] == walk[k]))
                                        .as_unsigned() for i in range(3)))
         listed = [k < self.count for k in range(N)]
+        meets = Signal(N, name="walk_meets")      # the walk's entries that meet the minimum
+        m.d.comb += meets.eq(Cat(listed[j] & self.meets.bit_select(walk[j], 1)
+                                 for j in range(N)))
         for j in range(N):
             rank = Signal(5, name=f"rank{j}")
-            ahead = [(listed[k] & ((held[k] > held[j]) | ((held[k] == held[j]) & (k < j))))
-                     .as_unsigned() for k in range(N) if k != j]
-            m.d.comb += rank.eq(sum(ahead) if ahead else 0)
+            before = [k for k in range(N) if k != j]      # sorted before entry j if listed
+            ahead = {k: (held[k] > held[j]) | ((held[k] == held[j]) & (k < j)) for k in before}
+            m.d.comb += rank.eq(sum((listed[k] & ahead[k]).as_unsigned() for k in before)
+                                if before else 0)
             for i in range(N):
                 with m.If(listed[j] & (rank == i)):
                     m.d.comb += self.cands[i].eq(walk[j])
+            # entry j is the first request when it meets and no entry sorted before it does
+            with m.If(meets[j] & ~Cat(meets[k] & ahead[k] for k in before).any()):
+                m.d.comb += [self.first.found.eq(1), self.first.index.eq(rank),
+                             self.first.eu.eq(walk[j])]
         return m
 
 
 class StatusScan(wiring.Component):
-    """Stage R's scan: the first candidate at or after ``pos`` (of ``count``) whose
-    ``status`` meets the pass's minimum (``need_records``, an entity, ``need_lines``)."""
+    """Stage R's scan after a refusal: the first candidate at or after ``pos`` (of
+    ``count``) whose ``status`` meets the pass's minimum (``need_records``, an entity,
+    ``need_lines``); registered, it is the next clock's request."""
 
     def __init__(self, *, n_eus, status_layout):
         self.n_eus = n_eus
@@ -1106,7 +1131,7 @@ class Spreader(wiring.Component):
         s = _State(self, m)
         self._stage_p(m, s, cfg, chk, arb, cands)
         self._stage_r(m, s, scan, ift)
-        self._advance(m, s, fifos, chk, arb, cands)
+        self._advance(m, s, fifos, chk, arb, cands, scan)
         self._commit(m, s, fifos, vdt, ptab, ift, rot)
         self._completion(m, s, vdt, ptab, ift)
         self._release(m, fifos, vdt, ptab)
@@ -1157,32 +1182,58 @@ class Spreader(wiring.Component):
                          cands.holders[i].eq(chk.tri_locs[i].eu)]
         with m.If(is_pix):
             m.d.comb += [s.w_loc[0].eq(chk.pix_tri), cands.holders[0].eq(chk.pix_tri.eu)]
+        m.d.comb += cands.meets.eq(self._first_scan_meets(m, s, cfg, win))
+
+    def _first_scan_meets(self, m, s, cfg, win):
+        """The EUs whose status meets the winner's minimum for its first request: this
+        clock's status less what stage R's request of this clock would take (its EU
+        counts one record, one entity and R's lines less). Every stream's minimum is
+        compared in parallel with the arbiter, then the winner's is selected."""
+        N = self.n_eus
+        meets = Signal(N, name="p_meets")
+        for e in range(N):
+            st, d = self.status[e], s.q_v[e]
+            fr, fe, fl = (Signal.like(st.free_records, name=f"adj_records{e}"),
+                          Signal.like(st.free_entities, name=f"adj_entities{e}"),
+                          Signal.like(st.free_lines, name=f"adj_lines{e}"))
+            m.d.comb += [
+                fr.eq(Mux(d & (st.free_records != 0), st.free_records - 1, st.free_records)),
+                fe.eq(Mux(d & (st.free_entities != 0), st.free_entities - 1,
+                          st.free_entities)),
+                fl.eq(Mux(d, Mux(st.free_lines >= s.r_size, st.free_lines - s.r_size, 0),
+                          st.free_lines)),
+            ]
+            per_type = Signal(4, name=f"meets{e}")
+            for k in range(4):
+                minr, minl = cfg.min_records[k], cfg.min_lines[k]
+                m.d.comb += per_type[k].eq((fr >= minr) & (fr != 0) & (fe != 0)
+                                           & (fl >= minl) & (fl >= s.src[k].size))
+            m.d.comb += meets[e].eq(per_type.bit_select(win, 1))
+        return meets
 
     def _stage_r(self, m, s, scan, ift):
-        """Stage R: the status scan, the request and the answer."""
+        """Stage R: the request (from the registers ``q_v``/``q_eu``/``q_idx``, loaded by
+        a scan of the clock before), the answer, and the scan for the request after a
+        refusal (this clock's status, from the candidate after the one asked)."""
         N = self.n_eus
-        m.d.comb += [scan.cands.eq(s.r_cands), scan.count.eq(s.r_ncand), scan.pos.eq(s.r_pos),
+        m.d.comb += [scan.cands.eq(s.r_cands), scan.count.eq(s.r_ncand),
+                     scan.pos.eq(s.q_idx + 1),
                      scan.need_records.eq(s.r_need_r), scan.need_lines.eq(s.r_need_l)]
         m.d.comb += [s.r_size.eq(Array(h.size for h in s.held)[s.r_stream]),
                      s.cur_seq.eq(Array(s.seq)[s.r_stream])]
-        in_alloc = s.active & (s.r_ev.outcome == Outcome.ALLOC)
-        m.d.comb += [s.q_idx.eq(Mux(s.r_held, s.r_idx, scan.index)),
-                     s.q_eu.eq(Mux(s.r_held, s.r_eu, scan.eu)),
-                     s.req.eq(in_alloc & (s.r_held | scan.found)),
-                     s.scan_none.eq(in_alloc & ~s.r_held & ~scan.found)]
+        m.d.comb += s.scan_none.eq(s.active & (s.r_ev.outcome == Outcome.ALLOC) & ~s.q_v.any())
         # the answer of the EU asked (at most one ``alloc[e]`` is valid), decided per EU
-        # in parallel: the scan's choice only enables one of them
+        # in parallel from the request register
         taken, bad, ok = Signal(N), Signal(N), Signal(N)
         for e in range(N):
             a = self.alloc[e]
-            m.d.comb += [a.valid.eq(s.req & (s.q_eu == e)), a.payload.etype.eq(s.r_stream),
+            m.d.comb += [a.valid.eq(s.q_v[e]), a.payload.etype.eq(s.r_stream),
                          a.payload.lines.eq(s.r_size), a.payload.hold.eq(s.r_stream != PIX),
                          a.payload.seq.eq(s.cur_seq), ift.answer[e].eq(self.entity[e]),
                          taken[e].eq(a.valid & a.ready),
                          bad[e].eq(self.accept[e] & ift.answer_busy[e]),
                          ok[e].eq(self.accept[e] & ~ift.answer_busy[e])]
-            with m.If(s.q_eu == e):
-                m.d.comb += s.ent_in.eq(self.entity[e])
+        m.d.comb += s.ent_in.eq(Array(self.entity)[s.q_eu])
         m.d.comb += [s.taken.eq(taken.any()), s.bad_answer.eq((taken & bad).any()),
                      s.accepted.eq((taken & ok).any()), s.refused.eq(s.taken & ~s.accepted)]
         ev = s.r_ev
@@ -1197,10 +1248,11 @@ class Spreader(wiring.Component):
         m.d.comb += [r.en.eq(s.consume_err), r.code.eq(ev.code), r.src.eq(s.r_stream),
                      r.seq.eq(s.cur_seq), r.detail.eq(ev.detail)]
 
-    def _advance(self, m, s, fifos, chk, arb, cands):
+    def _advance(self, m, s, fifos, chk, arb, cands, scan):
         """P -> R: a pass enters R (``load``) when R is free at the edge, the log and move
         FIFOs keep a free entry after this clock's pushes, and it does not overtake R's
-        own packet; a refusal moves R's scan past the refusing candidate."""
+        own packet; it brings its first request (P's scan). A refusal loads the request
+        R's scan found after the refusing candidate (none: the pass ends next clock)."""
         N, win = self.n_eus, arb.win
         # a free entry after this clock's pushes: both cases from the FIFO levels, then
         # chosen by the answer (no adder behind it)
@@ -1219,20 +1271,24 @@ class Spreader(wiring.Component):
             with m.If(load & (win == k)):
                 m.d.sync += [s.held_v[k].eq(1), s.held[k].eq(s.src[k]),
                              s.passes[k].eq(_sat_inc(Mux(mine, 0, s.passes[k])))]
+        first = cands.first
         with m.If(load):
             m.d.sync += [s.r_stream.eq(win), s.r_ev.eq(s.w_ev), s.r_cands.eq(cands.cands),
                          s.r_ncand.eq(cands.count), s.r_need_r.eq(s.w_need_r),
                          s.r_need_l.eq(s.w_need_l), s.r_vrn.eq(chk.tri_distinct),
-                         s.r_pos.eq(0), s.r_refused.eq(0)]
+                         s.r_refused.eq(0),
+                         s.q_v.eq(Mux(first.found & (s.w_ev.outcome == Outcome.ALLOC),
+                                      _onehot(first.eu, N), 0)),
+                         s.q_idx.eq(first.index), s.q_eu.eq(first.eu)]
             m.d.sync += [s.r_vr[i].eq(chk.tri_recs[i]) for i in range(3)]
             m.d.sync += [s.r_loc[i].eq(s.w_loc[i]) for i in range(3)]
         with m.Elif(s.refused):
-            m.d.sync += [s.r_pos.eq(s.q_idx + 1),
-                         s.r_refused.eq(s.r_refused | (Const(1, MAX_EUS) << s.q_eu))]
-        m.d.sync += [s.active.eq(load | (s.active & ~s.consumed & ~s.parks)),
-                     s.r_held.eq(s.req & ~s.taken & ~load)]
-        with m.If(s.req):
-            m.d.sync += [s.r_idx.eq(s.q_idx), s.r_eu.eq(s.q_eu)]
+            m.d.sync += [s.r_refused.eq(s.r_refused | (Const(1, MAX_EUS) << s.q_eu)),
+                         s.q_v.eq(Mux(scan.found, _onehot(scan.eu, N), 0)),
+                         s.q_idx.eq(scan.index), s.q_eu.eq(scan.eu)]
+        with m.Elif(s.consumed | s.parks):
+            m.d.sync += s.q_v.eq(0)
+        m.d.sync += s.active.eq(load | (s.active & ~s.consumed & ~s.parks))
 
     def _commit(self, m, s, fifos, vdt, ptab, ift, rot):
         """The end of R's pass: the log entry, the move command, the table writes."""
@@ -1360,10 +1416,11 @@ class _State:
         self.active, self.r_stream = Signal(), Signal(2)
         self.r_ev = Signal(_eval_layout(D))
         self.r_cands = Signal(data.ArrayLayout(EU_W, N))
-        self.r_ncand, self.r_pos = Signal(5), Signal(5)
+        self.r_ncand = Signal(5)
         self.r_need_r, self.r_need_l = Signal(sp.sr), Signal(sp.sl)
         self.r_refused = Signal(MAX_EUS)
-        self.r_held, self.r_idx, self.r_eu = Signal(), Signal(5), Signal(EU_W)
+        # stage R's request: one-hot EU (``alloc[e].valid``; 0: none), EU, list index
+        self.q_v, self.q_eu, self.q_idx = Signal(N), Signal(EU_W), Signal(5)
         self.r_loc = Signal(data.ArrayLayout(LOC, 3))
         self.r_vr = Signal(data.ArrayLayout(VR, 3))
         self.r_vrn = Signal(3)
@@ -1378,7 +1435,6 @@ class _State:
         self.w_loc = Signal(data.ArrayLayout(LOC, 3))
         # stage R
         self.r_size, self.cur_seq = Signal(SIZE_W), Signal(SEQ_W)
-        self.req, self.q_idx, self.q_eu = Signal(), Signal(5), Signal(EU_W)
         self.scan_none = Signal()
         self.ent_in = Signal(ENTITY_W)
         self.taken, self.bad_answer = Signal(), Signal()

@@ -103,6 +103,7 @@ class Run:
         self.seq = 0                    # draws placed so far (the front end's seq)
         self.t = 0
         self.req_open = None
+        self.scanned = None             # the status a request's scan read (issue 12)
         self.nxt, self.acked = [0, 0, 0, 0], {}
         self.alloc_w = sum(w for _, w in self.model.layout("alloc"))
         self.busy_clocks = [0] * self.n
@@ -128,13 +129,14 @@ class Run:
         if asked:
             e, q, ready, accept, entity = asked[0]
             if self.req_open is None:
-                self.req_open = (t, status)
+                self.req_open = (t, self.scanned)
             if ready:
                 # the spreader takes a packet from its input when the packet's pass
                 # enters its request stage, not when an EU accepts it (issue 12)
                 res.requests.append(ReqRecord(self.req_open[0], t, e, q, self.req_open[1],
                                               bool(accept), entity))
                 self.req_open = None
+        self.scanned = tuple(Spreader.debited(status, asked[0][:2] if asked else None))
         if taken:
             s = taken[0]
             self.acked[(s, self.nxt[s])] = t

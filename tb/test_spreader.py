@@ -220,6 +220,7 @@ class Run:
         self.next, self.consumed_at, self.queued = [0, 0, 0, 0], {}, [0, 0, 0, 0]
         self.res = RunResult(model, workload)
         self.req_open = None        # (first clock, status) of the request being answered
+        self.scanned = None         # the status a request starting next clock was scanned with
 
     def drive(self):
         """Falling edge: present the due packets and drive this clock's ``cfg`` word
@@ -256,15 +257,22 @@ class Run:
                 getattr(self.res, o).append((t, out[o]))
         return (taken[0] if taken else None), out
 
-    def request(self, e, req, status, answer, ok):
+    def request(self, e, req, answer, ok):
         """A request to EU ``e`` this clock: answered (``answer`` is the entity, ``ok``
-        whether it is an accept) or not yet (``answer`` None); recorded once answered."""
+        whether it is an accept) or not yet (``answer`` None); recorded once answered,
+        with the status its scan read (:meth:`scan_status` of the clock before)."""
         if self.req_open is None:
-            self.req_open = (self.t, tuple(status))
+            self.req_open = (self.t, self.scanned)
         if answer is not None:
             self.res.requests.append(ReqRecord(self.req_open[0], self.t, e, req,
                                                self.req_open[1], ok, answer))
             self.req_open = None
+
+    def scan_status(self, status, request):
+        """Every clock, after :meth:`request`: the EUs' status of this clock as a scan
+        reads it for a request in the next clock (less ``request``, this clock's
+        ``(eu, payload)`` or None: :meth:`golden.spreader.Spreader.debited`)."""
+        self.scanned = tuple(Spreader.debited(status, request))
 
     def presented(self):
         """Every packet of the workload taken and every configuration word driven."""
@@ -393,10 +401,11 @@ class TbEUs:
             # an accept naming an entity still in flight is a bad answer, taken as a
             # refusal (the EU knows when it answered so on purpose)
             ok = bool(a) and not self.eus[e].bad
-            run.request(e, q, self.status, ent if r else None, ok)
+            run.request(e, q, ent if r else None, ok)
             if r and ok:
                 self.eus[e].accepted(ent, q, t, done := [])
                 self.pending += [(when, e, x) for when, x in done]
+        run.scan_status(self.status, got_req)
         if want.consumed is not None or (self.model.idle_allocator() and not any(
                 run.valid(p) for p in PORTS)):
             run.last_progress = t       # a packet consumed, or none waiting

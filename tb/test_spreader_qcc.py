@@ -13,8 +13,9 @@ random gaps (a triangle only after its vertices were consumed, as a real front e
 No golden model runs in lock-step here (the EUs are RTL); instead the RTL's own
 observations (the taps of the adapters and the spreader's outputs) go through
 :class:`golden.spreader.Scoreboard`: every packet allocated exactly once, to an EU
-whose status met the minimum when asked (and whose QCC accepted it), candidates in list
-order, locality honoured whenever the preferred EU had room, a move command per
+whose status met the minimum when scanned, a clock before the request (and whose QCC
+accepted it), candidates in list order, locality honoured whenever the preferred EU
+had room, a move command per
 allocation, every completion before reuse, every held entity released exactly once
 after its users; plus, at the end, every QCC back to its full free counts (all records,
 entity numbers and lines returned), no QCC or adapter error, the spreader's error flag
@@ -160,7 +161,8 @@ class QCCProcessors:
         if asked:
             # no bad answers here: the spreader's error flag stays low (asserted below)
             e, req, ready, accept, entity = asked[0]
-            run.request(e, req, self.status, entity if ready else None, bool(accept))
+            run.request(e, req, entity if ready else None, bool(accept))
+        run.scan_status(self.status, asked[0][:2] if asked else None)
         v, p = _tap(int(dut.release_tap.value))
         if v:
             run.res.release.append((t, codec.unpack("release", p)))
@@ -233,7 +235,8 @@ async def qcc_traffic(dut):
 async def qcc_sizes(dut):
     """Vertex and patch packets of 5..8 lines on 16-line QCCs: first fit fragments the
     lines, and the status the spreader checks is the QCC's longest free run, so a QCC
-    whose status met the minimum never refuses (0 refusals asserted; with the count of
+    whose status met the minimum when scanned (a clock before the request, less the
+    ALLOC being asked of it then) never refuses (0 refusals asserted; with the count of
     free lines as status, 0 to 11 per run were refused in the seeds tried).
 
     The minima below keep held vertex and patch data (10 lines: two left) and triangles

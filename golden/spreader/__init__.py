@@ -108,9 +108,11 @@ Per-clock behaviour (timing contract)
 ``S_t`` and the inputs of cycle t, and all writes happen at the edge ending cycle t.
 
 The allocator is a two-stage pipeline (issue 12): stage **P** (prepare) arbitrates and
-does the checks, table lookups, candidate list and minimum; stage **R** (request) holds
-one prepared *pass* and scans, requests and commits. Each stage's logic reads only
-registers and the inputs of its own clock.
+does the checks, table lookups, candidate list, minimum and the scan for the pass's
+first request; stage **R** (request) holds one prepared *pass*, drives its request
+from a register, takes the answer, scans for the request after a refusal and commits.
+Each stage's logic reads only registers and the inputs of its own clock; no request
+depends on the status of its own clock (rule 3).
 
 1. **Packets inside**: each stream holds at most one packet inside the spreader, taken
    from its input (``ready`` high) when stage P prepares it and kept until it is
@@ -124,7 +126,8 @@ registers and the inputs of its own clock.
    idle): a *starving* stream (its counter >= ``limit``, limit > 0) if any, else fixed
    priority pixel > triangle > vertex > patch (among starving streams the same order).
    The winner is prepared from ``S_t`` and the packets inside: checks, lookups (VDT,
-   PT), candidate list and minimum (S104-S115). It enters R at the edge (a pass starts:
+   PT), candidate list, minimum (S104-S115) and its first request's scan (rule 3). It
+   enters R at the edge (a pass starts:
    its counter and every idle stream's are cleared, every other offering stream's
    incremented, saturating at 255) when (a) R is empty or its pass ends in this clock,
    (b) the ``log`` and ``move`` FIFOs each keep a free entry after this clock's pushes
@@ -142,11 +145,20 @@ registers and the inputs of its own clock.
    provider is UNKNOWN_VERTEX, a ``prid`` UNKNOWN_PRID, as before.
    (Stage P cannot see R's commit of this clock: these waits make the prepared pass
    equal to one prepared after it.)
-3. **Stage R, scan** (S118-S124): in R's first clock and in the clock after each
-   refusal, the spreader drives ``alloc[e]`` for the first candidate at or after the
-   current position whose ``status[e]`` *in that clock* meets the pass's minimum. If
-   none does, the pass ends in that clock (the packet is parked) and the packet is
-   prepared again later -- "retry from the top".
+3. **Scan** (S118-S124), a clock before its request: in R's first clock and in the
+   clock after each refusal, the spreader drives ``alloc[e]`` for the first candidate
+   at or after the current position whose status *in the clock before* met the pass's
+   minimum. The first request's scan is stage P's, in the clock it prepares the pass,
+   over that clock's status less what R's request of that clock would take (the EU R
+   requests counts one record, one entity and the request's ``lines`` less, answered
+   or not: its accept shows in its status only from the next clock;
+   :meth:`Spreader.debited`). The request after a refusal comes from R's scan in the
+   refusal's clock, from the candidate after the refusing one (that EU is not scanned
+   again, so no debit). If no candidate met the minimum, the pass ends in the clock
+   its request would have been driven (the packet is parked) and the packet is
+   prepared again later -- "retry from the top". (Issue 12 cut 1: the request comes
+   from a register, so no status compare, scan or choice of EU lies between the
+   status and the answer's effects.)
 4. The request is held (payload constant) until the EU takes it (``ready``); the EU
    answers in that clock. ``accept`` with an entity that is still in flight for that EU
    is a bad answer (error, treated as a refusal). Accept: the packet is consumed, the

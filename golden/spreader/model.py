@@ -31,14 +31,14 @@ class _Fifo:
 
 class _Pass:
     __slots__ = ("stream", "packet", "seq", "outcome", "code", "detail", "cands", "need",
-                 "pos", "req", "refused", "locs", "rec", "vrecs", "tri")
+                 "req", "refused", "locs", "rec", "vrecs", "tri")
 
     def __init__(self, stream, packet, seq):
         self.stream, self.packet, self.seq = stream, packet, seq
         self.outcome = None      # None (allocate), "error", "close", "wait"
         self.code, self.detail = Err.NONE, 0
-        self.cands, self.need, self.pos = (), (1, 1), 0
-        self.req = None          # (index in cands, eu, AllocRequest)
+        self.cands, self.need = (), (1, 1)
+        self.req = None          # the next request: (index in cands, eu), None if none
         self.refused = 0
         self.locs = ()           # triangle: Loc per vertex
         self.rec = None          # VDT record (vertex/patch) or PT record (triangle/pixel)
@@ -293,9 +293,38 @@ class Spreader(Codec):
         g, base = index >> 3, pkt.base >> 3
         return g == base or (etype == EType.PATCH and g == base + 1)
 
-    def _prepare(self, s, pkt):
-        """Stage P: checks, lookups, candidate list and minimum of a packet from ``S_t``
-        and the request stage's packet (rule 2 of the timing contract)."""
+    def _scan(self, p, status, pos):
+        """The first candidate of ``p`` at or after ``pos`` whose ``status`` meets its
+        minimum, as ``(index, eu)``, or None (rule 3: the scan of the clock before a
+        request)."""
+        for i in range(pos, len(p.cands)):
+            if self.meets(status[p.cands[i]], p.need):
+                return i, p.cands[i]
+        return None
+
+    def _prepare(self, s, pkt, status):
+        """Stage P: checks, lookups, candidate list, minimum and the first request's
+        scan of a packet from ``S_t``, this clock's status and the request stage's
+        packet (rules 2 and 3 of the timing contract)."""
+        p = self._fill(s, pkt)
+        if p.outcome is None:
+            p.req = self._scan(p, status, 0)
+        return p
+
+    @staticmethod
+    def debited(status, request):
+        """``status`` as stage P's scan reads it: the EU that stage R requests in this
+        clock counts one record, one entity and the request's lines less (its accept
+        shows in its status only from the next clock)."""
+        status = list(status)
+        if request is not None:
+            e, req = request
+            st = status[e]
+            status[e] = EUStatus(max(0, st.free_records - 1), max(0, st.free_entities - 1),
+                                 max(0, st.free_lines - req.lines))
+        return status
+
+    def _fill(self, s, pkt):
         p = _Pass(s, pkt, self._seq[s])
         V, r = self.vdt_records, self._pass      # r: the packet in the request stage
         if s == EType.VERTEX:
@@ -485,34 +514,27 @@ class Spreader(Codec):
             elif p.outcome == "wait":
                 leaves = True
                 writes.append(self._end_pass)
+            elif p.req is None:
+                leaves = True                   # no candidate met the minimum
+                writes.append(self._end_pass)
             else:
-                if p.req is None:
-                    for i in range(p.pos, len(p.cands)):
-                        e = p.cands[i]
-                        if self.meets(status[e], p.need):
-                            p.req = (i, e, AllocRequest(
-                                p.stream, p.packet.size, int(p.stream != EType.PIXEL), p.seq))
-                            break
+                i, e = p.req
+                req = AllocRequest(p.stream, p.packet.size, int(p.stream != EType.PIXEL), p.seq)
+                request = (e, req)
+                ans = respond(e, req) if callable(respond) else respond
+                if ans is not None:
+                    ans = Answer(bool(ans[0]), _field("entity", ans[1], ENTITY_W))
+                    if ans.accept and (e, ans.entity) in self._ift:
+                        errors.append(ErrorReport(Err.BAD_ANSWER, Src.ANSWER, p.seq, e,
+                                                  ans.entity))
+                        ans = Answer(False, ans.entity)
+                    answer = ans
+                    if ans.accept:
+                        consumed = p.stream
+                        writes.append(lambda p=p, e=e, n=ans.entity: self._commit(p, e, n))
                     else:
-                        leaves = True
-                        writes.append(self._end_pass)
-                if p.req is not None:
-                    i, e, req = p.req
-                    request = (e, req)
-                    ans = respond(e, req) if callable(respond) else respond
-                    if ans is not None:
-                        ans = Answer(bool(ans[0]), _field("entity", ans[1], ENTITY_W))
-                        if ans.accept and (e, ans.entity) in self._ift:
-                            errors.append(ErrorReport(Err.BAD_ANSWER, Src.ANSWER, p.seq, e,
-                                                      ans.entity))
-                            ans = Answer(False, ans.entity)
-                        answer = ans
-                        if ans.accept:
-                            consumed = p.stream
-                            writes.append(lambda p=p, e=e, n=ans.entity: self._commit(p, e, n))
-                        else:
-                            p.refused |= 1 << e
-                            p.pos, p.req = i + 1, None
+                        p.refused |= 1 << e
+                        p.req = self._scan(p, status, i + 1)
             leaves = leaves or consumed is not None
 
         # -- stage P: the next pass, prepared from S_t
@@ -527,7 +549,7 @@ class Spreader(Codec):
             win, starve = self._arbitrate(self._offers(src))
             if win is not None and not (p is not None and win == p.stream
                                         and consumed is None):
-                nxt = self._prepare(win, src[win])
+                nxt = self._prepare(win, src[win], self.debited(status, request))
                 started = True
                 if self._held[win] is None or p is not None and win == p.stream:
                     taken = win             # from the input (else a parked packet)
@@ -747,7 +769,7 @@ class Spreader(Codec):
         merger = DoneMerger(eus)
         r = RunResult(self, feeder.workload)
         start, last_progress = self.t, self.t
-        req_open = None
+        req_open, scanned = None, None     # scanned: the status a request's scan read
         while True:
             t = self.t
             if cycles is not None:
@@ -770,7 +792,7 @@ class Spreader(Codec):
             if res.request is not None:
                 e, q = res.request
                 if req_open is None:
-                    req_open = [t, e, q, tuple(status)]
+                    req_open = [t, e, q, scanned]
                 if res.answer is not None:
                     r.requests.append(ReqRecord(req_open[0], t, e, q, req_open[3],
                                                 res.answer.accept, res.answer.entity))
@@ -794,6 +816,7 @@ class Spreader(Codec):
                 eus[res.move.eu].move(res.move)
             if res.release is not None:
                 eus[res.release.eu].release(res.release)
+            scanned = tuple(self.debited(status, res.request))
             for eu in eus:
                 eu.tick()
             merger.collect()

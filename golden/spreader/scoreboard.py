@@ -53,17 +53,19 @@ class Scoreboard:
     It needs only what a testbench observes: the packets (the workload), the
     configuration words with their clocks, and a :class:`RunResult` with the transfers
     on ``log``, ``move``, ``release``, ``err``, ``done`` and the allocation requests
-    (:class:`ReqRecord`: EU, payload, every EU's status in the request's first clock,
-    answer). :meth:`check` raises ``AssertionError`` naming the first broken rule:
+    (:class:`ReqRecord`: EU, payload, every EU's status as the request's scan read
+    it -- the clock before its first clock, less the request driven then --, answer). :meth:`check`
+    raises ``AssertionError`` naming the first broken rule:
 
     * every packet consumed exactly once, in stream order, as ALLOC (good packets),
       CLOSE (end markers) or ERROR with the expected code; an error report for each
       ERROR unless ``lost``;
     * each allocation accepted by exactly one request, to an EU whose status met the
-      minimum when asked; requests in candidate-list order (each goes to the first
-      candidate after the previous request's that meets the minimum in its first
-      clock; going back up the list, or a request that does not start in the clock
-      after the previous answer, starts a new pass), so locality is honoured
+      minimum when scanned (the clock before the request); requests in candidate-list
+      order (each goes to the first candidate after the previous request's that met
+      the minimum in the clock before its first clock; going back up the list, or a
+      request that does not start in the clock after the previous answer, starts a new
+      pass), so locality is honoured
       whenever the preferred EU had room; the list is rebuilt from the configuration
       words and the log's own vertex and triangle allocations;
     * a move command per allocation with the right fields (the vertex / triangle

@@ -357,7 +357,8 @@ class CycleResult(NamedTuple):
 
 class ReqRecord(NamedTuple):
     """One allocation request: first clock, answer clock, EU, payload, every EU's
-    status in the first clock, and the answer."""
+    status as the request's scan read it (the clock before the first clock, less the
+    request driven in that clock: :meth:`Spreader.debited`), and the answer."""
     start: int
     end: int
     eu: int

@@ -272,8 +272,8 @@ def test_local_and_global_references_carry_addresses():
                                                        Loc(1, 11, 1))
     assert [e.ref for e in out["log"] if e.etype == T] == [Ref.LOCAL, Ref.GLOBAL]
     # the locality EU has no room: the triangle goes down the list and becomes global
-    take(sp, T, TrianglePacket(3, (0, 1, 2)))
-    r = sp.cycle(status=[ROOM, ROOM, FULL, ROOM], respond=accept(22))
+    take(sp, T, TrianglePacket(3, (0, 1, 2)), status=[ROOM, ROOM, FULL, ROOM])
+    r = sp.cycle(respond=accept(22))
     assert r.request[0] == 0 and r.consumed == T
     mv = drain(sp, 2)["move"][0]
     assert (mv.eu, mv.ref, mv.src[0]) == (0, Ref.GLOBAL, Loc(2, 10, 0))
@@ -290,8 +290,8 @@ def test_pixel_goes_to_its_triangles_eu():
     mv = drain(sp, 3)["move"][-1]
     assert mv == MoveCmd(3, 9, P, 0, 1, Ref.LOCAL, 40, 0, (Loc(3, 7, 0), Loc(), Loc()),
                          8, 12, 0x00F0)
-    take(sp, P, PixelPacket(40))
-    assert sp.cycle(status=[ROOM, ROOM, ROOM, FULL], respond=accept(1)).request[0] == 0
+    take(sp, P, PixelPacket(40), status=[ROOM, ROOM, ROOM, FULL])
+    assert sp.cycle(respond=accept(1)).request[0] == 0
 
 
 # ---------------------------------------------------------------- Fig. 10 flow and timing
@@ -344,9 +344,16 @@ def test_no_candidate_with_room_waits_without_requests():
         assert r.request is None and r.consumed is None and r.taken is None
         started.append(r.started)
     assert started == [False, True] * 3
-    r = sp.cycle(status=only(2), respond=accept(1))
+    # the pass prepared in the last clock scanned a full status and ends now; the one
+    # prepared next scans EU2's room and requests it in the clock after (a request
+    # follows the scan of the clock before)
+    r = sp.cycle(status=only(2))
+    assert r.request is None and not r.started
+    r = sp.cycle(status=only(2))
+    assert r.request is None and r.started
+    r = sp.cycle(status=[FULL] * 4, respond=accept(1))
     assert r.consumed == V and r.request[0] == 2
-    assert drain(sp, 2)["log"][0].passes == 4
+    assert drain(sp, 2)["log"][0].passes == 5
 
 
 def _vertex_run(latency, answers=None, n=8, rotate=False):
