@@ -27,7 +27,8 @@ import dataclasses
 import cocotb
 import pytest
 
-from golden.spreader import Config, EType, EUStatus, Scoreboard, Spreader, Workload
+from golden.spreader import (Config, EType, EUStatus, Scoreboard, Spreader, Workload,
+                             held_room_minima)
 from hw.spreader import SpreaderQCC
 from tb.harness import WIDE_DESIGN, params, run_cocotb, simulators, start
 from tb.test_spreader import (PORTS, SOAK_ENV, PortCodec, mesh_scene, min_config,
@@ -258,18 +259,18 @@ async def qcc_mixed_sizes(dut):
     once, no refusal after a passing check (the status is the QCC's longest free run),
     no deadlock.
 
-    The minima are graded along the chain of holds: vertex (and patch) data is freed by
-    triangles, triangles by pixel packets, so each held level is placed only where it
-    leaves a run for the level that frees it (vertex and patch: 24 lines, 3 records;
-    triangle: 16, 2; pixel: its size). With the reset minima the lines can all be held
-    by vertex groups and triangles waiting for a pixel packet that has no run of its size
-    left (seed 784917041: runs of 5, 1, 6 and 5 lines, an 8-line pixel packet parked);
-    with one reserve of 16 lines for every held type, by vertex groups waiting for a
-    triangle that may not take the last 15 (same seed): the QCCs idle and truthful."""
+    The minima are not picked by hand: :func:`golden.spreader.held_room_minima` derives
+    them from the packet-size bound, graded along the chain of holds (vertex and patch
+    data is freed by triangles, triangles by pixel packets, so each held level is placed
+    only where it leaves a run for the levels that free it). With the reset minima the
+    lines can all be held by vertex groups and triangles waiting for a pixel packet that
+    has no run of its size left (seed 784917041 before issue 12's registered scan: runs
+    of 5, 1, 6 and 5 lines, an 8-line pixel packet parked); with one reserve of 16 lines
+    for every held type, by vertex groups waiting for a triangle that may not take the
+    last 15 (same seed): the QCCs idle and truthful."""
     rng = await _start(dut)
     wl = _resized(traffic(rng, 60 * soak()), rng, 1, 8, streams=range(4))
-    config = [(0, Config.minimum(EType.VERTEX, 3, 24)), (1, Config.minimum(EType.PATCH, 3, 24)),
-              (2, Config.minimum(EType.TRIANGLE, 2, 16))]
+    config = list(enumerate(held_room_minima(8)))
     _, stats = await run_qcc(dut, rng, wl, config=config, work=(1, 8),
                              name="qcc_mixed_sizes")
     assert stats.refusals == 0, f"{stats.refusals} refusals after a passing check"

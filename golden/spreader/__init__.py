@@ -244,7 +244,8 @@ triangle; a group's or primitive's record is reused only after the packet that c
 was taken. :func:`build_workload`
 emits workloads with these dependencies (:class:`Item` ``after``). Progress also needs
 the driver to configure minimum resources so that held vertex data cannot crowd out the
-triangles and pixels that free it (e.g. records: vertex > triangle > pixel).
+triangles and pixels that free it: :func:`held_room_minima` gives MIN words by a rule
+derived from the packet-size bound (graded along the chain of holds).
 """
 
 from golden.spreader.eus import QCCEU, DoneMerger, RandomEU, ScriptedEU
@@ -254,6 +255,7 @@ from golden.spreader.types import (
     GROUP, PATCH_POINTS, PRIORITY, AllocRequest, Answer, CfgOp, Config, CycleResult, Done,
     EType, Err, ErrorReport, EUStatus, Kind, Loc, LogEntry, MoveCmd, PatchPacket,
     PixelPacket, Ref, ReleaseCmd, ReqRecord, RunResult, Src, TrianglePacket, VertexPacket,
+    held_room_minima,
 )
 from golden.spreader.workloads import (
     Feeder, Item, Workload, build_workload, scene_workload, synthetic_workload,
@@ -263,7 +265,7 @@ __all__ = [
     "EType", "Err", "Src", "Kind", "Ref", "CfgOp", "PRIORITY", "GROUP", "PATCH_POINTS",
     "VertexPacket", "TrianglePacket", "PixelPacket", "PatchPacket", "Config", "EUStatus",
     "AllocRequest", "Answer", "Done", "Loc", "MoveCmd", "ReleaseCmd", "LogEntry",
-    "ErrorReport", "CycleResult", "ReqRecord", "RunResult", "Spreader",
+    "ErrorReport", "CycleResult", "ReqRecord", "RunResult", "Spreader", "held_room_minima",
     "ScriptedEU", "RandomEU", "QCCEU", "DoneMerger",
     "Item", "Workload", "Feeder", "build_workload", "synthetic_workload", "scene_workload",
     "Scoreboard", "Stats",

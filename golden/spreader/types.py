@@ -245,6 +245,38 @@ class Config:
         return cls(CfgOp.STARVE, limit=limit)
 
 
+def held_room_minima(max_lines):
+    """MIN words that keep held data from taking the room of the packets that free it.
+
+    Held data waits for its consumers: a vertex group (or patch) for the triangles that
+    reference it, a triangle for its pixel packets. On EUs whose status is the longest
+    run of contiguous free lines (``free_run`` of the QCC), each held level is placed only
+    where, after it, a run remains for one packet of every level below it in that chain,
+    each at most ``max_lines`` lines and one record: vertex and patch data need a run of
+    3 x ``max_lines`` and 3 free records, a triangle 2 x ``max_lines`` and 2, a pixel
+    packet (not held) only its own size. So every EU that takes held data keeps room for
+    the triangle and the pixel packet that let it go, and pixel packets, which free
+    everything above them, always find room once running ones complete. It is the rule
+    the spreader's co-simulation soaks run by (no minimum is picked by hand); it does not
+    count entity numbers, which the EU's ``free_entities`` check covers one at a time.
+    The EUs need at least 3 x ``max_lines`` lines for vertex data to be placed at all.
+
+    Parameters
+    ----------
+    max_lines : int
+        The largest packet size in lines (the spreader's ``max_lines``, 1 to 15).
+
+    Returns
+    -------
+    list of :class:`Config`
+        MIN words for VERTEX, PATCH and TRIANGLE (pixels keep the reset minimum).
+    """
+    max_lines = _check_int("max_lines", max_lines, 1, 15)
+    return [Config.minimum(EType.VERTEX, 3, 3 * max_lines),
+            Config.minimum(EType.PATCH, 3, 3 * max_lines),
+            Config.minimum(EType.TRIANGLE, 2, 2 * max_lines)]
+
+
 class EUStatus(NamedTuple):
     """One EU's ``status`` inputs (its QCC's free counts)."""
     free_records: int

@@ -16,7 +16,7 @@ import pytest
 
 from golden.qcc import MAX_BUF_LINES, Code, QCCModel
 from golden.spreader import (Config, EType, EUStatus, Feeder, QCCEU, Scoreboard, Spreader,
-                             Workload, synthetic_workload)
+                             Workload, held_room_minima, synthetic_workload)
 
 
 class CountingQCCEU(QCCEU):
@@ -81,11 +81,10 @@ def test_scattered_free_lines_deadlock_is_gone():
     assert stats.refusals == 0 and stats.allocations > 90
 
 
-#: Held data (vertex, triangle, patch) only where a run of two largest buffers and two
-#: records are free, so it always leaves room for the pixel packets that free it
-#: (derived from the packet-size bound; ``tb/test_spreader_qcc.py`` uses the same).
-HELD_ROOM = [Config.minimum(t, 2, 2 * MAX_BUF_LINES)
-             for t in (EType.VERTEX, EType.TRIANGLE, EType.PATCH)]
+#: Held data (vertex, patch, triangle) only where it leaves room for the packets that
+#: free it: the rule of :func:`golden.spreader.held_room_minima` from the packet-size
+#: bound (``tb/test_spreader_qcc.py`` uses the same); no minimum picked by hand.
+HELD_ROOM = held_room_minima(MAX_BUF_LINES)
 
 
 @pytest.mark.parametrize("seed", [0] + [pytest.param(s, marks=pytest.mark.slow)
