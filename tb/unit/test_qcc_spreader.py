@@ -96,3 +96,11 @@ def test_mixed_sizes_with_held_room_minima(seed):
     stats, _ = run(seed, QCCEU, n_eus=4, records=16, entities=12, lines=32, vdt=16, pt=8,
                    config=HELD_ROOM)
     assert stats.refusals == 0 and stats.allocations > 90
+
+
+def test_held_room_minima_grades_the_chain_of_holds():
+    """Each held level leaves room for one packet of every level that frees it."""
+    minima = {c.etype: (c.records, c.lines) for c in held_room_minima(5)}
+    assert minima == {EType.VERTEX: (3, 15), EType.PATCH: (3, 15), EType.TRIANGLE: (2, 10)}
+    with pytest.raises(ValueError, match="max_lines must be an integer from 1 to 15, not 16"):
+        held_room_minima(16)
