@@ -18,9 +18,10 @@ from cocotb.triggers import FallingEdge, ReadOnly
 
 from golden import frontend as G
 from golden import scenes
-from golden.spreader import ReqRecord, RunResult, Scoreboard, Spreader, Workload
+from golden.spreader import RunResult, Scoreboard, Spreader, Workload
 from tb.harness import (WIDE_DESIGN, StreamDriver, StreamMonitor, params, run_cocotb,
                         simulators, start)
+from tb.test_spreader import RequestLog
 
 #: the fast build: 2 EUs, small tables, a 32x32 frame, every MSAA mode
 SMALL = {"n_eus": 2, "width": 32, "height": 32, "modes": (1, 2, 4, 8, 16), "prid_bits": 8,
@@ -99,11 +100,10 @@ class Run:
         self.driver = StreamDriver(dut, "i", rng, gap=gap)
         self.monitors = {o: StreamMonitor(dut, o, rng, stall=stall) for o in ("log", "err")}
         self.res = RunResult(self.model, None)
+        self.requests = RequestLog(self.res)
         self.streams = ([], [], [], [])
         self.seq = 0                    # draws placed so far (the front end's seq)
         self.t = 0
-        self.req_open = None
-        self.scanned = None             # the status a request's scan read (issue 12)
         self.nxt, self.acked = [0, 0, 0, 0], {}
         self.alloc_w = sum(w for _, w in self.model.layout("alloc"))
         self.busy_clocks = [0] * self.n
@@ -128,15 +128,8 @@ class Run:
         assert len(taken) <= 1, f"clock {t}: several inputs consumed {taken}"
         if asked:
             e, q, ready, accept, entity = asked[0]
-            if self.req_open is None:
-                self.req_open = (t, self.scanned)
-            if ready:
-                # the spreader takes a packet from its input when the packet's pass
-                # enters its request stage, not when an EU accepts it (issue 12)
-                res.requests.append(ReqRecord(self.req_open[0], t, e, q, self.req_open[1],
-                                              bool(accept), entity))
-                self.req_open = None
-        self.scanned = tuple(Spreader.debited(status, asked[0][:2] if asked else None))
+            self.requests.request(t, e, q, entity if ready else None, bool(accept))
+        self.requests.scan(status, asked[0][:2] if asked else None)
         if taken:
             s = taken[0]
             self.acked[(s, self.nxt[s])] = t

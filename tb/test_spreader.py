@@ -200,6 +200,34 @@ def _model():
     return Spreader(**p)
 
 
+class RequestLog:
+    """A run's requests as the scoreboard reads them (``RunResult.requests``): each
+    recorded once answered, with the clock it was first offered and the status its scan
+    read. Shared by the spreader's runs and the front end's."""
+
+    def __init__(self, res):
+        self.res = res
+        self.open = None        # (first clock, status) of the request being answered
+        self.scanned = None     # the status a request starting next clock was scanned with
+
+    def request(self, t, e, req, answer, ok):
+        """A request to EU ``e`` in clock ``t``: answered (``answer`` is the entity,
+        ``ok`` whether it is an accept) or not yet (``answer`` None); recorded once
+        answered, with the status its scan read (:meth:`scan` of the clock before)."""
+        if self.open is None:
+            self.open = (t, self.scanned)
+        if answer is not None:
+            self.res.requests.append(ReqRecord(self.open[0], t, e, req, self.open[1], ok,
+                                               answer))
+            self.open = None
+
+    def scan(self, status, request):
+        """Every clock, after :meth:`request`: the EUs' status of this clock as a scan
+        reads it for a request in the next clock (less ``request``, this clock's
+        ``(eu, payload)`` or None: :meth:`golden.spreader.Spreader.debited`)."""
+        self.scanned = tuple(Spreader.debited(status, request))
+
+
 class Run:
     """What every spreader run shares, whichever EUs answer: the producer (the
     workload's packets on the four inputs in dependency order, random gaps), the
@@ -219,8 +247,7 @@ class Run:
         dut.cfg__valid.value = 0
         self.next, self.consumed_at, self.queued = [0, 0, 0, 0], {}, [0, 0, 0, 0]
         self.res = RunResult(model, workload)
-        self.req_open = None        # (first clock, status) of the request being answered
-        self.scanned = None         # the status a request starting next clock was scanned with
+        self.requests = RequestLog(self.res)
 
     def drive(self):
         """Falling edge: present the due packets and drive this clock's ``cfg`` word
@@ -258,21 +285,12 @@ class Run:
         return (taken[0] if taken else None), out
 
     def request(self, e, req, answer, ok):
-        """A request to EU ``e`` this clock: answered (``answer`` is the entity, ``ok``
-        whether it is an accept) or not yet (``answer`` None); recorded once answered,
-        with the status its scan read (:meth:`scan_status` of the clock before)."""
-        if self.req_open is None:
-            self.req_open = (self.t, self.scanned)
-        if answer is not None:
-            self.res.requests.append(ReqRecord(self.req_open[0], self.t, e, req,
-                                               self.req_open[1], ok, answer))
-            self.req_open = None
+        """A request to EU ``e`` this clock (:meth:`RequestLog.request`)."""
+        self.requests.request(self.t, e, req, answer, ok)
 
     def scan_status(self, status, request):
-        """Every clock, after :meth:`request`: the EUs' status of this clock as a scan
-        reads it for a request in the next clock (less ``request``, this clock's
-        ``(eu, payload)`` or None: :meth:`golden.spreader.Spreader.debited`)."""
-        self.scanned = tuple(Spreader.debited(status, request))
+        """Every clock, after :meth:`request` (:meth:`RequestLog.scan`)."""
+        self.requests.scan(status, request)
 
     def presented(self):
         """Every packet of the workload taken and every configuration word driven."""
