@@ -572,11 +572,10 @@ class QCC(wiring.Component):
         s.queued, s.queued_bit = bits("queued")    # in the logical FIFO of its (etype, stage)
         s.tomb, s.tomb_bit = bits("tomb")          # entity deleted while queued: a tombstone
         s.busy_d, s.busy_d_bit = bits("busy_d")    # busy one clock ago, for search reads
-        s.kind, s.kind_bit = bits("kind")          # kind of the current stage
-        s.last, s.last_bit = bits("last")          # the current stage is the program's last
         s.entity = field("entity", 8)
-        s.stage = field("stage", 4)
-        s.stage_d = field("stage_d", 4)
+        # ``stage`` changes while a record lives but is read by index only: a table
+        # with a write port per writer (the lowest free record, each completion port).
+        s.stage = _MultiWriteTable(m, "stage", 4, R, writers=3)
         # Fields written once, at ALLOC or MAP, and read by record index: RAMs. ``meta``
         # copies entity and etype and holds ``hold``; ``art`` is the address rename
         # table (first line and length of the buffer of each record).
@@ -590,6 +589,7 @@ class QCC(wiring.Component):
         s.art_len = m.submodules.art_len = Memory(shape=4, depth=R, init=[])
         # Free entity numbers, free lines and the entity owning each used line.
         s.ent_free = Signal(self.entities, init=(1 << self.entities) - 1)
+        s.free_ent_count = Signal(range(self.entities + 1), init=self.entities)
         s.line_free = Signal(self.lines, init=(1 << self.lines) - 1)
         s.owner = [Signal(8, name=f"line{i}_owner") for i in range(self.lines)]
         # The stage parser: programs, FIFO lengths, round-robin pointers.
@@ -749,11 +749,11 @@ class QCC(wiring.Component):
         meta = s.meta.read_port(domain="comb")
         m.d.comb += meta.addr.eq(rec)
         etype = _sig(m, meta.data.etype, f"{name}_done_etype")
-        stage = _sig(m, Array(s.stage)[rec], f"{name}_done_stage")
-        d = SimpleNamespace(etype=etype, record=rec)
-        # Kind and "last stage" of the stage it enters (the record keeps them as bits).
-        d.next_kind, d.next_last = self._stage_bits(m, s, etype, stage[:3] + 1,
-                                                    f"{name}_done")
+        stage = s.stage.read(rec, f"{name}_done_stage")
+        d = SimpleNamespace(etype=etype, record=rec, stage=stage)
+        # Kind of its stage and whether it is the last, from the program: a type's
+        # program cannot change while one of its entities is queued or busy (CONFIG).
+        kind_now, last = self._stage_bits(m, s, etype, stage, f"{name}_done")
         d.ok = _wire(1, f"{name}_done_ok")
         d.bad = _wire(1, f"{name}_done_bad")
         d.onehot = _wire(R, f"{name}_done_rec")
@@ -761,10 +761,9 @@ class QCC(wiring.Component):
         d.kill = _wire(1, f"{name}_done_kill")         # last stage without hold
         d.entity = _sig(m, meta.data.entity, f"{name}_done_entity")
         d.next_stage = _sig(m, stage[:3] + 1, f"{name}_done_next", 3)
-        last = self._pick(s.last, rec)
         m.d.comb += [
             d.ok.eq(port.valid & (port.payload.record < R) & self._pick(s.valid, rec)
-                    & self._pick(s.busy, rec) & (self._pick(s.kind, rec) == kind)),
+                    & self._pick(s.busy, rec) & (kind_now == kind)),
             d.bad.eq(port.valid & ~d.ok),
             d.onehot.eq(Mux(d.ok, _decode(rec, R), 0)),
             d.advance.eq(d.ok & ~last),
@@ -891,7 +890,7 @@ class QCC(wiring.Component):
         ev.meta_cmd = meta = s.meta.read_port()
         ev.rec0_etype = _sig(m, meta.data.etype, "lookup_etype")
         ev.rec0_hold = _sig(m, meta.data.hold, "lookup_hold")
-        stage = _sig(m, Array(s.stage)[index], "lookup_stage_now")
+        stage = s.stage.read(index, "lookup_stage_now")
         issued = self._pick(ev.issued, index)
         ev.rec0_stage = _wire(4, "lookup_stage")
         ev.rec0_queued, busy = _wire(1, "lookup_queued"), Signal()
@@ -984,25 +983,21 @@ class QCC(wiring.Component):
         ev.new_killed = _sig(m, ev.map_ok & _any(d.kill & (d.entity == c.entity)
                                                  for d in (d_n, d_m)), "new_killed")
         new_valid = _sig(m, (ev.alloc_ok | ev.map_ok) & ~ev.new_killed, "new_valid")
-        new_kind, new_last = self._stage_bits(m, s, ev.new_etype, Const(0, 3), "new")
-        m.d.sync += [s.busy_d.eq(s.busy)] + [s.stage_d[r].eq(s.stage[r]) for r in range(R)]
+        m.d.sync += s.busy_d.eq(s.busy)
+        # ``stage``: ALLOC's record starts at 0, a completion moves its record on.
+        s.stage.write(0, self._index(ev.new_record), Const(0, 4), ev.any_rec)
+        for w, d in enumerate(ev.done, start=1):
+            s.stage.write(w, d.record, Mux(d.advance, d.next_stage, DONE_STAGE), d.ok)
         for r in range(R):
             fresh, issued = ev.free_rec[r], ev.issued[r]
             done = _sig(m, d_n.onehot[r] | d_m.onehot[r], f"rec{r}_done")
             advance = _sig(m, Mux(d_n.onehot[r], d_n.advance, d_m.advance) & done,
                            f"rec{r}_advance")
-            for bits, new, n_next, m_next in (
-                    (s.kind_bit, new_kind, d_n.next_kind, d_m.next_kind),
-                    (s.last_bit, new_last, d_n.next_last, d_m.next_last)):
-                m.d.sync += bits[r].eq(Mux(fresh, new, Mux(advance, Mux(
-                    d_n.onehot[r], n_next, m_next), bits[r])))
             m.d.sync += [
                 s.valid_bit[r].eq(Mux(fresh, new_valid, s.valid_bit[r] & ~kill[r])),
                 s.busy_bit[r].eq(~fresh & ~kill[r] & (issued | (s.busy_bit[r] & ~done))),
                 s.queued_bit[r].eq(Mux(fresh, ev.alloc_ok, ~kill[r] & ~issued
                                        & Mux(done, advance, s.queued_bit[r]))),
-                s.stage[r].eq(Mux(fresh, 0, Mux(done, Mux(advance, Mux(
-                    d_n.onehot[r], d_n.next_stage, d_m.next_stage), DONE_STAGE), s.stage[r]))),
                 s.tomb_bit[r].eq(Mux(ev.dropped[r], 0, s.tomb_bit[r] | ev.entombed[r])),
             ]
             with m.If(fresh):
@@ -1034,6 +1029,11 @@ class QCC(wiring.Component):
             freed = freed | Mux(d.kill, _decode(d.entity, E), 0)
         taken = Mux(ev.alloc_ok, ev.free_ent, 0)
         m.d.sync += s.ent_free.eq((s.ent_free & ~taken) | freed)
+        # The entities freed in one clock are different ones and all in use (DELETE
+        # and RELEASE need an idle entity, completions a busy one, and only an
+        # entity's frame-0 record is ever issued), so the count follows by addition.
+        m.d.sync += s.free_ent_count.eq(s.free_ent_count - ev.alloc_ok + _popcount(
+            Cat(ev.kill_cmd, *(d.kill for d in ev.done))))
 
     def _update_lines(self, m, s, ev):
         """Lines taken by ALLOC/MAP; lines of deleted entities freed."""
@@ -1084,6 +1084,14 @@ class QCC(wiring.Component):
             m.d.sync += s.error.eq(1)
         c = self.cmd.payload
         m.d.comb += ev.meta_cmd.addr.eq(ev.rec0_index)
+        # A search shows the stage at the start of its clock: the table's stage now,
+        # unless a completion of the record moved it on in that clock.
+        moved = []
+        for d in ev.done:
+            ok, record, stage = Signal(), Signal(self.index_width), Signal(4)
+            m.d.sync += [ok.eq(d.ok), record.eq(d.record), stage.eq(d.stage)]
+            moved.append((ok, record, stage))
+        ev.moved = moved
         ports = (("resp", self.resp, ev.take, c, ev.resp_kind, ev.resp, ev.cmd_map),
                  ("qresp", self.qresp, ev.qtake, q, q_kind, qresp, ev.query_map))
         for name, port, take, request, kind, direct, entity_map in ports:
@@ -1093,7 +1101,7 @@ class QCC(wiring.Component):
             m.d.comb += [meta.addr.eq(pending.index), art.addr.eq(pending.index)]
             queue = m.submodules[f"{name}_queue"] = _ResponseQueue(self.response)
             m.d.comb += [queue.fresh.eq(pending.valid),
-                         queue.payload.eq(self._resolve(m, s, name, pending, meta, art))]
+                         queue.payload.eq(self._resolve(m, s, ev, name, pending, meta, art))]
             wiring.connect(m, queue.o, wiring.flipped(port))
             if name == "resp":
                 m.d.comb += ev.room.eq(queue.room)
@@ -1120,7 +1128,14 @@ class QCC(wiring.Component):
                        f"{name}_index")
         return p
 
-    def _resolve(self, m, s, name, p, meta, art):
+    def _searched_stage(self, m, s, ev, index, name):
+        """Stage of record ``index`` at the start of the last clock (see ``ev.moved``)."""
+        stage = s.stage.read(index, f"{name}_stage_now")
+        for ok, record, before in reversed(ev.moved):
+            stage = Mux(ok & (record == index), before, stage)
+        return stage
+
+    def _resolve(self, m, s, ev, name, p, meta, art):
         """The response of a pending request: SEARCH and TRANSLATE read the tables now."""
         resp = Signal(self.response, name=f"{name}_payload")
         m.d.comb += resp.eq(p.direct)
@@ -1129,7 +1144,8 @@ class QCC(wiring.Component):
             with m.If(p.hit):
                 m.d.comb += [
                     resp.entity.eq(p.entity), resp.record.eq(p.index), resp.frame.eq(p.frame),
-                    resp.etype.eq(meta.data.etype), resp.stage.eq(Array(s.stage_d)[p.index]),
+                    resp.etype.eq(meta.data.etype), resp.stage.eq(self._searched_stage(
+                        m, s, ev, p.index, name)),
                     resp.busy.eq(self._pick(s.busy_d, p.index)), resp.hold.eq(meta.data.hold),
                     resp.buf.eq(p.index), resp.addr.eq(art.data.base),
                     resp.lines.eq(art.data.length)]
@@ -1142,10 +1158,44 @@ class QCC(wiring.Component):
         """Counts of free records, entity numbers and lines, and the error flag."""
         st = self.status
         m.d.comb += [st.free_records.eq(_popcount(~s.valid & ~s.tomb)),
-                     st.free_entities.eq(_popcount(s.ent_free)),
+                     st.free_entities.eq(s.free_ent_count),
                      st.free_lines.eq(_popcount(s.line_free)),
                      st.free_run.eq(_longest_run(m, s.line_free, "free_run")),
                      st.error.eq(s.error)]
+
+
+class _MultiWriteTable:
+    """A table with one write port per writer and any number of read ports (comb),
+    in LUT-RAM: one bank per writer, each holding its writes XOR the other banks'
+    contents at the same address, so that a read is the XOR of the banks (the
+    XOR-based multi-ported memory of LaForest and Steffan, FPGA 2012). Each read port
+    and each writer's reads of the other banks is a copy of a bank; the writers must
+    never write one address in the same clock."""
+
+    def __init__(self, m, name, width, depth, *, writers):
+        self.m, self.name, self.width = m, name, width
+        self.banks = [Memory(shape=width, depth=depth, init=[]) for _ in range(writers)]
+        for w, bank in enumerate(self.banks):
+            m.submodules[f"{name}_bank{w}"] = bank
+
+    def _xor(self, banks, addr):
+        values = []
+        for bank in banks:
+            port = bank.read_port(domain="comb")
+            self.m.d.comb += port.addr.eq(addr)
+            values.append(port.data)
+        return _tree(lambda a, b: a ^ b, values)
+
+    def read(self, addr, name):
+        """The entry at ``addr`` (as written before this clock)."""
+        return _sig(self.m, self._xor(self.banks, addr), name, self.width)
+
+    def write(self, writer, addr, value, en):
+        """Writer ``writer`` writes ``value`` at ``addr`` at the end of this clock if ``en``."""
+        port = self.banks[writer].write_port()
+        others = [bank for w, bank in enumerate(self.banks) if w != writer]
+        self.m.d.comb += [port.addr.eq(addr), port.en.eq(en),
+                          port.data.eq(value ^ self._xor(others, addr) if others else value)]
 
 
 class _Pending(hdl_enum.Enum, shape=2):
