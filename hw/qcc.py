@@ -65,15 +65,31 @@ How it is built, and why
   table (``art``), both indexed by record. Reads by index (completions, issues, search
   results, TRANSLATE) cost a RAM read port instead of a multiplexer across every
   record. What stays flip-flops per record is what changes while it lives or what every
-  record is looked at for at once: ``valid``, ``busy``, ``queued``, ``tomb``, ``stage``
-  and the kind and "last" bits of its stage, and ``entity`` for the kill comparators.
+  record is looked at for at once: ``valid``, ``busy``, ``queued``, ``tomb`` and
+  ``entity`` for the kill comparators.
+* **``stage`` is a table with three write ports.** It changes while a record lives
+  but is only ever read by index (completions, the look-up of MAP/DELETE/RELEASE,
+  search responses), and written by three writers that never write one record in
+  the same clock: the lowest free record (stage 0, every clock) and the two
+  completion ports. So it is a
+  LUT-RAM per writer, each bank holding its writes XOR the other two banks at that
+  address, and a read is the XOR of the three banks (LaForest and Steffan's XOR
+  multi-ported memory): every read port and every writer's read of the other banks is
+  a copy of a bank (21 copies of 256 x 4 bits, 336 DPR16X4), in place of 1024
+  flip-flops, five 256-way 4-bit multiplexers and each record's stage update. The kind
+  of a record's stage and whether it is the last are not stored at all: a completion
+  reads them from its type's program, which cannot change while an entity of that
+  type is queued or busy (CONFIG's "in flight" check), so they are the values the
+  record had when it entered the stage.
 * **Search results are read one clock later.** In the clock after the search the
-  response is read from the RAMs by the record the map gave (comb read ports) and from
-  per-record copies of ``stage`` and ``busy`` one clock old (``stage_d``, ``busy_d``).
-  The other fields do not change while a record is valid, and a freed record keeps
-  them until it is allocated again (only ``valid`` clears; a record is written only
-  while it is the lowest free one, from the clock after it was freed), so the response
-  shows the state of the clock of the search.
+  response is read from the RAMs by the record the map gave (comb read ports) and
+  ``busy`` from a per-record copy one clock old (``busy_d``); ``stage`` is the table's
+  value now unless a completion of that record was taken in the search's clock (both
+  completions' record and old stage are registered for that). The other fields do not
+  change while a record is valid, and a freed record keeps them until it is
+  allocated again (only ``valid`` clears; a record is written only while it is the
+  lowest free one, from the clock after it was freed), so the response shows the
+  state of the clock of the search.
 * **MAP, DELETE and RELEASE look up before they are taken.** Every clock ``cmd``'s
   entity is read from the map and compared with every record's and line's owner into
   registers (the records of the entity, the lines it owns); in the next clock the map
@@ -121,17 +137,21 @@ How it is built, and why
   ``resp.ready``/``qresp.ready``. ``status`` counts are population counts of the state;
   ``free_run`` is a balanced tree over the free-line bitmap whose nodes join the
   free runs at the ends of two halves (log2(lines) levels of small adders).
+  ``free_entities`` is a counter: the entity numbers freed in one clock (DELETE or
+  RELEASE, two completions) are different ones and all in use, so it follows by
+  adding them and subtracting ALLOC's.
 * Timing: :class:`QCCTiming` puts a flip-flop on every port so that an out-of-context
   place and route also times the paths from and to the ports.
 * Where it stands (ECP5-85F, Yosys ``synth_ecp5``, ``qcc.qcc_timing``; README, block 2):
-  256 records, entities and lines take 46551 LUT4 + 1266 CCU2C, 12086 FF, 364 DPR16X4
-  and 48 DP16KD (the 40 FIFO rings and the map's two read ports): 62 % of the device's
-  logic after packing, where the flip-flop CAM did not fit (114 %). The target (30 %,
-  25 000 LUT4) is not met: at 64 records the same build takes 27292 LUT4 + 787 CCU2C,
-  so each record costs about 105 LUT4 (the kill comparators, ``stage`` and its read
-  multiplexers, decoders of record indices, the update of each record's bits) on top
-  of about 22 100 that do not grow with ``records`` (per line: owner comparators,
-  first fit, the ``free_run`` tree; per entity number; the 40 FIFOs).
+  256 records, entities and lines took 49021 LUT4 (CCU2C counted as 2), 12086 FF,
+  364 DPR16X4 and 48 DP16KD before ``stage`` moved into its table (62 % of the
+  device's logic after packing; the flip-flop CAM did not fit, 114 %). With
+  ``stage`` in its table, kind and last read from the programs, ``free_entities`` a
+  counter, and Yosys mapping to LUT4s only (``-nowidelut``, ``tb/synth.py``), they take
+  40322 LUT4, 9561 FF, 636 DPR16X4 and 48 DP16KD (48 % of the device's LUT4). The target (30 %, 25 000 LUT4) is not met. What is left is as much logic per line
+  (three owner comparators, first fit, the ``free_run`` tree, about 9 000 LUT4 alone)
+  as per record (two kill comparators on ``entity`` and one registered, decoders of
+  record indices, 256-way picks, each record's bit updates).
 
 Decisions beyond the golden model
 ---------------------------------
