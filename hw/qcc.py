@@ -148,7 +148,11 @@ How it is built, and why
   device's logic after packing; the flip-flop CAM did not fit, 114 %). With
   ``stage`` in its table, kind and last read from the programs, ``free_entities`` a
   counter, and Yosys mapping to LUT4s only (``-nowidelut``, ``tb/synth.py``), they take
-  40322 LUT4, 9561 FF, 636 DPR16X4 and 48 DP16KD (48 % of the device's LUT4). The target (30 %, 25 000 LUT4) is not met. What is left is as much logic per line
+  40322 LUT4, 9561 FF, 636 DPR16X4 and 48 DP16KD (48 % of the device's LUT4). A
+  32-record build places at an estimated 32.0 MHz (``tb.synth``, not routed): a chain
+  of look-up, choice and update remains in one clock (ALLOC's first fit into the
+  accept decision and the record and line updates, or a completion's table reads into
+  its kill comparators; not yet told apart). The target (30 %, 25 000 LUT4) is not met. What is left is as much logic per line
   (three owner comparators, first fit, the ``free_run`` tree, about 9 000 LUT4 alone)
   as per record (two kill comparators on ``entity`` and one registered, decoders of
   record indices, 256-way picks, each record's bit updates).
