@@ -71,12 +71,12 @@ How it is built, and why
   but is only ever read by index (completions, the look-up of MAP/DELETE/RELEASE,
   search responses), and written by three writers that never write one record in
   the same clock: the lowest free record (stage 0, every clock) and the two
-  completion ports. So it is a
-  LUT-RAM per writer, each bank holding its writes XOR the other two banks at that
-  address, and a read is the XOR of the three banks (LaForest and Steffan's XOR
-  multi-ported memory): every read port and every writer's read of the other banks is
-  a copy of a bank (21 copies of 256 x 4 bits, 336 DPR16X4), in place of 1024
-  flip-flops, five 256-way 4-bit multiplexers and each record's stage update. The kind
+  completion ports. So it is a LUT-RAM per writer, each bank holding its writes XOR
+  the other two banks at that address, and a read is the XOR of the three banks
+  (LaForest and Steffan's XOR multi-ported memory): every read port and every
+  writer's read of the other banks is a copy of a bank (17 copies of 256 x 4 bits,
+  272 DPR16X4: a completion port's reads for its write are its own read port's), in
+  place of 1024 flip-flops, five 256-way 4-bit multiplexers and each record's stage update. The kind
   of a record's stage and whether it is the last are not stored at all: a completion
   reads them from its type's program, which cannot change while an entity of that
   type is queued or busy (CONFIG's "in flight" check), so they are the values the
@@ -152,8 +152,8 @@ How it is built, and why
   32-record build places at an estimated 32.0 MHz (``tb.synth``, not routed): a chain
   of look-up, choice and update remains in one clock (ALLOC's first fit into the
   accept decision and the record and line updates, or a completion's table reads into
-  its kill comparators; not yet told apart). The target (30 %, 25 000 LUT4) is not met. What is left is as much logic per line
-  (three owner comparators, first fit, the ``free_run`` tree, about 9 000 LUT4 alone)
+  its kill comparators; not yet told apart). The target (30 %, 25 000 LUT4) is not
+  met. What is left is as much logic per line (three owner comparators, first fit, the ``free_run`` tree, about 9 000 LUT4 alone)
   as per record (two kill comparators on ``entity`` and one registered, decoders of
   record indices, 256-way picks, each record's bit updates).
 
