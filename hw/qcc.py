@@ -65,15 +65,31 @@ How it is built, and why
   table (``art``), both indexed by record. Reads by index (completions, issues, search
   results, TRANSLATE) cost a RAM read port instead of a multiplexer across every
   record. What stays flip-flops per record is what changes while it lives or what every
-  record is looked at for at once: ``valid``, ``busy``, ``queued``, ``tomb``, ``stage``
-  and the kind and "last" bits of its stage, and ``entity`` for the kill comparators.
+  record is looked at for at once: ``valid``, ``busy``, ``queued``, ``tomb`` and
+  ``entity`` for the kill comparators.
+* **``stage`` is a table with three write ports.** It changes while a record lives
+  but is only ever read by index (completions, the look-up of MAP/DELETE/RELEASE,
+  search responses), and written by three writers that never write one record in
+  the same clock: the lowest free record (stage 0, every clock) and the two
+  completion ports. So it is a LUT-RAM per writer, each bank holding its writes XOR
+  the other two banks at that address, and a read is the XOR of the three banks
+  (LaForest and Steffan's XOR multi-ported memory): every read port and every
+  writer's read of the other banks is a copy of a bank (17 copies of 256 x 4 bits,
+  272 DPR16X4: a completion port's reads for its write are its own read port's), in
+  place of 1024 flip-flops, five 256-way 4-bit multiplexers and each record's stage update. The kind
+  of a record's stage and whether it is the last are not stored at all: a completion
+  reads them from its type's program, which cannot change while an entity of that
+  type is queued or busy (CONFIG's "in flight" check), so they are the values the
+  record had when it entered the stage.
 * **Search results are read one clock later.** In the clock after the search the
-  response is read from the RAMs by the record the map gave (comb read ports) and from
-  per-record copies of ``stage`` and ``busy`` one clock old (``stage_d``, ``busy_d``).
-  The other fields do not change while a record is valid, and a freed record keeps
-  them until it is allocated again (only ``valid`` clears; a record is written only
-  while it is the lowest free one, from the clock after it was freed), so the response
-  shows the state of the clock of the search.
+  response is read from the RAMs by the record the map gave (comb read ports) and
+  ``busy`` from a per-record copy one clock old (``busy_d``); ``stage`` is the table's
+  value now unless a completion of that record was taken in the search's clock (both
+  completions' record and old stage are registered for that). The other fields do not
+  change while a record is valid, and a freed record keeps them until it is
+  allocated again (only ``valid`` clears; a record is written only while it is the
+  lowest free one, from the clock after it was freed), so the response shows the
+  state of the clock of the search.
 * **MAP, DELETE and RELEASE look up before they are taken.** Every clock ``cmd``'s
   entity is read from the map and compared with every record's and line's owner into
   registers (the records of the entity, the lines it owns); in the next clock the map
@@ -121,17 +137,25 @@ How it is built, and why
   ``resp.ready``/``qresp.ready``. ``status`` counts are population counts of the state;
   ``free_run`` is a balanced tree over the free-line bitmap whose nodes join the
   free runs at the ends of two halves (log2(lines) levels of small adders).
+  ``free_entities`` is a counter: the entity numbers freed in one clock (DELETE or
+  RELEASE, two completions) are different ones and all in use, so it follows by
+  adding them and subtracting ALLOC's.
 * Timing: :class:`QCCTiming` puts a flip-flop on every port so that an out-of-context
   place and route also times the paths from and to the ports.
 * Where it stands (ECP5-85F, Yosys ``synth_ecp5``, ``qcc.qcc_timing``; README, block 2):
-  256 records, entities and lines take 46551 LUT4 + 1266 CCU2C, 12086 FF, 364 DPR16X4
-  and 48 DP16KD (the 40 FIFO rings and the map's two read ports): 62 % of the device's
-  logic after packing, where the flip-flop CAM did not fit (114 %). The target (30 %,
-  25 000 LUT4) is not met: at 64 records the same build takes 27292 LUT4 + 787 CCU2C,
-  so each record costs about 105 LUT4 (the kill comparators, ``stage`` and its read
-  multiplexers, decoders of record indices, the update of each record's bits) on top
-  of about 22 100 that do not grow with ``records`` (per line: owner comparators,
-  first fit, the ``free_run`` tree; per entity number; the 40 FIFOs).
+  256 records, entities and lines took 49021 LUT4 (CCU2C counted as 2), 12086 FF,
+  364 DPR16X4 and 48 DP16KD before ``stage`` moved into its table (62 % of the
+  device's logic after packing; the flip-flop CAM did not fit, 114 %). With
+  ``stage`` in its table, kind and last read from the programs, ``free_entities`` a
+  counter, and Yosys mapping to LUT4s only (``-nowidelut``, ``tb/synth.py``), they take
+  40322 LUT4, 9561 FF, 636 DPR16X4 and 48 DP16KD (48 % of the device's LUT4). A
+  32-record build places at an estimated 32.0 MHz (``tb.synth``, not routed): a chain
+  of look-up, choice and update remains in one clock (ALLOC's first fit into the
+  accept decision and the record and line updates, or a completion's table reads into
+  its kill comparators; not yet told apart). The target (30 %, 25 000 LUT4) is not
+  met. What is left is as much logic per line (three owner comparators, first fit, the ``free_run`` tree, about 9 000 LUT4 alone)
+  as per record (two kill comparators on ``entity`` and one registered, decoders of
+  record indices, 256-way picks, each record's bit updates).
 
 Decisions beyond the golden model
 ---------------------------------
@@ -572,11 +596,10 @@ class QCC(wiring.Component):
         s.queued, s.queued_bit = bits("queued")    # in the logical FIFO of its (etype, stage)
         s.tomb, s.tomb_bit = bits("tomb")          # entity deleted while queued: a tombstone
         s.busy_d, s.busy_d_bit = bits("busy_d")    # busy one clock ago, for search reads
-        s.kind, s.kind_bit = bits("kind")          # kind of the current stage
-        s.last, s.last_bit = bits("last")          # the current stage is the program's last
         s.entity = field("entity", 8)
-        s.stage = field("stage", 4)
-        s.stage_d = field("stage_d", 4)
+        # ``stage`` changes while a record lives but is read by index only: a table
+        # with a write port per writer (the lowest free record, each completion port).
+        s.stage = _MultiWriteTable(m, "stage", 4, R, writers=3)
         # Fields written once, at ALLOC or MAP, and read by record index: RAMs. ``meta``
         # copies entity and etype and holds ``hold``; ``art`` is the address rename
         # table (first line and length of the buffer of each record).
@@ -590,6 +613,7 @@ class QCC(wiring.Component):
         s.art_len = m.submodules.art_len = Memory(shape=4, depth=R, init=[])
         # Free entity numbers, free lines and the entity owning each used line.
         s.ent_free = Signal(self.entities, init=(1 << self.entities) - 1)
+        s.free_ent_count = Signal(range(self.entities + 1), init=self.entities)
         s.line_free = Signal(self.lines, init=(1 << self.lines) - 1)
         s.owner = [Signal(8, name=f"line{i}_owner") for i in range(self.lines)]
         # The stage parser: programs, FIFO lengths, round-robin pointers.
@@ -749,11 +773,11 @@ class QCC(wiring.Component):
         meta = s.meta.read_port(domain="comb")
         m.d.comb += meta.addr.eq(rec)
         etype = _sig(m, meta.data.etype, f"{name}_done_etype")
-        stage = _sig(m, Array(s.stage)[rec], f"{name}_done_stage")
-        d = SimpleNamespace(etype=etype, record=rec)
-        # Kind and "last stage" of the stage it enters (the record keeps them as bits).
-        d.next_kind, d.next_last = self._stage_bits(m, s, etype, stage[:3] + 1,
-                                                    f"{name}_done")
+        stage = s.stage.read(rec, f"{name}_done_stage")
+        d = SimpleNamespace(etype=etype, record=rec, stage=stage)
+        # Kind of its stage and whether it is the last, from the program: a type's
+        # program cannot change while one of its entities is queued or busy (CONFIG).
+        kind_now, last = self._stage_bits(m, s, etype, stage, f"{name}_done")
         d.ok = _wire(1, f"{name}_done_ok")
         d.bad = _wire(1, f"{name}_done_bad")
         d.onehot = _wire(R, f"{name}_done_rec")
@@ -761,10 +785,9 @@ class QCC(wiring.Component):
         d.kill = _wire(1, f"{name}_done_kill")         # last stage without hold
         d.entity = _sig(m, meta.data.entity, f"{name}_done_entity")
         d.next_stage = _sig(m, stage[:3] + 1, f"{name}_done_next", 3)
-        last = self._pick(s.last, rec)
         m.d.comb += [
             d.ok.eq(port.valid & (port.payload.record < R) & self._pick(s.valid, rec)
-                    & self._pick(s.busy, rec) & (self._pick(s.kind, rec) == kind)),
+                    & self._pick(s.busy, rec) & (kind_now == kind)),
             d.bad.eq(port.valid & ~d.ok),
             d.onehot.eq(Mux(d.ok, _decode(rec, R), 0)),
             d.advance.eq(d.ok & ~last),
@@ -891,7 +914,7 @@ class QCC(wiring.Component):
         ev.meta_cmd = meta = s.meta.read_port()
         ev.rec0_etype = _sig(m, meta.data.etype, "lookup_etype")
         ev.rec0_hold = _sig(m, meta.data.hold, "lookup_hold")
-        stage = _sig(m, Array(s.stage)[index], "lookup_stage_now")
+        stage = s.stage.read(index, "lookup_stage_now")
         issued = self._pick(ev.issued, index)
         ev.rec0_stage = _wire(4, "lookup_stage")
         ev.rec0_queued, busy = _wire(1, "lookup_queued"), Signal()
@@ -984,25 +1007,21 @@ class QCC(wiring.Component):
         ev.new_killed = _sig(m, ev.map_ok & _any(d.kill & (d.entity == c.entity)
                                                  for d in (d_n, d_m)), "new_killed")
         new_valid = _sig(m, (ev.alloc_ok | ev.map_ok) & ~ev.new_killed, "new_valid")
-        new_kind, new_last = self._stage_bits(m, s, ev.new_etype, Const(0, 3), "new")
-        m.d.sync += [s.busy_d.eq(s.busy)] + [s.stage_d[r].eq(s.stage[r]) for r in range(R)]
+        m.d.sync += s.busy_d.eq(s.busy)
+        # ``stage``: ALLOC's record starts at 0, a completion moves its record on.
+        s.stage.write(0, self._index(ev.new_record), Const(0, 4), ev.any_rec)
+        for w, d in enumerate(ev.done, start=1):
+            s.stage.write(w, d.record, Mux(d.advance, d.next_stage, DONE_STAGE), d.ok)
         for r in range(R):
             fresh, issued = ev.free_rec[r], ev.issued[r]
             done = _sig(m, d_n.onehot[r] | d_m.onehot[r], f"rec{r}_done")
             advance = _sig(m, Mux(d_n.onehot[r], d_n.advance, d_m.advance) & done,
                            f"rec{r}_advance")
-            for bits, new, n_next, m_next in (
-                    (s.kind_bit, new_kind, d_n.next_kind, d_m.next_kind),
-                    (s.last_bit, new_last, d_n.next_last, d_m.next_last)):
-                m.d.sync += bits[r].eq(Mux(fresh, new, Mux(advance, Mux(
-                    d_n.onehot[r], n_next, m_next), bits[r])))
             m.d.sync += [
                 s.valid_bit[r].eq(Mux(fresh, new_valid, s.valid_bit[r] & ~kill[r])),
                 s.busy_bit[r].eq(~fresh & ~kill[r] & (issued | (s.busy_bit[r] & ~done))),
                 s.queued_bit[r].eq(Mux(fresh, ev.alloc_ok, ~kill[r] & ~issued
                                        & Mux(done, advance, s.queued_bit[r]))),
-                s.stage[r].eq(Mux(fresh, 0, Mux(done, Mux(advance, Mux(
-                    d_n.onehot[r], d_n.next_stage, d_m.next_stage), DONE_STAGE), s.stage[r]))),
                 s.tomb_bit[r].eq(Mux(ev.dropped[r], 0, s.tomb_bit[r] | ev.entombed[r])),
             ]
             with m.If(fresh):
@@ -1034,6 +1053,11 @@ class QCC(wiring.Component):
             freed = freed | Mux(d.kill, _decode(d.entity, E), 0)
         taken = Mux(ev.alloc_ok, ev.free_ent, 0)
         m.d.sync += s.ent_free.eq((s.ent_free & ~taken) | freed)
+        # The entities freed in one clock are different ones and all in use (DELETE
+        # and RELEASE need an idle entity, completions a busy one, and only an
+        # entity's frame-0 record is ever issued), so the count follows by addition.
+        m.d.sync += s.free_ent_count.eq(s.free_ent_count - ev.alloc_ok + _popcount(
+            Cat(ev.kill_cmd, *(d.kill for d in ev.done))))
 
     def _update_lines(self, m, s, ev):
         """Lines taken by ALLOC/MAP; lines of deleted entities freed."""
@@ -1084,6 +1108,14 @@ class QCC(wiring.Component):
             m.d.sync += s.error.eq(1)
         c = self.cmd.payload
         m.d.comb += ev.meta_cmd.addr.eq(ev.rec0_index)
+        # A search shows the stage at the start of its clock: the table's stage now,
+        # unless a completion of the record moved it on in that clock.
+        moved = []
+        for d in ev.done:
+            ok, record, stage = Signal(), Signal(self.index_width), Signal(4)
+            m.d.sync += [ok.eq(d.ok), record.eq(d.record), stage.eq(d.stage)]
+            moved.append((ok, record, stage))
+        ev.moved = moved
         ports = (("resp", self.resp, ev.take, c, ev.resp_kind, ev.resp, ev.cmd_map),
                  ("qresp", self.qresp, ev.qtake, q, q_kind, qresp, ev.query_map))
         for name, port, take, request, kind, direct, entity_map in ports:
@@ -1093,7 +1125,7 @@ class QCC(wiring.Component):
             m.d.comb += [meta.addr.eq(pending.index), art.addr.eq(pending.index)]
             queue = m.submodules[f"{name}_queue"] = _ResponseQueue(self.response)
             m.d.comb += [queue.fresh.eq(pending.valid),
-                         queue.payload.eq(self._resolve(m, s, name, pending, meta, art))]
+                         queue.payload.eq(self._resolve(m, s, ev, name, pending, meta, art))]
             wiring.connect(m, queue.o, wiring.flipped(port))
             if name == "resp":
                 m.d.comb += ev.room.eq(queue.room)
@@ -1120,7 +1152,14 @@ class QCC(wiring.Component):
                        f"{name}_index")
         return p
 
-    def _resolve(self, m, s, name, p, meta, art):
+    def _searched_stage(self, m, s, ev, index, name):
+        """Stage of record ``index`` at the start of the last clock (see ``ev.moved``)."""
+        stage = s.stage.read(index, f"{name}_stage_now")
+        for ok, record, before in reversed(ev.moved):
+            stage = Mux(ok & (record == index), before, stage)
+        return stage
+
+    def _resolve(self, m, s, ev, name, p, meta, art):
         """The response of a pending request: SEARCH and TRANSLATE read the tables now."""
         resp = Signal(self.response, name=f"{name}_payload")
         m.d.comb += resp.eq(p.direct)
@@ -1129,7 +1168,8 @@ class QCC(wiring.Component):
             with m.If(p.hit):
                 m.d.comb += [
                     resp.entity.eq(p.entity), resp.record.eq(p.index), resp.frame.eq(p.frame),
-                    resp.etype.eq(meta.data.etype), resp.stage.eq(Array(s.stage_d)[p.index]),
+                    resp.etype.eq(meta.data.etype), resp.stage.eq(self._searched_stage(
+                        m, s, ev, p.index, name)),
                     resp.busy.eq(self._pick(s.busy_d, p.index)), resp.hold.eq(meta.data.hold),
                     resp.buf.eq(p.index), resp.addr.eq(art.data.base),
                     resp.lines.eq(art.data.length)]
@@ -1142,10 +1182,44 @@ class QCC(wiring.Component):
         """Counts of free records, entity numbers and lines, and the error flag."""
         st = self.status
         m.d.comb += [st.free_records.eq(_popcount(~s.valid & ~s.tomb)),
-                     st.free_entities.eq(_popcount(s.ent_free)),
+                     st.free_entities.eq(s.free_ent_count),
                      st.free_lines.eq(_popcount(s.line_free)),
                      st.free_run.eq(_longest_run(m, s.line_free, "free_run")),
                      st.error.eq(s.error)]
+
+
+class _MultiWriteTable:
+    """A table with one write port per writer and any number of read ports (comb),
+    in LUT-RAM: one bank per writer, each holding its writes XOR the other banks'
+    contents at the same address, so that a read is the XOR of the banks (the
+    XOR-based multi-ported memory of LaForest and Steffan, FPGA 2012). Each read port
+    and each writer's reads of the other banks is a copy of a bank; the writers must
+    never write one address in the same clock."""
+
+    def __init__(self, m, name, width, depth, *, writers):
+        self.m, self.name, self.width = m, name, width
+        self.banks = [Memory(shape=width, depth=depth, init=[]) for _ in range(writers)]
+        for w, bank in enumerate(self.banks):
+            m.submodules[f"{name}_bank{w}"] = bank
+
+    def _xor(self, banks, addr):
+        values = []
+        for bank in banks:
+            port = bank.read_port(domain="comb")
+            self.m.d.comb += port.addr.eq(addr)
+            values.append(port.data)
+        return _tree(lambda a, b: a ^ b, values)
+
+    def read(self, addr, name):
+        """The entry at ``addr`` (as written before this clock)."""
+        return _sig(self.m, self._xor(self.banks, addr), name, self.width)
+
+    def write(self, writer, addr, value, en):
+        """Writer ``writer`` writes ``value`` at ``addr`` at the end of this clock if ``en``."""
+        port = self.banks[writer].write_port()
+        others = [bank for w, bank in enumerate(self.banks) if w != writer]
+        self.m.d.comb += [port.addr.eq(addr), port.en.eq(en),
+                          port.data.eq(value ^ self._xor(others, addr) if others else value)]
 
 
 class _Pending(hdl_enum.Enum, shape=2):

@@ -74,7 +74,7 @@ def synthesise(design, params, *, freq_mhz=200, seed=1, route_minutes=None,
     folder = BUILD / build_name(name, params)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.v").write_text(generate(design, params, name=name))
-    _yosys(folder, name, f"-json {name}.json")
+    _yosys(folder, name, f"-json {name}.json {YOSYS_OPTIONS.get(design, '')}")
     cells = _cells(folder / "stat.json")
     try:
         with pnr_lock():
@@ -122,6 +122,11 @@ def _yosys(folder, name, options):
               f"synth_ecp5 -top {name} {options} -run map_luts:; {stat}",
               f"{name}.v"], folder)
 
+
+#: Extra ``synth_ecp5`` options per design. ``-nowidelut``: map to LUT4s only, not
+#: LUT5-7s built from LUT4s and PFU multiplexers; the QCC's wide one-hot logic over 256
+#: records and lines takes far fewer LUT4 that way (README, block 2).
+YOSYS_OPTIONS = {"qcc.qcc": "-nowidelut", "qcc.qcc_timing": "-nowidelut"}
 
 #: Place-and-route time limit per design, minutes: ``make synth`` stays bounded, and the
 #: raster ``(1, 4)`` build, the slowest that routes, needed about 60.
