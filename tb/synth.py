@@ -67,8 +67,9 @@ def synthesise(design, params, *, freq_mhz=200, seed=1, route_minutes=None,
     """Run the flow on one design; returns its records. ``route_minutes`` (default
     :data:`ROUTE_MINUTES`) bounds place and route. ``place_only`` stops after
     placement (``--no-route``): the Fmax is then nextpnr's estimate from placed cells
-    and estimated wires, and its critical path is in ``nextpnr.log`` -- a quick figure
-    to compare two versions of a design by, not a routed result."""
+    and estimated wires (``nextpnr.log`` has it and a slack histogram, but no critical
+    path) -- a quick figure to compare two versions of a design by, not a routed
+    result."""
     route_minutes = route_minutes or ROUTE_MINUTES
     name = design.replace(".", "_")
     folder = BUILD / build_name(name, params)
