@@ -813,7 +813,8 @@ class PacketChecks(wiring.Component):
     of stream ``r_stream`` while ``r_active``) writes or closes, at this clock's edge, a
     record it reads: P cannot see R's commit of the same clock. A triangle naming a
     vertex whose group a vertex or patch packet inside the spreader (``held_valid``)
-    provides, and a pixel packet whose triangle is inside the spreader, would only wait:
+    provides (a patch's second group is ``held_pat_g1``, a register loaded with the
+    patch: no adder in this compare), and a pixel packet whose triangle is inside the spreader, would only wait:
     ``provider`` marks them so that they do not offer themselves to the arbiter.
     ``tri_locs``/``tri_recs``/``tri_distinct`` are a triangle's vertex data, VDT
     records and the mask of its distinct records; ``pix_tri`` is a pixel packet's
@@ -831,6 +832,7 @@ class PacketChecks(wiring.Component):
             "pix": In(layouts["i_pix"]), "pat": In(layouts["i_pat"]),
             "held_vtx": In(layouts["i_vtx"]), "held_tri": In(layouts["i_tri"]),
             "held_pix": In(layouts["i_pix"]), "held_pat": In(layouts["i_pat"]),
+            "held_pat_g1": In(index_bits - 2),
             "held_valid": In(4), "r_active": In(1), "r_stream": In(2), "empty": In(4),
             "vdt_busy_addr": Out(VR).array(3), "vdt_busy": In(1).array(3),
             "vdt_look_addr": Out(VR).array(3), "vdt_look": In(vdt_entry).array(3),
@@ -916,9 +918,7 @@ class PacketChecks(wiring.Component):
         idx, r_idx = [pt.i0, pt.i1, pt.i2], [r_tri.i0, r_tri.i1, r_tri.i2]
         recs = [self.vrec(x) for x in idx]
         hit, prov, closing = (Signal(3, name=n) for n in ("t_hit", "t_prov", "t_closing"))
-        hv_g, ha_g = self.held_vtx.base[3:], self.held_pat.base[3:]
-        ha_g1 = Signal(len(ha_g) + 1)
-        m.d.comb += ha_g1.eq(ha_g + 1)
+        hv_g, ha_g, ha_g1 = self.held_vtx.base[3:], self.held_pat.base[3:], self.held_pat_g1
         for i in range(3):
             lk, x, g = self.vdt_look[i], idx[i], idx[i][3:]
             m.d.comb += [
@@ -1160,7 +1160,8 @@ class Spreader(wiring.Component):
         m.d.comb += [chk.vtx.eq(s.src[VTX]), chk.tri.eq(s.src[TRI]), chk.pix.eq(s.src[PIX]),
                      chk.pat.eq(s.src[PAT]), chk.held_vtx.eq(s.held[VTX]),
                      chk.held_tri.eq(s.held[TRI]), chk.held_pix.eq(s.held[PIX]),
-                     chk.held_pat.eq(s.held[PAT]), chk.held_valid.eq(s.held_v),
+                     chk.held_pat.eq(s.held[PAT]), chk.held_pat_g1.eq(s.held_pat_g1),
+                     chk.held_valid.eq(s.held_v),
                      chk.r_active.eq(s.active), chk.r_stream.eq(s.r_stream),
                      chk.empty.eq(Cat(cfg.counts[t] == 0 for t in range(4)))]
         m.d.comb += [s.offer.eq(s.src_v & ~chk.provider), arb.offer.eq(s.offer)]
@@ -1271,6 +1272,8 @@ class Spreader(wiring.Component):
             with m.If(load & (win == k)):
                 m.d.sync += [s.held_v[k].eq(1), s.held[k].eq(s.src[k]),
                              s.passes[k].eq(_sat_inc(Mux(mine, 0, s.passes[k])))]
+                if k == PAT:        # its second group, for the triangles' provider check
+                    m.d.sync += s.held_pat_g1.eq(s.src[PAT].base[3:] + 1)
         first = cands.first
         with m.If(load):
             m.d.sync += [s.r_stream.eq(win), s.r_ev.eq(s.w_ev), s.r_cands.eq(cands.cands),
@@ -1410,6 +1413,7 @@ class _State:
         self.ins = [sp.i_vtx, sp.i_tri, sp.i_pix, sp.i_pat]
         self.held_v = Signal(4)
         self.held = [Signal(L[n], name=f"held_{n}") for n in STREAMS]
+        self.held_pat_g1 = Signal(sp.index_bits - 2)    # the held patch's group + 1
         self.seq = [Signal(SEQ_W, name=f"seq{k}") for k in range(4)]
         self.passes = [Signal(8, name=f"passes{k}") for k in range(4)]
         # stage R's pass registers
