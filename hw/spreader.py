@@ -111,9 +111,16 @@ Decisions
    the FIFO room chosen by it (decision 3) kept the contract (32.3 MHz placement
    estimate). Cut 1 of stage R (decision 1: the request from a register, the scan a
    clock before it) closes at 38.9 MHz routed (LUT4 14,289, FF 2,677, DPR16X4 272),
-   its critical path now all stage P: the parked patch's second group compared with
+   its critical path then all stage P: the parked patch's second group compared with
    the triangle's vertices (``provider``) -> the offers -> the arbiter's winner -> the
-   winner's walk -> the first request (``q_v``). Stage R's registered answer and a
+   winner's walk -> the first request (``q_v``). Two cuts of P kept the contract: the
+   patch's second group in a register (``held_pat_g1``), and one
+   :class:`CandidateList` per type, all built in parallel, the winner choosing the
+   list and the one-hot first request last. They close at 48.6 MHz routed (LUT4
+   15,253, FF 2,691, DPR16X4 272); the critical path is stage R again: an in-flight
+   valid bit -> the bad-answer check -> ``accepted`` -> :class:`Rotation`'s next start.
+   That start could be computed for both outcomes a clock ahead (it depends on
+   registers only) and chosen by ``accepted``; stage R's registered answer and a
    commit stage (cuts 2 and 3) need more than one packet of a stream inside the
    spreader and a new contract (README.md).
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
