@@ -119,8 +119,8 @@ Decisions
    list and the one-hot first request last. They close at 48.6 MHz routed (LUT4
    15,253, FF 2,691, DPR16X4 272); the critical path is stage R again: an in-flight
    valid bit -> the bad-answer check -> ``accepted`` -> :class:`Rotation`'s next start.
-   That start could be computed for both outcomes a clock ahead (it depends on
-   registers only) and chosen by ``accepted``; stage R's registered answer and a
+   That start is now computed for both outcomes (from registers only) and chosen by
+   ``accepted`` (yosys only, not routed); stage R's registered answer and a
    commit stage (cuts 2 and 3) need more than one packet of a stream inside the
    spreader and a new contract (README.md).
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
@@ -609,7 +609,9 @@ class Rotation(wiring.Component):
     entry after the EU of the type's last allocation (``start[t]``; 0 when there is none,
     it is not in the list or it is the list's last entry). The register is computed from
     the next state: the list a LIST word writes (``written[t]``, ``entries``, ``count``)
-    and the EU of an accept (``accepted[t]``, ``eu``). Without ``rotate``, 0."""
+    and the EU of an accept (``accepted[t]``, ``eu``), for both outcomes of the accept
+    (``eu`` is a register: the EU asked) and chosen by it last, so that the EU's answer
+    does not precede the list compare. Without ``rotate``, 0."""
 
     def __init__(self, *, n_eus, rotate):
         self.n_eus, self.rotate = n_eus, rotate
@@ -634,13 +636,15 @@ class Rotation(wiring.Component):
             wr = self.written[t]
             lst = [Mux(wr, self.entries[k], self.lists[t][k]) for k in range(N)]
             cnt = Mux(wr, self.count, self.counts[t])
-            last = Mux(self.accepted[t], self.eu, last_eu)
-            ok = self.accepted[t] | last_ok
-            nxt = Signal(5, name=f"start{t}_next")
-            for k in range(N):      # the entries are distinct: at most one matches
-                with m.If(ok & (k + 1 < cnt) & (lst[k] == last)):
-                    m.d.comb += nxt.eq(k + 1)
-            m.d.sync += start.eq(nxt)
+            # the next start for both outcomes (each from registers and the cfg word),
+            # chosen by the accept: the answer is the last multiplexer before ``start``
+            nxt = {}
+            for name, last, ok in (("acc", self.eu, 1), ("keep", last_eu, last_ok)):
+                nxt[name] = Signal(5, name=f"start{t}_{name}")
+                for k in range(N):      # the entries are distinct: at most one matches
+                    with m.If(ok & (k + 1 < cnt) & (lst[k] == last)):
+                        m.d.comb += nxt[name].eq(k + 1)
+            m.d.sync += start.eq(Mux(self.accepted[t], nxt["acc"], nxt["keep"]))
         return m
 
 
