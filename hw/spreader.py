@@ -20,7 +20,8 @@ its own signature:
 * :class:`Arbiter`: which stream's packet gets the next pass (priority, starvation);
 * :class:`PacketChecks`: stage P's checks, table lookups and waits of all four streams;
 * :class:`Rotation` and :class:`CandidateList`: where each list's walk starts (load
-  balance) and the winner's candidate list (locality first);
+  balance) and a type's candidate list (locality first) with its first request, one
+  per stream, built in parallel and chosen by the arbiter's winner;
 * :class:`StatusScan`: stage R's scan after a refusal (the next candidate whose status
   meets the minimum);
 * :class:`VertexTable` (VDT) and :class:`PrimitiveTable` (PT), each with its release
@@ -42,7 +43,8 @@ Decisions
    reads the input heads or the parked packets (``held``, one register per stream) and
    the tables, and loads the pass registers (``r_*``) of stage R, with the first
    request's scan (``CandidateList.first`` over the status of P's clock less R's
-   request of that clock); stage R (request, answer, the scan after a refusal, commit)
+   request of that clock; every stream's list and scan in parallel, the arbiter's
+   winner choosing among them last); stage R (request, answer, the scan after a refusal, commit)
    reads only those registers, the status and the answer. Every request comes from a
    register (``q_v``: one-hot ``alloc[e].valid``, ``q_eu``, ``q_idx``) loaded by a
    scan of the clock before: the status compares and the choice of EU are off the path
@@ -109,9 +111,16 @@ Decisions
    the FIFO room chosen by it (decision 3) kept the contract (32.3 MHz placement
    estimate). Cut 1 of stage R (decision 1: the request from a register, the scan a
    clock before it) closes at 38.9 MHz routed (LUT4 14,289, FF 2,677, DPR16X4 272),
-   its critical path now all stage P: the parked patch's second group compared with
+   its critical path then all stage P: the parked patch's second group compared with
    the triangle's vertices (``provider``) -> the offers -> the arbiter's winner -> the
-   winner's walk -> the first request (``q_v``). Stage R's registered answer and a
+   winner's walk -> the first request (``q_v``). Two cuts of P kept the contract: the
+   patch's second group in a register (``held_pat_g1``), and one
+   :class:`CandidateList` per type, all built in parallel, the winner choosing the
+   list and the one-hot first request last. They close at 48.6 MHz routed (LUT4
+   15,253, FF 2,691, DPR16X4 272); the critical path is stage R again: an in-flight
+   valid bit -> the bad-answer check -> ``accepted`` -> :class:`Rotation`'s next start.
+   That start is now computed for both outcomes (from registers only) and chosen by
+   ``accepted`` (yosys only, not routed); stage R's registered answer and a
    commit stage (cuts 2 and 3) need more than one packet of a stream inside the
    spreader and a new contract (README.md).
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
@@ -600,7 +609,9 @@ class Rotation(wiring.Component):
     entry after the EU of the type's last allocation (``start[t]``; 0 when there is none,
     it is not in the list or it is the list's last entry). The register is computed from
     the next state: the list a LIST word writes (``written[t]``, ``entries``, ``count``)
-    and the EU of an accept (``accepted[t]``, ``eu``). Without ``rotate``, 0."""
+    and the EU of an accept (``accepted[t]``, ``eu``), for both outcomes of the accept
+    (``eu`` is a register: the EU asked) and chosen by it last, so that the EU's answer
+    does not precede the list compare. Without ``rotate``, 0."""
 
     def __init__(self, *, n_eus, rotate):
         self.n_eus, self.rotate = n_eus, rotate
@@ -625,35 +636,38 @@ class Rotation(wiring.Component):
             wr = self.written[t]
             lst = [Mux(wr, self.entries[k], self.lists[t][k]) for k in range(N)]
             cnt = Mux(wr, self.count, self.counts[t])
-            last = Mux(self.accepted[t], self.eu, last_eu)
-            ok = self.accepted[t] | last_ok
-            nxt = Signal(5, name=f"start{t}_next")
-            for k in range(N):      # the entries are distinct: at most one matches
-                with m.If(ok & (k + 1 < cnt) & (lst[k] == last)):
-                    m.d.comb += nxt.eq(k + 1)
-            m.d.sync += start.eq(nxt)
+            # the next start for both outcomes (each from registers and the cfg word),
+            # chosen by the accept: the answer is the last multiplexer before ``start``
+            nxt = {}
+            for name, last, ok in (("acc", self.eu, 1), ("keep", last_eu, last_ok)):
+                nxt[name] = Signal(5, name=f"start{t}_{name}")
+                for k in range(N):      # the entries are distinct: at most one matches
+                    with m.If(ok & (k + 1 < cnt) & (lst[k] == last)):
+                        m.d.comb += nxt[name].eq(k + 1)
+            m.d.sync += start.eq(Mux(self.accepted[t], nxt["acc"], nxt["keep"]))
         return m
 
 
 class CandidateList(wiring.Component):
-    """The winner's candidate list: its type's priority list in walk order (from entry
-    ``start[t]``), stably sorted by how many of the packet's data each EU holds
-    (``holders``: the EUs of a triangle's three vertices, or of a pixel packet's
-    triangle in entry 0; ``n_holders`` of them count). Every type's walk is built from
-    registers in parallel with the arbiter, then the winner's is selected.
+    """One type's candidate list: its priority list (``entries``, ``count``) in walk
+    order (from entry ``start``), stably sorted by how many of the packet's data each EU
+    holds (``holders``: the EUs of a triangle's three vertices, or of a pixel packet's
+    triangle; ``n_holders`` of them, 0 for vertex and patch packets, whose list is the
+    walk itself). Stage P builds every type's list in parallel, each for its stream's
+    packet, and the arbiter's winner chooses among the results at the end: the winner
+    does not precede the walk, the sort and the scan.
 
     ``first``: the first candidate whose bit in ``meets`` (by EU number) is set -- the
     first request's scan --, found from the walk positions and their sort order in
     parallel with the sort, not by scanning its result."""
 
-    def __init__(self, *, n_eus):
-        self.n_eus = n_eus
+    def __init__(self, *, n_eus, n_holders):
+        self.n_eus, self.n_holders = n_eus, n_holders
         super().__init__({
-            "win": In(2), "lists": In(data.ArrayLayout(EU_W, n_eus)).array(4),
-            "counts": In(5).array(4), "start": In(5).array(4),
-            "holders": In(data.ArrayLayout(EU_W, 3)), "n_holders": In(2),
-            "cands": Out(data.ArrayLayout(EU_W, n_eus)), "count": Out(5),
+            "entries": In(data.ArrayLayout(EU_W, n_eus)), "count": In(5), "start": In(5),
+            "holders": In(data.ArrayLayout(EU_W, max(1, n_holders))),
             "meets": In(n_eus),
+            "cands": Out(data.ArrayLayout(EU_W, n_eus)),
             "first": Out(data.StructLayout({"found": 1, "index": 5, "eu": EU_W})),
         })
 
@@ -661,25 +675,26 @@ class CandidateList(wiring.Component):
         m = Module()
         N = self.n_eus
         walk = [Signal(EU_W, name=f"walk{j}") for j in range(N)]
-        for t in range(4):
-            lst, cnt = self.lists[t], self.counts[t]
-            steps = []
-            for j in range(N):
-                at = Signal(6, name=f"walk{t}_at{j}")
-                m.d.comb += at.eq(self.start[t] + j)
-                steps.append(Array(lst[k] for k in range(N))
-                             [Mux(at >= cnt, at - cnt, at)[:5]])
-            with m.If(self.win == t):
-                m.d.comb += [walk[j].eq(steps[j]) for j in range(N)]
-                m.d.comb += self.count.eq(cnt)
-        held = [Signal(2, name=f"held{k}") for k in range(N)]
-        for k in range(N):
-            m.d.comb += held[k].eq(sum(((i < self.n_holders) & (self.holders[i] == walk[k]))
-                                       .as_unsigned() for i in range(3)))
+        for j in range(N):
+            at = Signal(6, name=f"walk_at{j}")
+            m.d.comb += at.eq(self.start + j)
+            m.d.comb += walk[j].eq(Array(self.entries[k] for k in range(N))
+                                   [Mux(at >= self.count, at - self.count, at)[:5]])
         listed = [k < self.count for k in range(N)]
         meets = Signal(N, name="walk_meets")      # the walk's entries that meet the minimum
         m.d.comb += meets.eq(Cat(listed[j] & self.meets.bit_select(walk[j], 1)
                                  for j in range(N)))
+        if not self.n_holders:      # no locality: the list is the walk
+            m.d.comb += [self.cands[j].eq(walk[j]) for j in range(N)]
+            for j in reversed(range(N)):
+                with m.If(meets[j]):
+                    m.d.comb += [self.first.found.eq(1), self.first.index.eq(j),
+                                 self.first.eu.eq(walk[j])]
+            return m
+        held = [Signal(2, name=f"held{k}") for k in range(N)]
+        for k in range(N):
+            m.d.comb += held[k].eq(sum((self.holders[i] == walk[k]).as_unsigned()
+                                       for i in range(self.n_holders)))
         for j in range(N):
             rank = Signal(5, name=f"rank{j}")
             before = [k for k in range(N) if k != j]      # sorted before entry j if listed
@@ -813,7 +828,8 @@ class PacketChecks(wiring.Component):
     of stream ``r_stream`` while ``r_active``) writes or closes, at this clock's edge, a
     record it reads: P cannot see R's commit of the same clock. A triangle naming a
     vertex whose group a vertex or patch packet inside the spreader (``held_valid``)
-    provides, and a pixel packet whose triangle is inside the spreader, would only wait:
+    provides (a patch's second group is ``held_pat_g1``, a register loaded with the
+    patch: no adder in this compare), and a pixel packet whose triangle is inside the spreader, would only wait:
     ``provider`` marks them so that they do not offer themselves to the arbiter.
     ``tri_locs``/``tri_recs``/``tri_distinct`` are a triangle's vertex data, VDT
     records and the mask of its distinct records; ``pix_tri`` is a pixel packet's
@@ -831,6 +847,7 @@ class PacketChecks(wiring.Component):
             "pix": In(layouts["i_pix"]), "pat": In(layouts["i_pat"]),
             "held_vtx": In(layouts["i_vtx"]), "held_tri": In(layouts["i_tri"]),
             "held_pix": In(layouts["i_pix"]), "held_pat": In(layouts["i_pat"]),
+            "held_pat_g1": In(index_bits - 2),
             "held_valid": In(4), "r_active": In(1), "r_stream": In(2), "empty": In(4),
             "vdt_busy_addr": Out(VR).array(3), "vdt_busy": In(1).array(3),
             "vdt_look_addr": Out(VR).array(3), "vdt_look": In(vdt_entry).array(3),
@@ -916,9 +933,7 @@ class PacketChecks(wiring.Component):
         idx, r_idx = [pt.i0, pt.i1, pt.i2], [r_tri.i0, r_tri.i1, r_tri.i2]
         recs = [self.vrec(x) for x in idx]
         hit, prov, closing = (Signal(3, name=n) for n in ("t_hit", "t_prov", "t_closing"))
-        hv_g, ha_g = self.held_vtx.base[3:], self.held_pat.base[3:]
-        ha_g1 = Signal(len(ha_g) + 1)
-        m.d.comb += ha_g1.eq(ha_g + 1)
+        hv_g, ha_g, ha_g1 = self.held_vtx.base[3:], self.held_pat.base[3:], self.held_pat_g1
         for i in range(3):
             lk, x, g = self.vdt_look[i], idx[i], idx[i][3:]
             m.d.comb += [
@@ -1097,7 +1112,11 @@ class Spreader(wiring.Component):
         wiring.connect(m, wiring.flipped(self.cfg), cfg.cfg)
         m.submodules.arbiter = arb = Arbiter()
         m.submodules.rotation = rot = Rotation(n_eus=N, rotate=self.rotate)
-        m.submodules.candidates = cands = CandidateList(n_eus=N)
+        cands = []      # each type's candidate list, for its stream's packet
+        for t, name in enumerate(STREAMS):
+            c = CandidateList(n_eus=N, n_holders={TRI: 3, PIX: 1}.get(t, 0))
+            m.submodules[f"candidates_{name[2:]}"] = c
+            cands.append(c)
         m.submodules.scan = scan = StatusScan(n_eus=N, status_layout=L["status"])
         m.submodules.vdt = vdt = VertexTable(records=V, index_bits=self.index_bits)
         m.submodules.pt = ptab = PrimitiveTable(records=P, prid_bits=self.prid_bits,
@@ -1111,8 +1130,8 @@ class Spreader(wiring.Component):
                                                    detail_bits=D)
         for t in range(4):
             m.d.comb += [rot.lists[t].eq(cfg.lists[t]), rot.counts[t].eq(cfg.counts[t]),
-                         cands.lists[t].eq(cfg.lists[t]), cands.counts[t].eq(cfg.counts[t]),
-                         cands.start[t].eq(rot.start[t])]
+                         cands[t].entries.eq(cfg.lists[t]), cands[t].count.eq(cfg.counts[t]),
+                         cands[t].start.eq(rot.start[t])]
         m.d.comb += [rot.written.eq(cfg.written), rot.count.eq(self.cfg.payload.count),
                      arb.limit.eq(cfg.limit)]
         m.d.comb += [rot.entries[k].eq(e) for k, e in enumerate(cfg.entries()[:N])]
@@ -1131,7 +1150,7 @@ class Spreader(wiring.Component):
         s = _State(self, m)
         self._stage_p(m, s, cfg, chk, arb, cands)
         self._stage_r(m, s, scan, ift)
-        self._advance(m, s, fifos, chk, arb, cands, scan)
+        self._advance(m, s, fifos, chk, arb, scan)
         self._commit(m, s, fifos, vdt, ptab, ift, rot)
         self._completion(m, s, vdt, ptab, ift)
         self._release(m, fifos, vdt, ptab)
@@ -1160,37 +1179,45 @@ class Spreader(wiring.Component):
         m.d.comb += [chk.vtx.eq(s.src[VTX]), chk.tri.eq(s.src[TRI]), chk.pix.eq(s.src[PIX]),
                      chk.pat.eq(s.src[PAT]), chk.held_vtx.eq(s.held[VTX]),
                      chk.held_tri.eq(s.held[TRI]), chk.held_pix.eq(s.held[PIX]),
-                     chk.held_pat.eq(s.held[PAT]), chk.held_valid.eq(s.held_v),
+                     chk.held_pat.eq(s.held[PAT]), chk.held_pat_g1.eq(s.held_pat_g1),
+                     chk.held_valid.eq(s.held_v),
                      chk.r_active.eq(s.active), chk.r_stream.eq(s.r_stream),
                      chk.empty.eq(Cat(cfg.counts[t] == 0 for t in range(4)))]
         m.d.comb += [s.offer.eq(s.src_v & ~chk.provider), arb.offer.eq(s.offer)]
+        # every type's evaluation, candidate list and first request in parallel (the
+        # EUs holding the packet's data: a triangle's vertices, a pixel packet's triangle
+        # in loc 0); the arbiter's winner chooses among them last
+        m.d.comb += [cands[TRI].holders[i].eq(chk.tri_locs[i].eu) for i in range(3)]
+        m.d.comb += cands[PIX].holders[0].eq(chk.pix_tri.eu)
+        meets = self._first_scan_meets(m, s, cfg)
+        for k in range(4):
+            first, alloc = cands[k].first, chk.result[k].outcome == Outcome.ALLOC
+            m.d.comb += [cands[k].meets.eq(meets[k]),
+                         s.p_q_v[k].eq(Mux(first.found & alloc,
+                                           _onehot(first.eu, self.n_eus), 0))]
         win = arb.win
         with m.Switch(win):
             for k in range(4):
                 with m.Case(k):
                     size, minr, minl = s.src[k].size, cfg.min_records[k], cfg.min_lines[k]
+                    first = cands[k].first
                     m.d.comb += [s.w_ev.eq(chk.result[k]),
                                  s.w_need_r.eq(Mux(minr == 0, 1, minr)),
-                                 s.w_need_l.eq(Mux(minl > size, minl, size))]
-        # the EUs holding the packet's data: a triangle's vertices, a pixel packet's
-        # triangle (in loc 0)
-        is_pix = win == PIX
-        m.d.comb += [cands.win.eq(win),
-                     cands.n_holders.eq(Mux(win == TRI, 3, Mux(is_pix, 1, 0)))]
-        for i in range(3):
-            m.d.comb += [s.w_loc[i].eq(chk.tri_locs[i]),
-                         cands.holders[i].eq(chk.tri_locs[i].eu)]
-        with m.If(is_pix):
-            m.d.comb += [s.w_loc[0].eq(chk.pix_tri), cands.holders[0].eq(chk.pix_tri.eu)]
-        m.d.comb += cands.meets.eq(self._first_scan_meets(m, s, cfg, win))
+                                 s.w_need_l.eq(Mux(minl > size, minl, size)),
+                                 s.w_cands.eq(cands[k].cands), s.w_ncand.eq(cfg.counts[k]),
+                                 s.w_q_v.eq(s.p_q_v[k]), s.w_q_idx.eq(first.index),
+                                 s.w_q_eu.eq(first.eu)]
+        m.d.comb += [s.w_loc[i].eq(chk.tri_locs[i]) for i in range(3)]
+        with m.If(win == PIX):
+            m.d.comb += s.w_loc[0].eq(chk.pix_tri)
 
-    def _first_scan_meets(self, m, s, cfg, win):
-        """The EUs whose status meets the winner's minimum for its first request: this
-        clock's status less what stage R's request of this clock would take (its EU
-        counts one record, one entity and R's lines less). Every stream's minimum is
-        compared in parallel with the arbiter, then the winner's is selected."""
+    def _first_scan_meets(self, m, s, cfg):
+        """Per stream, the EUs whose status meets its packet's minimum for its first
+        request: this clock's status less what stage R's request of this clock would
+        take (its EU counts one record, one entity and R's lines less). Every stream's
+        minimum is compared in parallel with the arbiter."""
         N = self.n_eus
-        meets = Signal(N, name="p_meets")
+        meets = [Signal(N, name=f"p_meets{k}") for k in range(4)]
         for e in range(N):
             st, d = self.status[e], s.q_v[e]
             fr, fe, fl = (Signal.like(st.free_records, name=f"adj_records{e}"),
@@ -1208,7 +1235,7 @@ class Spreader(wiring.Component):
                 minr, minl = cfg.min_records[k], cfg.min_lines[k]
                 m.d.comb += per_type[k].eq((fr >= minr) & (fr != 0) & (fe != 0)
                                            & (fl >= minl) & (fl >= s.src[k].size))
-            m.d.comb += meets[e].eq(per_type.bit_select(win, 1))
+            m.d.comb += [meets[k][e].eq(per_type[k]) for k in range(4)]
         return meets
 
     def _stage_r(self, m, s, scan, ift):
@@ -1248,7 +1275,7 @@ class Spreader(wiring.Component):
         m.d.comb += [r.en.eq(s.consume_err), r.code.eq(ev.code), r.src.eq(s.r_stream),
                      r.seq.eq(s.cur_seq), r.detail.eq(ev.detail)]
 
-    def _advance(self, m, s, fifos, chk, arb, cands, scan):
+    def _advance(self, m, s, fifos, chk, arb, scan):
         """P -> R: a pass enters R (``load``) when R is free at the edge, the log and move
         FIFOs keep a free entry after this clock's pushes, and it does not overtake R's
         own packet; it brings its first request (P's scan). A refusal loads the request
@@ -1271,15 +1298,14 @@ class Spreader(wiring.Component):
             with m.If(load & (win == k)):
                 m.d.sync += [s.held_v[k].eq(1), s.held[k].eq(s.src[k]),
                              s.passes[k].eq(_sat_inc(Mux(mine, 0, s.passes[k])))]
-        first = cands.first
+                if k == PAT:        # its second group, for the triangles' provider check
+                    m.d.sync += s.held_pat_g1.eq(s.src[PAT].base[3:] + 1)
         with m.If(load):
-            m.d.sync += [s.r_stream.eq(win), s.r_ev.eq(s.w_ev), s.r_cands.eq(cands.cands),
-                         s.r_ncand.eq(cands.count), s.r_need_r.eq(s.w_need_r),
+            m.d.sync += [s.r_stream.eq(win), s.r_ev.eq(s.w_ev), s.r_cands.eq(s.w_cands),
+                         s.r_ncand.eq(s.w_ncand), s.r_need_r.eq(s.w_need_r),
                          s.r_need_l.eq(s.w_need_l), s.r_vrn.eq(chk.tri_distinct),
-                         s.r_refused.eq(0),
-                         s.q_v.eq(Mux(first.found & (s.w_ev.outcome == Outcome.ALLOC),
-                                      _onehot(first.eu, N), 0)),
-                         s.q_idx.eq(first.index), s.q_eu.eq(first.eu)]
+                         s.r_refused.eq(0), s.q_v.eq(s.w_q_v),
+                         s.q_idx.eq(s.w_q_idx), s.q_eu.eq(s.w_q_eu)]
             m.d.sync += [s.r_vr[i].eq(chk.tri_recs[i]) for i in range(3)]
             m.d.sync += [s.r_loc[i].eq(s.w_loc[i]) for i in range(3)]
         with m.Elif(s.refused):
@@ -1410,6 +1436,7 @@ class _State:
         self.ins = [sp.i_vtx, sp.i_tri, sp.i_pix, sp.i_pat]
         self.held_v = Signal(4)
         self.held = [Signal(L[n], name=f"held_{n}") for n in STREAMS]
+        self.held_pat_g1 = Signal(sp.index_bits - 2)    # the held patch's group + 1
         self.seq = [Signal(SEQ_W, name=f"seq{k}") for k in range(4)]
         self.passes = [Signal(8, name=f"passes{k}") for k in range(4)]
         # stage R's pass registers
@@ -1433,6 +1460,11 @@ class _State:
         self.w_ev = Signal(_eval_layout(D))
         self.w_need_r, self.w_need_l = Signal(sp.sr), Signal(sp.sl)
         self.w_loc = Signal(data.ArrayLayout(LOC, 3))
+        # each stream's first request (one-hot EU), and the winner's list and request
+        self.p_q_v = [Signal(N, name=f"p_q_v{k}") for k in range(4)]
+        self.w_cands = Signal(data.ArrayLayout(EU_W, N))
+        self.w_ncand = Signal(5)
+        self.w_q_v, self.w_q_eu, self.w_q_idx = Signal(N), Signal(EU_W), Signal(5)
         # stage R
         self.r_size, self.cur_seq = Signal(SIZE_W), Signal(SEQ_W)
         self.scan_none = Signal()
