@@ -66,8 +66,9 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    samples lane group ``r`` (lanes ``rS .. rS + S - 1``) takes span ``order[r]``, and
    ``order`` moves on by ``16 / S`` entries per batch, so no lane looks at the batch
    number. A span's centre offset is ``+-half_j << (subpix + 1)`` (spans ``k`` and
-   ``15 - k`` are opposite), so a group picks one of 8 ``half_j`` and a sign, and each
-   lane adds it: in the lanes' units (``>> subpix - 1``, see below)
+   ``15 - k`` are opposite), so each lane picks its span (one choice for all edges:
+   span ``l`` at 1x, ``order[l // S]`` at ``S`` samples), then per edge one of 8
+   ``half_j`` and a sign, and adds it: in the lanes' units (``>> subpix - 1``, see below)
    ``t = lane_lo + (half_j << 2)``, or ``~lane_lo + ...`` for the minus sign
    (``lane_lo - x = ~(~lane_lo + x)``, and the inversion cancels in the fold below).
    The lane keeps ``b`` folded, ``b`` or ``-b - 1`` (its bits inverted when negative),
@@ -807,9 +808,11 @@ class BlockRasterizer(wiring.Component):
         ``b = lane_lo[l] + c_span`` with ``c_span = +-half[j] << (subpix + 1)`` its span
         centre offset (spans ``k`` and ``15 - k`` have opposite offsets), kept folded."""
         meta = r3["meta"]
+        spans = self._lane_spans(m, r3["order"], meta.mode)
+        one_x = meta.mode[0] if self.msaa_modes and 1 in self.modes else None
         edges = []
         for e, edge in enumerate(r3["edges"]):
-            folded, negative, full, part = self._edge_lanes(m, edge, r3["order"], meta.mode, e)
+            folded, negative, full, part = self._edge_lanes(m, edge, spans, one_x, e)
             mag_neg = [h[-1] for h in edge["half"]]
             mag = [_wire(m, Mux(h[-1], -h, h), f"mag{e}_{j}", unsigned(self.test_bits - 1))
                    for j, h in enumerate(edge["half"])]
@@ -853,26 +856,37 @@ class BlockRasterizer(wiring.Component):
             return half[k - 8] if k >= 8 else half[7 - k], Const(k < 8, 1)
         return Array(half)[k[:3] ^ (~k[3]).replicate(3)], ~k[3]
 
-    def _edge_lanes(self, m, edge, order, mode, e):
-        """One edge's 16 lanes: folded ``b``, its sign, and the lane's FULL / PARTIAL
-        bits. At 1x lane ``l`` is span ``l``; at ``S`` samples lane ``l`` is group
-        ``l // S`` (the span ``order[l // S]``, the batch's PARTIAL span of that rank),
-        sample ``l % S``."""
-        groups = LANES // min(self.msaa_modes) if self.msaa_modes else 0
-        picked = []
-        for r in range(groups):
-            half, neg = self._span_offset(edge["half"], order[r])
-            full = edge["lane_full"].bit_select(order[r], 1)
-            picked.append((_wire(m, half, f"hsel{e}_{r}"), neg, full, ~full))
-        folded, negative, full, part = [], [], [], []
+    def _lane_spans(self, m, order, mode):
+        """The span each lane tests in this batch, for every edge: at 1x lane ``l`` tests
+        span ``l`` (a constant in a 1x-only build); at ``S`` samples lane ``l`` is sample
+        ``l % S`` of group ``l // S``, which tests ``order[l // S]`` (the batch's PARTIAL
+        span of that rank)."""
+        if not self.msaa_modes:
+            return list(range(LANES))
+        spans = []
         for lane in range(LANES):
-            choice = {1: (*self._span_offset(edge["half"], lane), edge["lane_full"][lane],
-                          edge["part"][lane])}
-            for n in self.msaa_modes:
-                choice[n] = picked[lane // n]
-            choice = {n: v for n, v in choice.items() if n in self.modes}
-            half, neg, f, p = (self._by_mode(mode, {n: v[i] for n, v in choice.items()})
-                               for i in range(4))
+            choice = {n: order[lane // n] for n in self.msaa_modes}
+            if 1 in self.modes:
+                choice[1] = Const(lane, 4)
+            spans.append(_wire(m, self._by_mode(mode, choice), f"span{lane}", unsigned(4)))
+        return spans
+
+    def _edge_lanes(self, m, edge, spans, one_x, e):
+        """One edge's 16 lanes: folded ``b``, its sign, and the lane's FULL / PARTIAL
+        bits, each lane from its span ``spans[lane]`` (:meth:`_lane_spans`): one choice
+        of the 8 ``half_j`` and the FULL / PARTIAL bits per lane. ``one_x`` is the 1x mode
+        bit (``None`` in a build with one kind of mode)."""
+        folded, negative, full, part = [], [], [], []
+        for lane, k in enumerate(spans):
+            half, neg = self._span_offset(edge["half"], k)
+            if isinstance(k, int):
+                f, p = edge["lane_full"][k], edge["part"][k]
+            else:
+                half = _wire(m, half, f"hsel{e}_{lane}")
+                f = edge["lane_full"].bit_select(k, 1)
+                # At 1x a lane tests its span whatever its class; at S samples a span is
+                # combined-PARTIAL, so on each edge PARTIAL unless FULL (or unused).
+                p = ~f if one_x is None else Mux(one_x, edge["part"].bit_select(k, 1), ~f)
             # b = lo + half or lo - half = ~(~lo + half): add to lo or ~lo, and the
             # inversion cancels in the fold (folded b = t ^ sign(t)).
             t = _wire(m, ((edge["lane_lo"][lane] ^ neg.replicate(self.test_bits)) +
