@@ -133,30 +133,26 @@ the ``subpix + 2`` low bits of ``lo``.
 
 Timing
 ------
-Before the narrow lanes and the rank-ordered list (issue 16; the README's Block 4
-section has the cell counts before and after, whose Fmax is not measured yet), the 1x
-build (12.8 coordinates, ``make synth`` flow, ECP5-85F) ran at 74.4 MHz after
-routing. Its critical path ran from a stage-4 register through one lane's comparator
-chain and, over long routes, into a stage-5 lane-mask register: 13.5 ns, 10.4 ns of it
-routing. Three changes got it there from 70.8 MHz: the stage-5 registers between the
-comparators and the AND over the edges (latency 5 -> 6; the spec allows 7), the skid
-buffer at the input instead of a LUT-RAM FIFO, and every stage enable computed by one
-LUT from ``o.ready`` and registers of its own (the enable nets span the whole block, so
-any logic shared between two of them chains two long routes on one path).
+Figures are in the README's Block 4 section (ECP5-85F, ``make synth`` flow). Before
+issue 16 the 1x build ran at 74.4 MHz after routing, its critical path a stage-4
+register, one lane's comparator chain and long routes into a stage-5 lane-mask
+register. Earlier, any logic shared between two stage enables had chained two long
+routes on one path, hence every enable is one LUT of ``o.ready`` and registers of its
+own; and as one enable per stage drove the clock enables of thousands of flip-flops
+across the block, each group of registers now has its own (:class:`_Flow`). The other
+changes for the 1x build: the lane-mask stage 6 (latency 6 -> 7, the spec allows 7),
+``lo16 - bias`` beside the saturation's range test, the span-in-box bits registered in
+stage 2, the combined classes formed in stage 4 at 1x, "edge unused" folded in stage 3
+and ``|half_j|`` per quad of lanes.
 
 The MSAA builds are harder to route (the lane multiplexers of stage 4 and the crossbar
-into the output mask). Before issue 16 the ``(1, 4)`` build routed at 33.8 MHz; its
-critical path was the chain of 15 adders that counted the span ranks in stage 3, now a
-prefix count of 3 small adders. The ``(1, 2, 4)`` build fits the
-device by cell count but did not route. The README's Block 4 section has the details.
-
-The output mask was half the area of the every-mode build: written mode by mode (a
-``Switch`` over the modes, in each a span field chosen from the lane groups), each of its
-4,096 bits took about 8 LUT4 (32,107 LUT4 for the output stage alone, by
-``synth_ecp5``). It is now written chunk by chunk (16 bits) from a plan registered in
-stage 5: per bit one multiplexer over the lane bits that can reach it in any mode (span
-``k`` only from groups ``0..k``), and one LUT with the box mask and the fill bit
-(17,129 LUT4 for the same stage; :meth:`BlockRasterizer._write_mask`).
+into the output mask). Before issue 16 the ``(1, 4)`` build routed at 33.8 MHz, its
+critical path a chain of 15 adders that counted the span ranks in stage 3, now a prefix
+count of 3 small adders; the ``(1, 2, 4)`` build fitted but did not route. The output
+mask was half the area of the every-mode build: written mode by mode (a ``Switch`` over
+the modes, in each a span field chosen from the lane groups), its 4,096 bits took
+32,107 LUT4 (the output stage alone, ``synth_ecp5``); written chunk by chunk from the
+plan of stage 5 (:meth:`BlockRasterizer._write_mask`), 17,129.
 
 Decisions where the spec is open
 --------------------------------
@@ -410,19 +406,19 @@ class BlockRasterizer(wiring.Component):
     Figures (12.8 coordinates, 4 edges; ``synth_ecp5`` LUT4 counting a CCU2C as 2, of
     the ECP5-85F's 83,640; the README's Block 4 section has the history):
 
-    ============================  ==================  ==============  ================
-    build                         LUT4                flip-flops      Fmax (routed)
-    ============================  ==================  ==============  ================
-    ``modes=(1,)``                25,250 (30 %)       9,416           not routed [1]_
-    every mode (default)          58,521 (69.97 %)    17,180          not measured
-    ============================  ==================  ==============  ================
+    ============================  ==================  ==============  ==================
+    build                         LUT4                flip-flops      Fmax
+    ============================  ==================  ==============  ==================
+    ``modes=(1,)``                25,524 (31 %)       12,706          not routed [1]_
+    every mode (default)          58,608 (70.07 %)    20,325          not measured
+    ============================  ==================  ==============  ==================
 
-    .. [1] Placed (59.1 MHz estimated after placement); not routed within 55 minutes
-       on the loaded machine of issue 16's session.
+    .. [1] 51.98 MHz estimated after placement; not routed within the 40-minute limit
+       on the loaded machine of issue 16's session (74.4 MHz routed before issue 16).
 
     Per mode (the schedule, any build): 1x 1.000 block / 256 samples per clock, 2x
     0.889 / 455, 4x 0.679 / 696, 8x 0.440 / 902, 16x 0.251 / 1030 on the bench's mixed
-    workload; latency 6 clocks.
+    workload; latency 7 clocks.
     """
 
     def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16):

@@ -12,8 +12,8 @@ it simulates faster) and ``tri`` (3 edges, modes 1 and 4 only, 6.4: the malforme
 cases that only a restricted build has) in the fast regression (``BUILDS``), every kind
 of case with fewer stimuli (``RASTER_SCALE=fast``); ``make regress`` runs the same cases
 at their full counts (``test_block_full``), the ``default`` build (4 edges, every MSAA
-mode, 12.8 coordinates; ``test_block_default``, a long build) and long random streams
-(``test_soak``).
+mode, 12.8 coordinates; ``test_block_default``, a long build), the 1x-only build
+(``test_block_1x``) and long random streams (``test_soak``).
 """
 
 import itertools
