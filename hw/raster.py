@@ -36,14 +36,16 @@ sixteen 4x4-pixel *spans*: EMPTY, FULL or PARTIAL.
 Every edge value it needs is ``lo16`` plus a constant multiple of ``A`` and ``B``, so the
 unit has no multiplier: odd multiples (3A, 5A, 7A) are one adder each, the rest shifts.
 
-Pipeline (one clock per row, latency 6 clocks from input handshake to output valid)
+Pipeline (one clock per row, latency 7 clocks from input handshake to output valid)
 ------------------------------------------------------------------------------------
 0. *Input buffer*: a two-entry skid buffer of registers whose ``ready`` is one of its
    own registers, so no combinational path runs from ``o.ready`` to ``i.ready``.
    Malformed blocks are dropped here (below).
 1. *Offsets*: per edge the 12 corner offsets ``a*A + b*B`` (``a, b`` in -2..2, the
    lattice half with ``b > 0`` or ``b = 0 < a``), the odd multiples of A and B, and
-   ``lo = sat(lo16) - bias`` (the bias is folded in once, so every later test is ``>= 0``).
+   ``lo = sat(lo16) - bias`` (the bias is folded in once, so every later test is ``>= 0``;
+   ``lo16 - bias`` is computed beside the range test, and the saturated values are
+   constants).
 2. *Corners*: the 25 span corners lie at ``(4c - 8, 4r - 8)`` pixels from the centre;
    corner ``i`` and ``24 - i`` have opposite offsets ``+-o``. Given the signs of ``lo``
    and ``o`` one of ``lo + o`` and ``lo - o`` has a known sign, so one add/subtract per
@@ -57,18 +59,22 @@ Pipeline (one clock per row, latency 6 clocks from input handshake to output val
    sample tests. Their ranks by a short prefix count (per row of 4 spans the local
    counts, then the row totals added: 3 small adders, not a chain of 15) and, from
    the ranks, ``order``: the PARTIAL spans in rank order. Per lane ``lane_lo = lo +``
-   its sample offset (MSAA builds; at 1x ``lo``).
+   its sample offset (MSAA builds; at 1x ``lo``, one copy per quad of lanes). Per edge
+   the FULL bits the lanes use, with "edge unused" folded in (an unused edge passes
+   every sample), so that bit does not fan out to every lane's mask logic.
 4. *Lane select* (one row per *batch*): at 1x lane ``l`` takes span ``l``; with ``S``
    samples lane group ``r`` (lanes ``rS .. rS + S - 1``) takes span ``order[r]``, and
    ``order`` moves on by ``16 / S`` entries per batch, so no lane looks at the batch
    number. A span's centre offset is ``+-half_j << (subpix + 1)`` (spans ``k`` and
-   ``15 - k`` are opposite), so a group picks one of 8 ``half_j`` and a sign, and each
-   lane adds it: in the lanes' units (``>> subpix - 1``, see below)
+   ``15 - k`` are opposite), so each lane picks its span (one choice for all edges:
+   span ``l`` at 1x, ``order[l // S]`` at ``S`` samples), then per edge one of 8
+   ``half_j`` and a sign, and adds it: in the lanes' units (``>> subpix - 1``, see below)
    ``t = lane_lo + (half_j << 2)``, or ``~lane_lo + ...`` for the minus sign
    (``lane_lo - x = ~(~lane_lo + x)``, and the inversion cancels in the fold below).
    The lane keeps ``b`` folded, ``b`` or ``-b - 1`` (its bits inverted when negative),
    and the mask bits its pixels get when a comparator passes or fails, which fold in
-   the edge's FULL/PARTIAL class and "edge unused". Also ``|half_j|`` once per edge.
+   the edge's FULL/PARTIAL class and "edge unused". Also ``|half_j|``, one copy per
+   quad of lanes (each bit feeds 4 lanes' comparators, not 16).
 5. *Edge determination*: each lane tests its 16 pixels ``b + lo_pixel`` with 8
    comparators by the same +-symmetry (the seed's Fig. 18a "8 columns"): one unsigned
    comparison of folded ``b`` with ``|lo_pixel|`` decides both pixels of a pair, and
@@ -78,10 +84,12 @@ Pipeline (one clock per row, latency 6 clocks from input handshake to output val
    chunk of the output mask: which of the lane groups that can reach the chunk (in any
    mode) writes it, whether this batch writes it, and whether the first batch fills it
    with the box mask (a FULL span) (:meth:`BlockRasterizer._mask_plan`).
-6. *Final mask*: each lane ANDs its edges' masks; each output bit is one multiplexer
-   over the lane bits that can reach it (in every mode together: at most 16, and span
-   ``k`` can only come from groups ``0..k``), then one LUT with the box mask and the
-   fill bit, into the output register, which is the output port's payload.
+6. *Lane masks*: each lane ANDs its edges' masks, registered (the comparators of the
+   four edges sit apart on the device, and the crossbar below spans the lanes).
+7. *Final mask*: each output bit is one multiplexer over the lane bits that can reach
+   it (in every mode together: at most 16, and span ``k`` can only come from groups
+   ``0..k``), then one LUT with the box mask and the fill bit, into the output
+   register, which is the output port's payload.
 
 Throughput: the MSAA schedule
 -----------------------------
@@ -94,16 +102,19 @@ batch and cost nothing. Earlier stages hold while a block's batches go through.
 
 Flow control
 ------------
-The stages form a rigid pipeline: stages 4, 5 and the output register move together
-whenever the output word is not complete or is being taken (``~o.valid | o.ready``);
-stages 1-3 and the input buffer move with them unless stage 3 still has batches of its
-block to issue (a register, ``more``). Every register enable is thus one LUT of
-``o.ready`` and registers, and the malformed check of the input buffer is decoded as a
-block enters it: an enable net fans out across the whole block, and its long routes are
-the timing budget (a bubble-squeezing pipeline chains the enables through every stage,
-which was the critical path on the ECP5). A bubble inside the pipeline stays while the
-output is stalled; with the output ready a block per clock goes through. ``i.ready`` is
-the input buffer's registered "not full".
+The stages form a rigid pipeline: stages 4-6 and the output register move together
+whenever the output word is not complete or is being taken (``adv = ~o.valid |
+o.ready``); stages 1-3 and the input buffer move with them unless stage 3 still has
+batches of its block to issue (a register, ``more``). Every register enable is one LUT
+of ``o.ready`` and registers, and the malformed check of the input buffer is decoded as
+a block enters it (a bubble-squeezing pipeline chains the enables through every stage,
+which was the critical path on the ECP5). One enable for a whole stage would fan out to
+thousands of flip-flops across the device, so each group of registers -- an edge's, a
+quad of lanes' of one edge, a quarter of the output word, the input buffer's fields and
+each edge's part of it -- has an enable of its own, from its own copy of the state
+(:class:`_Flow`): about 50 copies, each a flip-flop or two and two LUTs. A bubble inside
+the pipeline stays while the output is stalled; with the output ready a block per clock
+goes through. ``i.ready`` is the input buffer's registered "not full".
 
 Exact arithmetic in few bits
 ----------------------------
@@ -122,30 +133,26 @@ the ``subpix + 2`` low bits of ``lo``.
 
 Timing
 ------
-Before the narrow lanes and the rank-ordered list (issue 16; the README's Block 4
-section has the cell counts before and after, whose Fmax is not measured yet), the 1x
-build (12.8 coordinates, ``make synth`` flow, ECP5-85F) ran at 74.4 MHz after
-routing. Its critical path ran from a stage-4 register through one lane's comparator
-chain and, over long routes, into a stage-5 lane-mask register: 13.5 ns, 10.4 ns of it
-routing. Three changes got it there from 70.8 MHz: the stage-5 registers between the
-comparators and the AND over the edges (latency 5 -> 6; the spec allows 7), the skid
-buffer at the input instead of a LUT-RAM FIFO, and every stage enable computed by one
-LUT from ``o.ready`` and registers of its own (the enable nets span the whole block, so
-any logic shared between two of them chains two long routes on one path).
+Figures are in the README's Block 4 section (ECP5-85F, ``make synth`` flow). Before
+issue 16 the 1x build ran at 74.4 MHz after routing, its critical path a stage-4
+register, one lane's comparator chain and long routes into a stage-5 lane-mask
+register. Earlier, any logic shared between two stage enables had chained two long
+routes on one path, hence every enable is one LUT of ``o.ready`` and registers of its
+own; and as one enable per stage drove the clock enables of thousands of flip-flops
+across the block, each group of registers now has its own (:class:`_Flow`). The other
+changes for the 1x build: the lane-mask stage 6 (latency 6 -> 7, the spec allows 7),
+``lo16 - bias`` beside the saturation's range test, the span-in-box bits registered in
+stage 2, the combined classes formed in stage 4 at 1x, "edge unused" folded in stage 3
+and ``|half_j|`` per quad of lanes.
 
 The MSAA builds are harder to route (the lane multiplexers of stage 4 and the crossbar
-into the output mask). Before issue 16 the ``(1, 4)`` build routed at 33.8 MHz; its
-critical path was the chain of 15 adders that counted the span ranks in stage 3, now a
-prefix count of 3 small adders. The ``(1, 2, 4)`` build fits the
-device by cell count but did not route. The README's Block 4 section has the details.
-
-The output mask was half the area of the every-mode build: written mode by mode (a
-``Switch`` over the modes, in each a span field chosen from the lane groups), each of its
-4,096 bits took about 8 LUT4 (32,107 LUT4 for the output stage alone, by
-``synth_ecp5``). It is now written chunk by chunk (16 bits) from a plan registered in
-stage 5: per bit one multiplexer over the lane bits that can reach it in any mode (span
-``k`` only from groups ``0..k``), and one LUT with the box mask and the fill bit
-(17,129 LUT4 for the same stage; :meth:`BlockRasterizer._write_mask`).
+into the output mask). Before issue 16 the ``(1, 4)`` build routed at 33.8 MHz, its
+critical path a chain of 15 adders that counted the span ranks in stage 3, now a prefix
+count of 3 small adders; the ``(1, 2, 4)`` build fitted but did not route. The output
+mask was half the area of the every-mode build: written mode by mode (a ``Switch`` over
+the modes, in each a span field chosen from the lane groups), its 4,096 bits took
+32,107 LUT4 (the output stage alone, ``synth_ecp5``); written chunk by chunk from the
+plan of stage 5 (:meth:`BlockRasterizer._write_mask`), 17,129.
 
 Decisions where the spec is open
 --------------------------------
@@ -287,26 +294,85 @@ def _wire(m, value, name, shape=None):
 
 
 class _Stage:
-    """The registers of one pipeline stage, all loaded together when the stage advances."""
+    """The registers of one pipeline stage, all loaded when the stage advances. Each
+    register belongs to a *group* (an edge, a quad of lanes, ...) whose enable is its own
+    copy of the stage's (:class:`_Flow`)."""
 
     def __init__(self, name):
         self.name = name
-        self.loads = []
+        self.loads = {}                         # group -> assignments
 
-    def reg(self, value, name, shape=None):
+    def reg(self, value, name, shape=None, group="misc"):
         """A register loaded with ``value`` (its shape unless given)."""
         if shape is None:
             shape = value.shape() if hasattr(value, "shape") else unsigned(1)
         sig = Signal(shape, name=f"{self.name}_{name}", reset_less=True)
-        self.loads.append(sig.eq(value))
+        self.loads.setdefault(group, []).append(sig.eq(value))
         return sig
 
-    def regs(self, values, name, shape=None):
-        return [self.reg(v, f"{name}{k}", shape) for k, v in enumerate(values)]
+    def regs(self, values, name, shape=None, group="misc"):
+        """One register per value; ``group`` may be a function of the index."""
+        return [self.reg(v, f"{name}{k}", shape, group(k) if callable(group) else group)
+                for k, v in enumerate(values)]
 
     def commit(self, m, enable):
-        with m.If(enable):
-            m.d.sync += self.loads
+        """Load each group's registers when ``enable(group)``."""
+        for group, loads in self.loads.items():
+            with m.If(enable(group)):
+                m.d.sync += loads
+
+
+class _Flow:
+    """Copies of the pipeline's flow-control state, one per group of registers.
+
+    The stage enables -- ``adv`` (stages 4, 5 and the output word move: ``~full |
+    o.ready``), ``load`` (stages 1-3: ``adv & ~more``) and ``move`` (the input buffer's
+    head: ``load | ~ok``) -- would each drive the clock enables of thousands of flip-flops
+    spread across the device, and such a net's long routes were the timing budget. So
+    each group of registers (an edge's, a quad of lanes', ...) gets an enable of its own:
+    one LUT of ``o.ready`` and the registers of its own copy of the state (``full``: the
+    output word is complete, ``more``: stage 3 has batches left, ``ok``: a well-formed
+    block is at the input buffer's head). Every copy follows the same next-state rule
+    from the same inputs, so all are equal at every clock; as each copy's next state
+    reads its own registers, yosys does not merge them.
+    """
+
+    def __init__(self, m, ready, batches):
+        self.m, self.ready, self.batches = m, ready, batches
+        self.done = Signal()        # a register: stage 6 holds the last batch of a block
+        self.more_in = Signal()     # the block entering stage 3 has batches after its first
+        self.more_on = Signal()     # the block in stage 3 has batches after this one
+        self.ok_in = Signal()       # a well-formed block enters the input buffer's head
+        self.copies = {}
+
+    def enable(self, kind, group):
+        """The enable ``kind`` ("adv", "load" or "move") of the registers of ``group``."""
+        return self.copy(kind, group)["enable"]
+
+    def copy(self, kind, group):
+        """The copy of the state behind ``enable(kind, group)``: its ``enable``, ``full``
+        and ``more`` (a constant 0 in a 1x-only build, which has no batches)."""
+        key = (kind, group)
+        if key not in self.copies:
+            self.copies[key] = self._new_copy(kind, "_".join(map(str, (kind,) + (
+                group if isinstance(group, tuple) else (group,)))))
+        return self.copies[key]
+
+    def _new_copy(self, kind, name):
+        m, ready = self.m, self.ready
+        full = Signal(name=f"{name}_full")
+        more = Signal(name=f"{name}_more") if self.batches and kind != "adv" else Const(0, 1)
+        ok = Signal(name=f"{name}_ok") if kind == "move" else Const(1, 1)
+        adv = ~full | ready
+        load = ~more & (~full | ready)
+        move = ~ok | (~more & (~full | ready))
+        enable = _wire(m, {"adv": adv, "load": load, "move": move}[kind], name)
+        m.d.sync += full.eq(Mux(adv, self.done, full))
+        if isinstance(more, Signal):
+            m.d.sync += more.eq(Mux(load, self.more_in, Mux(adv, self.more_on, more)))
+        if isinstance(ok, Signal):
+            m.d.sync += ok.eq(Mux(move, self.ok_in, ok))
+        return {"enable": enable, "full": full, "more": more}
 
 
 class BlockRasterizer(wiring.Component):
@@ -340,19 +406,19 @@ class BlockRasterizer(wiring.Component):
     Figures (12.8 coordinates, 4 edges; ``synth_ecp5`` LUT4 counting a CCU2C as 2, of
     the ECP5-85F's 83,640; the README's Block 4 section has the history):
 
-    ============================  ==================  ==============  ================
-    build                         LUT4                flip-flops      Fmax (routed)
-    ============================  ==================  ==============  ================
-    ``modes=(1,)``                25,250 (30 %)       9,416           not routed [1]_
-    every mode (default)          58,521 (69.97 %)    17,180          not measured
-    ============================  ==================  ==============  ================
+    ============================  ==================  ==============  ==================
+    build                         LUT4                flip-flops      Fmax
+    ============================  ==================  ==============  ==================
+    ``modes=(1,)``                25,524 (31 %)       12,706          not routed [1]_
+    every mode (default)          58,608 (70.07 %)    20,325          not measured
+    ============================  ==================  ==============  ==================
 
-    .. [1] Placed (59.1 MHz estimated after placement); not routed within 55 minutes
-       on the loaded machine of issue 16's session.
+    .. [1] 51.98 MHz estimated after placement; not routed within the 40-minute limit
+       on the loaded machine of issue 16's session (74.4 MHz routed before issue 16).
 
     Per mode (the schedule, any build): 1x 1.000 block / 256 samples per clock, 2x
     0.889 / 455, 4x 0.679 / 696, 8x 0.440 / 902, 16x 0.251 / 1030 on the bench's mixed
-    workload; latency 6 clocks.
+    workload; latency 7 clocks.
     """
 
     def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16):
@@ -369,6 +435,7 @@ class BlockRasterizer(wiring.Component):
         self.test_bits = w + 5                  # the same without their subpix - 1 LSBs
         self.max_samples = max(self.modes)
         self.msaa_modes = tuple(s for s in self.modes if s > 1)
+        self.lane_groups = 4                    # register groups with enables of their own
         super().__init__({
             "i": In(stream.Signature(self.in_layout())),
             "o": Out(stream.Signature(self.out_layout())),
@@ -438,6 +505,10 @@ class BlockRasterizer(wiring.Component):
             result = Mux(mode[index], value, result)
         return result
 
+    def _quad(self, lane):
+        """The register group of lane ``lane`` (lanes ``4q .. 4q + 3`` at 4 groups)."""
+        return lane * self.lane_groups // LANES
+
     def _odd_multiples(self, x, odd_set):
         """``{k: k*x}`` for the odd ``k`` in ``odd_set``: one adder each beyond 1."""
         table = {1: x, 3: (x << 1) + x, 5: (x << 2) + x, 7: (x << 3) - x}
@@ -447,60 +518,45 @@ class BlockRasterizer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        move = Signal()                         # the input buffer's head moves on
-        head, head_ok, head_ok_next = self._input(m, move)
+        flow = _Flow(m, self.o.ready, bool(self.msaa_modes))
+        head, head_ok = self._input(m, flow)
 
         v1, v2, v3, v4, v5 = (Signal(name=f"v{k}") for k in range(1, 6))
-        s1, s2, s3, s4, s5 = (_Stage(f"s{k}") for k in range(1, 6))
+        s1, s2, s3, s4, s5, s6 = (_Stage(f"s{k}") for k in range(1, 7))
         r1 = self._offsets(m, head, s1)
         r2 = self._corners(m, r1, s2)
         r3 = self._span_select(m, r2, s3)
         batch = Signal(4)                       # batch of the block in stage 3
-        more = Signal()                         # stage 3 holds: its block has batches left
-        r4 = self._lane_select(m, r3, batch, more, s4)
+        misc = flow.copy("load", "misc")        # more: stage 3 holds, batches are left
+        r4 = self._lane_select(m, r3, batch, misc["more"], s4)
         r5 = self._edge_masks(m, r4, s5)
-        adv = Signal()                          # stages 4, 5 and the output register move
-        load = Signal()                         # stages 1-3 move
-        self._output(m, r5, v5, adv)
+        r6 = self._and_edges(m, r5, s6)
+        self._output(m, r6, flow)
 
-        # A rigid pipeline (see the module docstring). Its state:
-        out_full = Signal()                     # the output word is complete: o.valid
-        out_full_next = Mux(adv, v5 & r5["last"], out_full)
-        more_next = Mux(load, v2 & (r3["n_last_in"] != 0),
-                        Mux(adv, batch + 1 != r3["n_last"], more))
-        m.d.sync += [out_full.eq(out_full_next), more.eq(more_next)]
-        # adv = ~out_full | o.ready, load = adv & ~more, move = load | ~head_ok, each one
-        # LUT of o.ready and registers of its own: the nets fan out across the block, and
-        # a LUT shared between them would put two long routes on one path.
-        load_free, load_if_ready, move_free, move_if_ready = (
-            Signal(init=1, name=n) for n in
-            ("load_free", "load_if_ready", "move_free", "move_if_ready"))
-        m.d.sync += [load_free.eq(~out_full_next & ~more_next),
-                     load_if_ready.eq(~more_next),
-                     move_free.eq((~out_full_next & ~more_next) | ~head_ok_next),
-                     move_if_ready.eq(~more_next | ~head_ok_next)]
-        m.d.comb += [self.o.valid.eq(out_full),
-                     adv.eq(~out_full | self.o.ready),
-                     load.eq(load_free | (self.o.ready & load_if_ready)),
-                     move.eq(move_free | (self.o.ready & move_if_ready))]
-
-        for stage, enable in ((s1, load), (s2, load), (s3, load), (s4, adv), (s5, adv)):
-            stage.commit(m, enable)
+        # A rigid pipeline (see the module docstring and _Flow).
+        m.d.comb += [
+                     flow.more_in.eq(v2 & (r3["n_last_in"] != 0)),
+                     flow.more_on.eq(batch + 1 != r3["n_last"]),
+                     self.o.valid.eq(flow.copy("adv", "out")["full"])]
+        for stage, kind in ((s1, "load"), (s2, "load"), (s3, "load"), (s4, "adv"),
+                            (s5, "adv"), (s6, "adv")):
+            stage.commit(m, lambda group, kind=kind: flow.enable(kind, group))
+        load, adv = misc["enable"], flow.enable("adv", "misc")
         with m.If(load):
             m.d.sync += [v1.eq(head_ok), v2.eq(v1), v3.eq(v2), batch.eq(0)]
         with m.Elif(adv):                       # here more = 1: the next batch
             m.d.sync += batch.eq(batch + 1)
-        with m.If(adv):
-            m.d.sync += [v4.eq(v3), v5.eq(v4)]
+        with m.If(adv):                         # done: stage 6 holds a block's last batch
+            m.d.sync += [v4.eq(v3), v5.eq(v4), flow.done.eq(v5 & r5["last"])]
         if self.msaa_modes:                     # the next batch's spans move to the front
             order = r3["order"]
-            with m.If(adv & more):
+            with m.If(adv & misc["more"]):
                 m.d.sync += [order[j].eq(self._by_mode(r3["meta"].mode, {
                     n: order[j + LANES // n] if j + LANES // n < SPANS else 0
                     for n in self.msaa_modes})) for j in range(SPANS)]
         return m
 
-    def _input(self, m, move):
+    def _input(self, m, flow):
         """The two-entry input buffer and the malformed-block filter.
 
         The buffer is a skid buffer: two registers, the head always in the first, so
@@ -508,36 +564,47 @@ class BlockRasterizer(wiring.Component):
         register "the spare is empty". (With a LUT-RAM FIFO here the long route from its
         read pointer to the RAM was the critical path.) Each entry's "malformed" bit is
         decoded as it enters. ``move`` (stage 1 takes the head, or the head is empty or
-        malformed) refills the head.
+        malformed) refills the head. The buffer is kept in parts (the block fields, then
+        each edge's), each with its own copy of ``move`` and of "the spare is full", which
+        choose between the spare and the input for every bit of the part.
 
-        Returns ``(head, ok, ok_next)``: the block at the head, whether it is a
-        well-formed block, and that flag's next value.
+        Returns ``(head, ok)``: the block at the head and whether it is a well-formed
+        block.
         """
-        width = self.in_layout().size
-        head_bits = Signal(width, reset_less=True)
-        spare_bits = Signal(width, reset_less=True)
+        layout = self.in_layout()
+        edge_at, edge_size = layout["edge"].offset, self.edge_layout().size
+        bounds = [0] + [edge_at + e * edge_size for e in range(self.edges + 1)]
+        head_bits = Signal(layout.size, reset_less=True)
+        spare_bits = Signal(layout.size, reset_less=True)
         head_ok, head_bad = Signal(), Signal()  # a well-formed / malformed block at the head
-        spare_valid, spare_bad = Signal(), Signal()
-        m.d.comb += self.i.ready.eq(~spare_valid)
-        push = self.i.valid & ~spare_valid
-
-        src_valid = spare_valid | push          # what enters the head when it moves
-        src_bad = Mux(spare_valid, spare_bad, self._malformed(self.i.payload))
-        with m.If(move):
-            m.d.sync += [head_bits.eq(Mux(spare_valid, spare_bits, self.i.payload)),
-                         head_ok.eq(src_valid & ~src_bad),
-                         head_bad.eq(src_valid & src_bad),
-                         spare_valid.eq(0)]
-        with m.Elif(push):
-            m.d.sync += [spare_bits.eq(self.i.payload),
-                         spare_bad.eq(self._malformed(self.i.payload)),
-                         spare_valid.eq(1)]
+        spare_bad = Signal()
+        payload, bad_in = self.i.payload.as_value(), self._malformed(self.i.payload)
+        for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+            move = flow.enable("move", ("in", k))
+            spare_valid = Signal(name=f"spare_valid{k}")
+            push = self.i.valid & ~spare_valid
+            with m.If(move):
+                m.d.sync += [head_bits[lo:hi].eq(Mux(spare_valid, spare_bits[lo:hi],
+                                                     payload[lo:hi])),
+                             spare_valid.eq(0)]
+            with m.Elif(push):
+                m.d.sync += [spare_bits[lo:hi].eq(payload[lo:hi]), spare_valid.eq(1)]
+            if k == 0:                          # the block fields' part: flags and ready
+                m.d.comb += self.i.ready.eq(~spare_valid)
+                src_valid = spare_valid | push  # what enters the head when it moves
+                src_bad = Mux(spare_valid, spare_bad, bad_in)
+                m.d.comb += flow.ok_in.eq(src_valid & ~src_bad)
+                with m.If(move):
+                    m.d.sync += [head_ok.eq(src_valid & ~src_bad),
+                                 head_bad.eq(src_valid & src_bad)]
+                with m.Elif(push):
+                    m.d.sync += spare_bad.eq(bad_in)
 
         error = Signal()
         with m.If(head_bad):
             m.d.sync += error.eq(1)
         m.d.comb += self.error.eq(error)
-        return self.in_layout()(head_bits), head_ok, Mux(move, src_valid & ~src_bad, head_ok)
+        return layout(head_bits), head_ok
 
     def _malformed(self, block):
         """An ``msaa`` code the build lacks, or an ``n_edges`` it does not take."""
@@ -558,17 +625,20 @@ class BlockRasterizer(wiring.Component):
             top = lo16[self.sat_bits - 1:]
             inside = (top == 0) | (top == (1 << len(top)) - 1)
             limit = (1 << (self.sat_bits - 1)) - 1
-            sat = Mux(inside, lo16[:self.sat_bits].as_signed(), Mux(lo16[-1], -limit, limit))
+            # sat(lo16) - bias: the subtraction runs beside the range test, not after it
+            lo = Mux(inside, lo16[:self.sat_bits].as_signed() - edge.bias,
+                     Mux(lo16[-1], Mux(edge.bias, -limit - 1, -limit),
+                         Mux(edge.bias, limit - 1, limit)))
             odd_a = {k: _wire(m, v, f"a{k}x{e}") for k, v in
                      self._odd_multiples(edge.A, odd).items()}
             odd_b = {k: _wire(m, v, f"b{k}x{e}") for k, v in
                      self._odd_multiples(edge.B, odd).items()}
             edges.append({
-                "lo": st.reg(sat - edge.bias, f"lo{e}", signed(self.sat_bits + 1)),
+                "lo": st.reg(lo, f"lo{e}", signed(self.sat_bits + 1), e),
                 "off": st.regs([_lin(odd_a, odd_b, a, b) for _, a, b in _CORNER_PAIRS],
-                               f"off{e}_", wide),
-                "odd_a": {k: st.reg(v, f"a{k}x{e}", wide) for k, v in odd_a.items()},
-                "odd_b": {k: st.reg(v, f"b{k}x{e}", wide) for k, v in odd_b.items()},
+                               f"off{e}_", wide, e),
+                "odd_a": {k: st.reg(v, f"a{k}x{e}", wide, e) for k, v in odd_a.items()},
+                "odd_b": {k: st.reg(v, f"b{k}x{e}", wide, e) for k, v in odd_b.items()},
             })
         origin_x, origin_y = head.bx << 4, head.by << 4
         rel = signed(self.int_bits + 1)
@@ -596,15 +666,21 @@ class BlockRasterizer(wiring.Component):
                 pos[i], pos[24 - i] = _pair_signs(m, lo >> (s + 2), off, f"corner{e}_{i}")
             half = [_lin(edge["odd_a"], edge["odd_b"], a, b) for _, a, b in _HALF]
             edges.append({
-                "pos": st.reg(Cat(pos), f"pos{e}"),
-                "half": st.regs(half, f"half{e}_", signed(self.coef_bits + 3)),
-                "lo": st.reg(lo[:self.lane_bits], f"lo{e}"),
+                "pos": st.reg(Cat(pos), f"pos{e}", group=e),
+                "half": st.regs(half, f"half{e}_", signed(self.coef_bits + 3), e),
+                "lo": st.reg(lo[:self.lane_bits], f"lo{e}", group=e),
                 "lane_msaa": self._lane_msaa(m, edge, mode, st, e),
             })
         box = r1["box"]
         col = Cat((box["dx0"] <= x) & (box["dx1"] >= x) for x in range(16))
         row = Cat((box["dy0"] <= y) & (box["dy1"] >= y) for y in range(16))
+        # the spans with a pixel in the box: a column of spans x, a row y
+        wide, high = box["dx0"] <= box["dx1"], box["dy0"] <= box["dy1"]
+        cols = [wide & (box["dx0"] <= 4 * x + 3) & (box["dx1"] >= 4 * x) for x in range(4)]
+        rows = [high & (box["dy0"] <= 4 * y + 3) & (box["dy1"] >= 4 * y) for y in range(4)]
+        inbox = Cat(cols[k % 4] & rows[k // 4] for k in range(SPANS))
         return {"edges": edges, "col": st.reg(col, "col"), "row": st.reg(row, "row"),
+                "inbox": st.reg(inbox, "inbox"),
                 "meta": self._meta_layout()(st.reg(r1["meta"].as_value(), "meta"))}
 
     def _lane_msaa(self, m, edge, mode, st, e):
@@ -618,16 +694,12 @@ class BlockRasterizer(wiring.Component):
                       f"msaa{e}_{samples}x{k}") for k in range(samples)]
         lanes = [self._by_mode(mode, {n: v[lane % n] for n, v in per_mode.items()})
                  for lane in range(LANES)]
-        return st.regs(lanes, f"msaa{e}_", signed(self.coef_bits + 5))
+        return st.regs(lanes, f"msaa{e}_", signed(self.coef_bits + 5), e)
 
     def _span_select(self, m, r2, st):
         """Stage 3: per-edge and combined span classes, ranks, the rank-ordered list of
         the PARTIAL spans, and per lane ``lo`` plus its sample offset."""
-        s, meta = self.subpix, r2["meta"]
-        col_span = [r2["col"][4 * x:4 * x + 4].any() for x in range(4)]
-        row_span = [r2["row"][4 * y:4 * y + 4].any() for y in range(4)]
-        inbox = _wire(m, Cat(col_span[k % 4] & row_span[k // 4] for k in range(SPANS)),
-                      "inbox")
+        s, meta, inbox = self.subpix, r2["meta"], r2["inbox"]
         edges, fulls, empties = [], [], []
         for e, edge in enumerate(r2["edges"]):
             full, part = (_wire(m, v, f"{n}{e}") for v, n in
@@ -635,19 +707,32 @@ class BlockRasterizer(wiring.Component):
             used = meta.used[e]
             fulls.append(full | ~used.replicate(SPANS))
             empties.append(~(full | part) & used.replicate(SPANS))
+            quad = lambda lane, e=e: (e, self._quad(lane))
             if edge["lane_msaa"] is None:       # 1x only: every lane starts from lo
-                lane_lo = [st.reg(edge["lo"][s - 1:], f"lo{e}")] * LANES
+                lo = [st.reg(edge["lo"][s - 1:], f"lo{e}_{q}", group=quad(q * 4))
+                      for q in range(LANES // 4)]
+                lane_lo = [lo[lane // 4] for lane in range(LANES)]
             else:                               # (lo + (msaa << s - 4)) >> s - 1
                 lane_lo = st.regs([(edge["lo"][s - 4:] + msaa)[3:3 + self.test_bits]
-                                   for msaa in edge["lane_msaa"]], f"lane_lo{e}_")
+                                   for msaa in edge["lane_msaa"]], f"lane_lo{e}_",
+                                  group=quad)
             edges.append({
-                "full": st.reg(full & used.replicate(SPANS), f"full{e}"),
-                "part": st.reg(part & used.replicate(SPANS), f"part{e}"),
+                "full": st.reg(full & used.replicate(SPANS), f"full{e}", group=e),
+                "part": st.reg(part & used.replicate(SPANS), f"part{e}", group=e),
+                # FULL for the lanes: an unused edge passes every sample.
+                "lane_full": st.reg(fulls[-1], f"lane_full{e}", group=e),
                 "lane_lo": lane_lo,
-                "half": st.regs(edge["half"], f"half{e}_"),
+                "half": st.regs(edge["half"], f"half{e}_", group=e),
+                "empty": st.reg(empties[-1], f"empty{e}", group=e),
             })
-        comb_full = _wire(m, inbox & self._and_all(fulls), "comb_full")
-        comb_part = _wire(m, ~self._or_all(empties) & inbox & ~comb_full, "comb_part")
+        result = {"edges": edges, "col": st.reg(r2["col"], "col"),
+                  "row": st.reg(r2["row"], "row"), "inbox": st.reg(inbox, "inbox"),
+                  "meta": self._meta_layout()(st.reg(meta.as_value(), "meta")),
+                  "order": None, "rank": None, "n_last": Const(0, 4), "n_last_in": Const(0, 4)}
+        if not self.msaa_modes:
+            # At 1x the combined classes are only reported: stage 4 combines the edges'.
+            return result
+        comb_full, comb_part = self._combine(m, inbox, fulls, empties)
         ranks, count = self._ranks(m, comb_part)
         # rank[k] <= k: only spans j.. can have rank j.
         order = [_encode(Cat(comb_part[k] & (ranks[k] == j) if k >= j else Const(0, 1)
@@ -655,14 +740,22 @@ class BlockRasterizer(wiring.Component):
         n_last = self._by_mode(meta.mode, {
             n: Mux(count == 0, 0, (count - 1) >> (4 - _log2(n))) if n > 1 else Const(0, 4)
             for n in self.modes})
-        return {"edges": edges, "col": st.reg(r2["col"], "col"), "row": st.reg(r2["row"], "row"),
+        return {**result,
                 "span_full": st.reg(comb_full, "span_full"),
                 "span_part": st.reg(comb_part, "span_part"),
                 "rank": st.regs(ranks, "rank", unsigned(4)),
-                "order": st.regs(order, "order", unsigned(4)) if self.msaa_modes else None,
+                "order": st.regs(order, "order", unsigned(4)),
                 "n_last": st.reg(n_last, "n_last", unsigned(4)),
-                "n_last_in": n_last,            # the value being loaded
-                "meta": self._meta_layout()(st.reg(meta.as_value(), "meta"))}
+                "n_last_in": n_last}            # the value being loaded
+
+    @staticmethod
+    def _combine(m, inbox, fulls, empties):
+        """The combined classes from each edge's FULL (or unused) and EMPTY spans:
+        EMPTY if any edge is, FULL if all are, PARTIAL otherwise; only spans in the box."""
+        comb_full = _wire(m, inbox & BlockRasterizer._and_all(fulls), "comb_full")
+        comb_part = _wire(m, ~BlockRasterizer._or_all(empties) & inbox & ~comb_full,
+                          "comb_part")
+        return comb_full, comb_part
 
     @staticmethod
     def _ranks(m, flags):
@@ -711,30 +804,45 @@ class BlockRasterizer(wiring.Component):
         ``b = lane_lo[l] + c_span`` with ``c_span = +-half[j] << (subpix + 1)`` its span
         centre offset (spans ``k`` and ``15 - k`` have opposite offsets), kept folded."""
         meta = r3["meta"]
+        spans = self._lane_spans(m, r3["order"], meta.mode)
+        one_x = meta.mode[0] if self.msaa_modes and 1 in self.modes else None
         edges = []
         for e, edge in enumerate(r3["edges"]):
-            folded, negative, full, part = self._edge_lanes(m, edge, r3["order"], meta.mode, e)
-            unused = ~meta.used[e]
-            full = [_wire(m, f | unused, f"fu{e}_{lane}") for lane, f in enumerate(full)]
+            folded, negative, full, part = self._edge_lanes(m, edge, spans, one_x, e)
             mag_neg = [h[-1] for h in edge["half"]]
-            edges.append({"folded": st.regs(folded, f"folded{e}_"),
-                          "mag": st.regs([Mux(h[-1], -h, h) for h in edge["half"]],
-                                         f"mag{e}_", unsigned(self.test_bits - 1)),
-                          "pass": st.reg(Cat(f | (p & ~n) for f, p, n in
-                                             zip(full, part, negative)), f"pass{e}"),
+            mag = [_wire(m, Mux(h[-1], -h, h), f"mag{e}_{j}", unsigned(self.test_bits - 1))
+                   for j, h in enumerate(edge["half"])]
+            quad = lambda lane, e=e: (e, self._quad(lane))
+            edges.append({"folded": st.regs(folded, f"folded{e}_", group=quad),
+                          # |half_j| for each lane group: 16 lanes' comparators read it
+                          "mag": [st.regs(mag, f"mag{e}_{q}_", group=(e, q))
+                                  for q in range(self.lane_groups)],
+                          "pass": st.regs([f | (p & ~n) for f, p, n in
+                                           zip(full, part, negative)], f"pass{e}_",
+                                          group=quad),
                           "fail": st.regs([self._fail_bits(full[lane], part[lane], mag_neg)
-                                           for lane in range(LANES)], f"fail{e}_"),
-                          "class_full": st.reg(edge["full"], f"cfull{e}"),
-                          "class_part": st.reg(edge["part"], f"cpart{e}")})
+                                           for lane in range(LANES)], f"fail{e}_",
+                                          group=quad),
+                          "class_full": st.reg(edge["full"], f"cfull{e}", group=e),
+                          "class_part": st.reg(edge["part"], f"cpart{e}", group=e)})
         write, group = self._write_plan(r3, batch)
         return {"edges": edges, "write": st.reg(write, "write"),
                 "group": st.regs(group, "group", unsigned(3)),
                 "first": st.reg(batch == 0, "first"),
                 "last": st.reg(~more, "last"),
                 "col": st.reg(r3["col"], "col"), "row": st.reg(r3["row"], "row"),
-                "span_full": st.reg(r3["span_full"], "span_full"),
-                "span_part": st.reg(r3["span_part"], "span_part"),
+                **self._span_classes(m, r3, st),
                 "meta": self._meta_layout()(st.reg(meta.as_value(), "meta"))}
+
+    def _span_classes(self, m, r3, st):
+        """The combined span classes into stage 4: from stage 3 in the MSAA builds (which
+        need them for the ranks), combined here from the edges' classes at 1x."""
+        if self.msaa_modes:
+            full, part = r3["span_full"], r3["span_part"]
+        else:
+            full, part = self._combine(m, r3["inbox"], [e["lane_full"] for e in r3["edges"]],
+                                       [e["empty"] for e in r3["edges"]])
+        return {"span_full": st.reg(full, "span_full"), "span_part": st.reg(part, "span_part")}
 
     @staticmethod
     def _span_offset(half, k):
@@ -744,26 +852,37 @@ class BlockRasterizer(wiring.Component):
             return half[k - 8] if k >= 8 else half[7 - k], Const(k < 8, 1)
         return Array(half)[k[:3] ^ (~k[3]).replicate(3)], ~k[3]
 
-    def _edge_lanes(self, m, edge, order, mode, e):
-        """One edge's 16 lanes: folded ``b``, its sign, and the lane's FULL / PARTIAL
-        bits. At 1x lane ``l`` is span ``l``; at ``S`` samples lane ``l`` is group
-        ``l // S`` (the span ``order[l // S]``, the batch's PARTIAL span of that rank),
-        sample ``l % S``."""
-        groups = LANES // min(self.msaa_modes) if self.msaa_modes else 0
-        picked = []
-        for r in range(groups):
-            half, neg = self._span_offset(edge["half"], order[r])
-            full = edge["full"].bit_select(order[r], 1)
-            picked.append((_wire(m, half, f"hsel{e}_{r}"), neg, full, ~full))
-        folded, negative, full, part = [], [], [], []
+    def _lane_spans(self, m, order, mode):
+        """The span each lane tests in this batch, for every edge: at 1x lane ``l`` tests
+        span ``l`` (a constant in a 1x-only build); at ``S`` samples lane ``l`` is sample
+        ``l % S`` of group ``l // S``, which tests ``order[l // S]`` (the batch's PARTIAL
+        span of that rank)."""
+        if not self.msaa_modes:
+            return list(range(LANES))
+        spans = []
         for lane in range(LANES):
-            choice = {1: (*self._span_offset(edge["half"], lane), edge["full"][lane],
-                          edge["part"][lane])}
-            for n in self.msaa_modes:
-                choice[n] = picked[lane // n]
-            choice = {n: v for n, v in choice.items() if n in self.modes}
-            half, neg, f, p = (self._by_mode(mode, {n: v[i] for n, v in choice.items()})
-                               for i in range(4))
+            choice = {n: order[lane // n] for n in self.msaa_modes}
+            if 1 in self.modes:
+                choice[1] = Const(lane, 4)
+            spans.append(_wire(m, self._by_mode(mode, choice), f"span{lane}", unsigned(4)))
+        return spans
+
+    def _edge_lanes(self, m, edge, spans, one_x, e):
+        """One edge's 16 lanes: folded ``b``, its sign, and the lane's FULL / PARTIAL
+        bits, each lane from its span ``spans[lane]`` (:meth:`_lane_spans`): one choice
+        of the 8 ``half_j`` and the FULL / PARTIAL bits per lane. ``one_x`` is the 1x mode
+        bit (``None`` in a build with one kind of mode)."""
+        folded, negative, full, part = [], [], [], []
+        for lane, k in enumerate(spans):
+            half, neg = self._span_offset(edge["half"], k)
+            if isinstance(k, int):
+                f, p = edge["lane_full"][k], edge["part"][k]
+            else:
+                half = _wire(m, half, f"hsel{e}_{lane}")
+                f = edge["lane_full"].bit_select(k, 1)
+                # At 1x a lane tests its span whatever its class; at S samples a span is
+                # combined-PARTIAL, so on each edge PARTIAL unless FULL (or unused).
+                p = ~f if one_x is None else Mux(one_x, edge["part"].bit_select(k, 1), ~f)
             # b = lo + half or lo - half = ~(~lo + half): add to lo or ~lo, and the
             # inversion cancels in the fold (folded b = t ^ sign(t)).
             t = _wire(m, ((edge["lane_lo"][lane] ^ neg.replicate(self.test_bits)) +
@@ -776,7 +895,7 @@ class BlockRasterizer(wiring.Component):
 
     def _write_plan(self, r3, batch):
         """Which spans this batch writes, and the lane group that holds each."""
-        mode, part, ranks = r3["meta"].mode, r3["span_part"], r3["rank"]
+        mode, part, ranks = r3["meta"].mode, r3.get("span_part"), r3["rank"]
         write = self._by_mode(mode, {
             n: (part & Cat((ranks[k] >> (4 - _log2(n))) == batch for k in range(SPANS))
                 if n > 1 else Const((1 << SPANS) - 1, SPANS)) for n in self.modes})
@@ -808,7 +927,7 @@ class BlockRasterizer(wiring.Component):
         bits = [None] * 16
         folded, passed, failed = edge["folded"][lane], edge["pass"][lane], edge["fail"][lane]
         for j, (p, _, _) in enumerate(_HALF):
-            ok = _wire(m, folded >= edge["mag"][j], f"{name}_{p}")
+            ok = _wire(m, folded >= edge["mag"][self._quad(lane)][j], f"{name}_{p}")
             bits[p] = Mux(ok, passed, failed[p])
             bits[15 - p] = Mux(ok, passed, failed[15 - p])
         return Cat(bits)
@@ -820,9 +939,10 @@ class BlockRasterizer(wiring.Component):
         edges = []
         for e, edge in enumerate(r4["edges"]):
             masks = [self._lane_mask(m, edge, lane, f"ok{e}_{lane}") for lane in range(LANES)]
-            edges.append({"mask": st.regs(masks, f"mask{e}_"),
-                          "class_full": st.reg(edge["class_full"], f"cfull{e}"),
-                          "class_part": st.reg(edge["class_part"], f"cpart{e}")})
+            edges.append({"mask": st.regs(masks, f"mask{e}_",
+                                          group=lambda lane, e=e: (e, self._quad(lane))),
+                          "class_full": st.reg(edge["class_full"], f"cfull{e}", group=e),
+                          "class_part": st.reg(edge["class_part"], f"cpart{e}", group=e)})
         passed = {k: st.reg(r4[k], k) for k in
                   ("first", "last", "col", "row", "span_full", "span_part")}
         return {"edges": edges, **passed, **self._mask_plan(r4, st),
@@ -853,7 +973,9 @@ class BlockRasterizer(wiring.Component):
         for c in range(16 * self.max_samples):
             here = self._chunk_modes(c)
             sources = self._chunk_sources(c)
-            on = {n: mode[self.modes.index(n)] for n in here}
+            # (a one-mode build has only well-formed blocks of its mode)
+            on = {n: mode[self.modes.index(n)] if len(self.modes) > 1 else Const(1, 1)
+                  for n in here}
             wr.append(Cat(on[n] & write[c // n] for n in here).any())
             fill.append(first & Cat(on[n] & full[c // n] for n in here).any())
             if len(sources) == 1:
@@ -862,22 +984,45 @@ class BlockRasterizer(wiring.Component):
             base = {n: sources.index((n, 0 if n > 1 else c)) for n in here}
             index = self._by_mode(mode, {n: base[n] + group[c // n] if n > 1 else
                                          Const(base[n], 5) for n in here})
-            src.append(st.reg(index, f"src{c}", unsigned((len(sources) - 1).bit_length())))
-        return {"src": src, "wr": st.reg(Cat(wr), "wr"), "fill": st.reg(Cat(fill), "fill")}
+            src.append(st.reg(index, f"src{c}", unsigned((len(sources) - 1).bit_length()),
+                              self._chunk_group(c)))
+        return {"src": src,
+                "wr": [st.reg(v, f"wr{c}", group=self._chunk_group(c)) for c, v in enumerate(wr)],
+                "fill": [st.reg(v, f"fill{c}", group=self._chunk_group(c))
+                         for c, v in enumerate(fill)]}
 
-    def _output(self, m, r5, v5, adv):
-        """Stage 6: AND over the edges and the box mask, written into the output word
-        when ``adv``."""
-        meta = r5["meta"]
-        lanes = [_wire(m, self._and_all([edge["mask"][lane] for edge in r5["edges"]]),
-                       f"lane{lane}") for lane in range(LANES)]
+    def _chunk_group(self, c):
+        """The register group of chunk ``c`` of the output mask (``lane_groups`` in all;
+        at 1x chunk ``c`` is lane ``c``'s)."""
+        return ("out", c * self.lane_groups // (16 * self.max_samples))
+
+    def _and_edges(self, m, r5, st):
+        """Stage 6: each lane's mask, the AND of its edges' masks, registered before the
+        crossbar into the output word (the edges' comparators sit apart on the device);
+        the rest passes through."""
+        lanes = [st.reg(self._and_all([edge["mask"][lane] for edge in r5["edges"]]),
+                        f"lane{lane}", group=("out", self._quad(lane))) for lane in range(LANES)]
+        edges = [{k: st.reg(edge[k], f"{k}{e}", group=e) for k in ("class_full", "class_part")}
+                 for e, edge in enumerate(r5["edges"])]
+        plan = {k: [v if v is None else st.reg(v, f"{k}{c}", group=self._chunk_group(c))
+                    for c, v in enumerate(r5[k])] for k in ("src", "wr", "fill")}
+        passed = {k: st.reg(r5[k], k) for k in
+                  ("first", "last", "col", "row", "span_full", "span_part")}
+        return {"lanes": lanes, "edges": edges, **plan, **passed,
+                "meta": self._meta_layout()(st.reg(r5["meta"].as_value(), "meta"))}
+
+    def _output(self, m, r5, flow):
+        """Stage 7: the lanes and the box mask, written into the output word when it
+        advances (``adv``; stage 6 may hold a bubble, whose word is not valid and is
+        overwritten by the next block's first batch)."""
+        meta, lanes = r5["meta"], r5["lanes"]
         inside = _wire(m, Cat(r5["col"][4 * (k % 4) + p % 4] & r5["row"][4 * (k // 4) + p // 4]
                               for k in range(SPANS) for p in range(16)), "inside")
         box = [[inside[16 * k + p] for p in range(16)] for k in range(SPANS)]
 
         out = self.o.payload
-        with m.If(adv & v5):
-            self._write_mask(m, r5, lanes, box, out.mask)
+        self._write_mask(m, r5, lanes, box, out.mask, flow)
+        with m.If(flow.enable("adv", "out")):
             m.d.sync += [out.bx.eq(meta.bx), out.by.eq(meta.by), out.tag.eq(meta.tag),
                          out.msaa.eq(meta.msaa), out.n_edges.eq(meta.n_edges),
                          out.span_full.eq(r5["span_full"]),
@@ -886,21 +1031,24 @@ class BlockRasterizer(wiring.Component):
                 m.d.sync += [out.edge_full[e].eq(edge["class_full"]),
                              out.edge_partial[e].eq(edge["class_part"])]
 
-    def _write_mask(self, m, r5, lanes, box, mask):
+    def _write_mask(self, m, r5, lanes, box, mask, flow):
         """Write this batch's lanes into ``mask``, chunk by chunk of 16 bits (the plan of
         :meth:`_mask_plan`): a chunk written by the lanes takes its source lanes' bits,
         a chunk of a FULL span the box mask, any other chunk zeros on the first batch;
         always ANDed with the box mask. Each bit is one multiplexer over the lanes that
-        can reach it (in every mode) and one LUT."""
+        can reach it (in every mode) and one LUT. The chunks are written in
+        ``lane_groups`` groups, each with its own ``adv``."""
         mode, first = r5["meta"].mode, r5["first"]
-        for c in range(16 * self.max_samples):
+        chunks = 16 * self.max_samples
+        for c in range(chunks):
             here, sources = self._chunk_modes(c), self._chunk_sources(c)
             bits = range(16 * c, 16 * c + 16)
             values = [Cat(self._lane_bit(lanes, n, g, i) for i in bits) for n, g in sources]
             lane = values[0] if len(values) == 1 else Cat(values).word_select(r5["src"][c], 16)
             inside = self._by_mode(mode, {n: Cat(box[c // n][i % (16 * n) // n] for i in bits)
                                           for n in here})
-            with m.If(r5["wr"][c] | first):
+            adv = flow.enable("adv", ("out", c * self.lane_groups // chunks))
+            with m.If(adv & (r5["wr"][c] | first)):
                 m.d.sync += mask[16 * c:16 * c + 16].eq(
                     inside & Mux(r5["wr"][c], lane, r5["fill"][c].replicate(16)))
 
