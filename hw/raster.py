@@ -1310,7 +1310,7 @@ class TriangleSetup(_Format, wiring.Component):
         pass7 = {k: st[6].reg(val, k) for k, val in pass6.items()}
 
         for stage in st:
-            stage.commit(m, en)
+            stage.commit(m, lambda group: en)
         with m.If(en):
             m.d.sync += [valid[0].eq(self.i.valid & ~bad)]
             m.d.sync += [valid[k].eq(valid[k - 1]) for k in range(1, 7)]
