@@ -87,8 +87,8 @@ one-hot multiplexer. A join's barrier is detected a clock before it fires (the i
 heads cannot change in between), so a barrier takes two clocks. A word taken in at one
 clock edge can leave six edges later (``make bench`` measures it); ``ev_in`` strobes are
 registered before they act, ``ev_out`` strobes in the clock after the unit takes the
-event token, and ``error`` rises two clocks after a malformed word is dropped. The golden model is transaction level: none of this timing changes what it
-computes.
+event token, and ``error`` rises two clocks after a malformed word is dropped. The
+golden model is transaction level: none of this timing changes what it computes.
 """
 
 import enum
@@ -393,7 +393,7 @@ class TokenUnit(wiring.Component):
 
         inputs = self._input_buffers(m)
         heads = [buf.payload for buf in inputs]
-        inj_head, inj_valid, hold_inputs, hold_next, inj_taken, ev_in_error = self._injector(m)
+        inj_head, inj_valid, hold_next, inj_taken, ev_in_error = self._injector(m)
         room, room_next, load, load_word, load_targets = self._emit_stage(m)
         # Inputs may move: no ev_in strobe is being served and the emit stage has room.
         # One register (the AND of two registers' next values), so that taking a word is
@@ -406,13 +406,15 @@ class TokenUnit(wiring.Component):
         # ready and no decision on the word on the way to a head buffer's ready. So every
         # word taken, even one that is dropped or consumed, waits for room in the emit
         # stage. ---
-        taken, kept = [], []                    # taken; taken and going to the outputs
+        reads, taken, kept = [], [], []     # would take a head; taken; taken and kept
         for k, (buf, head) in enumerate(zip(inputs, heads)):
             drops = head.drop | head.switch | (head.data & discarding)
             waits = head.event if n_in > 1 else Const(0)    # events cross a join as barriers
+            read = Signal(name=f"read_{k}")
             take, keep = Signal(name=f"take_{k}"), Signal(name=f"keep_{k}")
-            m.d.comb += [take.eq(cur[k] & inputs_go & buf.valid & ~waits),
+            m.d.comb += [read.eq(cur[k] & inputs_go & ~waits), take.eq(read & buf.valid),
                          keep.eq(take & ~drops)]
+            reads.append(read)
             taken.append(take)
             kept.append(keep)
         inj_go = Signal()                       # an injected token goes to the emit stage
@@ -423,9 +425,8 @@ class TokenUnit(wiring.Component):
             fire, pops, barrier_bad = Const(0), [Const(0)], Const(0)
         # A head buffer's `ready` leaves out its own `valid` (which `take` has): a buffer
         # ignores `ready` while empty, and so `ready` is one LUT of four registers.
-        for k, (buf, pop) in enumerate(zip(inputs, pops)):
-            waits = buf.payload.event if n_in > 1 else Const(0)
-            m.d.comb += buf.ready.eq((cur[k] & inputs_go & ~waits) | pop)
+        for buf, read, pop in zip(inputs, reads, pops):
+            m.d.comb += buf.ready.eq(read | pop)
 
         # --- The word that goes to the emit stage: an injected token, a barrier's event or
         # the current input's head. This multiplexer only feeds registers' data inputs. ---
@@ -601,10 +602,10 @@ class TokenUnit(wiring.Component):
     def _injector(self, m):
         """Latch ``ev_in`` strobes and serve them as injected token sequences.
 
-        Returns ``(head, valid, hold_inputs, hold_next, taken, error)``: the injected word,
-        decoded; whether one is being injected; whether inputs are held (a strobe is
-        pending or being served; a register) and its value in the next clock; a signal to
-        drive high when the unit takes the word; and a strobe with a bad event id.
+        Returns ``(head, valid, hold_next, taken, error)``: the injected word, decoded;
+        whether one is being injected; whether inputs are held in the next clock (a strobe
+        is pending or being served); a signal to drive high when the unit takes the word;
+        and a strobe with a bad event id.
         """
         sequences = injection_sequences(self.inject)
         strobe_start, strobe_end, strobe_id = Signal(), Signal(), Signal(4)
@@ -642,13 +643,13 @@ class TokenUnit(wiring.Component):
                     m.d.sync += [left.eq(len(sequence)),
                                  *(slot.eq(decoded[token]) for slot, token in zip(slots, sequence))]
         # Inputs wait while a strobe is pending or its tokens are being injected, and for
-        # one clock after (the flag is a register, computed from this clock's state and
+        # one clock after (the caller registers this, computed from this clock's state and
         # not the next one's, which would chain the id decode and the priority choice).
-        hold_inputs, hold_next = Signal(), Signal()
+        hold_next = Signal()
         m.d.comb += hold_next.eq(busy | (pending != 0) | strobe_start | strobe_end
                                  | self.ev_in.start | self.ev_in.end)
-        m.d.sync += [pending.eq(next_pending), busy.eq(next_busy), hold_inputs.eq(hold_next)]
-        return slots[0], busy, hold_inputs, hold_next, taken, bad_id
+        m.d.sync += [pending.eq(next_pending), busy.eq(next_busy)]
+        return slots[0], busy, hold_next, taken, bad_id
 
     def _token(self, code, arg):
         """A token's value as an integer."""

@@ -205,7 +205,7 @@ def area_by_block(design, params):
     folder = BUILD / (build_name(name, params) + "_by_block")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.v").write_text(generate(design, params, name=name))
-    _yosys(folder, name, "-noflatten")
+    _yosys(folder, name, f"-noflatten {YOSYS_OPTIONS.get(design, '')}")
     modules = json.loads((folder / "stat.json").read_text())["modules"]
     # Module names are escaped ("\\top.sub") where they are defined, not where used.
     cells = {module.lstrip("\\"): {kind.lstrip("\\"): int(n)
