@@ -1067,6 +1067,11 @@ class Spreader(wiring.Component):
     rotate : bool
         Load balance: walk each type's priority list from the EU after the one that
         took the type's last allocation (True, default), or from its first entry.
+    debit_held : bool
+        Stage P's first-request scan counts stage R's request out of its EU's status in
+        the request's first clock only (False, default; EUs such as the QCC show an
+        allocation from the clock after they took it), or in every clock R holds it
+        (True; EUs whose status changes only at their answer).
 
     Raises
     ------
@@ -1076,7 +1081,7 @@ class Spreader(wiring.Component):
 
     def __init__(self, *, n_eus=4, vdt_records=256, pt_records=256, index_bits=16,
                  prid_bits=16, coord_bits=12, max_lines=8, eu_records=256, eu_lines=256,
-                 starve_limit=8, fifo_depth=4, rotate=True):
+                 starve_limit=8, fifo_depth=4, rotate=True, debit_held=False):
         self.n_eus = _check_int("n_eus", n_eus, 1, MAX_EUS)
         self.vdt_records = _check_pow2("vdt_records", vdt_records, 2, 256)
         self.pt_records = _check_pow2("pt_records", pt_records, 1, 256)
@@ -1093,6 +1098,9 @@ class Spreader(wiring.Component):
         if not isinstance(rotate, bool):
             raise TypeError(f"rotate must be a bool, not {rotate!r}")
         self.rotate = rotate
+        if not isinstance(debit_held, bool):
+            raise TypeError(f"debit_held must be a bool, not {debit_held!r}")
+        self.debit_held = debit_held
         I, R, C = index_bits, prid_bits, coord_bits
         SR, SL = eu_records.bit_length(), eu_lines.bit_length()
         D = max(I, R, 12)
@@ -1267,7 +1275,8 @@ class Spreader(wiring.Component):
         N = self.n_eus
         meets = [Signal(N, name=f"p_meets{k}") for k in range(4)]
         for e in range(N):
-            st, d = self.status[e], s.q_v[e]
+            # R's request is debited in its first clock (or every clock: ``debit_held``)
+            st, d = self.status[e], s.q_v[e] & (s.q_first | self.debit_held)
             fr, fe, fl = (Signal.like(st.free_records, name=f"adj_records{e}"),
                           Signal.like(st.free_entities, name=f"adj_entities{e}"),
                           Signal.like(st.free_lines, name=f"adj_lines{e}"))
@@ -1365,7 +1374,8 @@ class Spreader(wiring.Component):
                          s.q_idx.eq(scan.index), s.q_eu.eq(scan.eu)]
         with m.Elif(s.consumed | s.parks):
             m.d.sync += s.q_v.eq(0)
-        m.d.sync += s.active.eq(load | (s.active & ~s.consumed & ~s.parks))
+        m.d.sync += [s.active.eq(load | (s.active & ~s.consumed & ~s.parks)),
+                     s.q_first.eq(load | s.refused)]
 
     def _commit(self, m, s, fifos, ptab, rot):
         """The end of R's pass: the log entry, the move command, the rotation, an end
@@ -1518,6 +1528,7 @@ class _State:
         self.r_refused = Signal(MAX_EUS)
         # stage R's request: one-hot EU (``alloc[e].valid``; 0: none), EU, list index
         self.q_v, self.q_eu, self.q_idx = Signal(N), Signal(EU_W), Signal(5)
+        self.q_first = Signal()         # the request register was loaded at the last edge
         self.r_loc = Signal(data.ArrayLayout(LOC, 3))
         self.r_vr = Signal(data.ArrayLayout(VR, 3))
         self.r_vrn = Signal(3)

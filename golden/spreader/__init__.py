@@ -157,7 +157,11 @@ its own clock (rule 3), and no table write depends on an answer of its own clock
    over that clock's status less what R's request of that clock would take (the EU R
    requests counts one record, one entity and the request's ``lines`` less, answered
    or not: its accept shows in its status only from the next clock;
-   :meth:`Spreader.debited`). The request after a refusal comes from R's scan in the
+   :meth:`Spreader.debited`) -- in the request's first clock only: an EU that answers
+   later (the QCC: a clock after its ALLOC) shows the allocation in its status from
+   the clock after it took the request, so a debit in a later clock counted it twice
+   (parameter ``debit_held=True``: in every clock R holds the request, for EUs whose
+   status changes only at their answer). The request after a refusal comes from R's scan in the
    refusal's clock, from the candidate after the refusing one (that EU is not scanned
    again, so no debit). If no candidate met the minimum, the pass ends in the clock
    its request would have been driven (the packet is parked) and the packet is

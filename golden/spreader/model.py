@@ -31,7 +31,7 @@ class _Fifo:
 
 class _Pass:
     __slots__ = ("stream", "packet", "seq", "outcome", "code", "detail", "cands", "need",
-                 "req", "refused", "locs", "rec", "vrecs", "tri")
+                 "req", "fresh", "refused", "locs", "rec", "vrecs", "tri")
 
     def __init__(self, stream, packet, seq):
         self.stream, self.packet, self.seq = stream, packet, seq
@@ -39,6 +39,7 @@ class _Pass:
         self.code, self.detail = Err.NONE, 0
         self.cands, self.need = (), (1, 1)
         self.req = None          # the next request: (index in cands, eu), None if none
+        self.fresh = True        # the request is in its first clock
         self.refused = 0
         self.locs = ()           # triangle: Loc per vertex
         self.rec = None          # VDT record (vertex/patch) or PT record (triangle/pixel)
@@ -86,6 +87,12 @@ class Spreader(Codec):
         Load balance (decision 9 of the module docstring): walk each type's priority
         list from the EU after the one that took that type's last allocation (True,
         default), or always from its first entry (False).
+    debit_held : bool
+        Stage P's scan counts stage R's request out of its EU's status (rule 3) in the
+        request's first clock only (False, default: EUs whose status shows an
+        allocation from the clock after they took it, as the QCC, whose ALLOC takes
+        effect at the edge it is taken and which answers a clock later), or in every
+        clock R holds it (True: EUs whose status changes only at their answer).
 
     Notes
     -----
@@ -96,7 +103,7 @@ class Spreader(Codec):
 
     def __init__(self, n_eus=4, vdt_records=256, pt_records=256, index_bits=16,
                  prid_bits=16, coord_bits=12, max_lines=8, eu_records=256, eu_lines=256,
-                 starve_limit=8, fifo_depth=4, rotate=True):
+                 starve_limit=8, fifo_depth=4, rotate=True, debit_held=False):
         self.n_eus = _check_int("n_eus", n_eus, 1, MAX_EUS)
         self.vdt_records = _check_pow2("vdt_records", vdt_records, 2, 256)
         self.pt_records = _check_pow2("pt_records", pt_records, 1, 256)
@@ -113,6 +120,9 @@ class Spreader(Codec):
         if not isinstance(rotate, (bool, np.bool_)):
             raise TypeError(f"rotate must be a bool, not {rotate!r}")
         self.rotate = bool(rotate)
+        if not isinstance(debit_held, (bool, np.bool_)):
+            raise TypeError(f"debit_held must be a bool, not {debit_held!r}")
+        self.debit_held = bool(debit_held)
         self.status_widths = (self.eu_records.bit_length(), 9, self.eu_lines.bit_length())
         self.detail_bits = max(self.index_bits, self.prid_bits, 12)
         self.reset()
@@ -155,6 +165,7 @@ class Spreader(Codec):
         self._shown = [None] * 4            # per stream: the head shown and not taken
         self.error = False
         self.lost = False
+        self.debit_request = None           # R's request that this clock's P debited
         self.t = 0
 
     def config(self):
@@ -327,9 +338,10 @@ class Spreader(Codec):
 
     @staticmethod
     def debited(status, request):
-        """``status`` as stage P's scan reads it: the EU that stage R requests in this
-        clock counts one record, one entity and the request's lines less (its accept
-        shows in its status only from the next clock)."""
+        """``status`` as stage P's scan reads it: the EU of ``request`` (stage R's
+        request of this clock if in its first clock or ``debit_held``, else None:
+        :attr:`debit_request`) counts one record, one entity and the request's lines
+        less (its accept shows in its status only from the next clock)."""
         status = list(status)
         if request is not None:
             e, req = request
@@ -519,7 +531,7 @@ class Spreader(Codec):
                for k, f in self._fifo.items()}
         errors = []            # (ErrorReport) in precedence order
         writes = []            # callables applied at the edge, in order
-        consumed, request, answer, leaves = None, None, None, False
+        consumed, request, answer, leaves, debit = None, None, None, False, None
 
         # -- stage C: the tables of the accept of the clock before, written at this edge
         #    (first: a completion of that entity in this clock comes after it)
@@ -547,8 +559,12 @@ class Spreader(Codec):
                 i, e = p.req
                 req = AllocRequest(p.stream, p.packet.size, int(p.stream != EType.PIXEL), p.seq)
                 request = (e, req)
+                if p.fresh or self.debit_held:
+                    debit = request
                 ans = respond(e, req) if callable(respond) else respond
-                if ans is not None:
+                if ans is None:
+                    writes.append(lambda p=p: setattr(p, "fresh", False))
+                else:
                     ans = Answer(bool(ans[0]), _field("entity", ans[1], ENTITY_W))
                     if ans.accept and self._in_flight((e, ans.entity)):
                         errors.append(ErrorReport(Err.BAD_ANSWER, Src.ANSWER, p.seq, e,
@@ -561,6 +577,7 @@ class Spreader(Codec):
                     else:
                         p.refused |= 1 << e
                         p.req = self._scan(p, status, i + 1)
+                        p.fresh = True
             leaves = leaves or consumed is not None
 
         # -- stage P: the next pass, prepared from S_t
@@ -575,7 +592,7 @@ class Spreader(Codec):
             win, starve = self._arbitrate(self._offers(src))
             if win is not None and not (p is not None and win == p.stream
                                         and consumed is None):
-                nxt = self._prepare(win, src[win], self.debited(status, request))
+                nxt = self._prepare(win, src[win], self.debited(status, debit))
                 started = True
                 if self._held[win] is None or p is not None and win == p.stream:
                     taken = win             # from the input (else a parked packet)
@@ -608,6 +625,7 @@ class Spreader(Codec):
 
         # -- the edge
         self._shown = [None if s == taken else heads[s] for s in range(4)]
+        self.debit_request = debit
         res = CycleResult(taken, consumed, request, answer, started, out["move"], out["log"],
                           out["release"], out["err"], self.error, self.lost)
         err_room = self._fifo["err"].room()         # a free entry in S_t (rule 8)
@@ -860,7 +878,7 @@ class Spreader(Codec):
                 eus[res.move.eu].move(res.move)
             if res.release is not None:
                 eus[res.release.eu].release(res.release)
-            scanned = tuple(self.debited(status, res.request))
+            scanned = tuple(self.debited(status, self.debit_request))
             for eu in eus:
                 eu.tick()
             merger.collect()

@@ -128,6 +128,11 @@ def test_bad_parameters(kw, exc, msg):
         Spreader(**kw)
 
 
+def test_debit_held_must_be_a_bool():
+    with pytest.raises(TypeError, match="debit_held must be a bool, not 1"):
+        Spreader(debit_held=1)
+
+
 def test_rotate_must_be_a_bool():
     with pytest.raises(TypeError, match="rotate must be a bool, not 1"):
         Spreader(rotate=1)
@@ -620,6 +625,21 @@ def test_commit_stage_writes_tables_a_clock_after_the_accept():
                                                                (T, 0, 7)]
     assert sp.pt(3)["valid"] and sp.vdt(0)["refs"] == 1
     sp.check()
+
+
+@pytest.mark.parametrize("debit_held", [False, True])
+def test_request_debited_in_its_first_clock(debit_held):
+    """Stage P's scan counts R's request out of its EU's status in the request's first
+    clock only (an EU that answers later, as the QCC, already shows it); with
+    ``debit_held`` in every clock R holds it."""
+    sp = small(debit_held=debit_held)
+    take(sp, V, VertexPacket(0))
+    assert sp.cycle(respond=None).request[0] == 0                # held, unanswered
+    last = [EUStatus(16, 1, 64)] + [FULL] * 3                    # EU0: one entity left
+    r = sp.cycle(heads(pa=PatchPacket(24)), status=last, respond=accept(1))
+    assert r.consumed == V and r.taken == PA
+    r = sp.cycle(status=last, respond=accept(2))
+    assert (r.request is None) == debit_held
 
 
 def test_simultaneous_errors_and_full_error_fifo_never_block():
