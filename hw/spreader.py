@@ -130,10 +130,13 @@ Decisions
    valid bit -> the bad-answer check -> ``accepted`` -> :class:`Rotation`'s next start.
    That start is now computed for both outcomes (from registers only) and chosen by
    ``accepted`` (46.6 MHz routed, no gain). Stage C (decision 1, cut 3) takes the
-   table writes off the accept's path; what is left between an in-flight bit and the
-   registers is the bad-answer check (a 256-to-1 select per EU) -> ``accepted`` ->
-   ``load`` and the pass registers' enables. Registering the answer (cut 2) needs more
-   than one packet of a stream inside the spreader and a new contract (README.md).
+   table writes off the accept's path (what is left of it: the bad-answer check, a
+   256-to-1 select per EU, -> ``accepted`` -> ``load`` and the pass registers'
+   enables): 49.5 MHz routed (LUT4 16,693, FF 2,815, DPR16X4 272), the critical path
+   now stage P's first-request scan (R's request size, selected from the held packets
+   -> its debit from an EU's free lines -> the minimum's compare -> a pass register).
+   Registering the answer (cut 2) needs more than one packet of a stream inside the
+   spreader and a new contract (README.md).
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
    priority list is walked from the entry after the EU of that type's last allocation
    (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
