@@ -29,8 +29,8 @@ its own signature:
 * :class:`InFlightTable`: ``(eu, entity) -> (type, record)`` of the entities in flight;
 * :class:`ErrorReporter`: the ``err`` reports in precedence, ``error`` and ``lost``.
 
-Stage R's request, answer and commit (log entry, move command, table writes) and the
-completions are short methods of :class:`Spreader`. Codes and outcomes are
+Stage R's request, answer and accept (log entry, move command), stage C's table writes
+and the completions are short methods of :class:`Spreader`. Codes and outcomes are
 ``amaranth.lib.enum`` enumerations (:class:`EType`, :class:`Err`, :class:`Src`,
 :class:`Kind`, :class:`Ref`, :class:`CfgOp`, :class:`Outcome`); a unit test
 (``tb/unit/test_spreader.py``) checks them and every port layout against the golden
@@ -54,12 +54,21 @@ Decisions
    clock, whether the packet is consumed and so whether P's next pass may enter R (an
    enable: ``load``), and the input ``ready`` signals depend on it combinationally; an
    EU's ``ready`` and answer must not depend on the spreader's input ``ready`` signals.
-   P cannot see R's commit of the same clock, so P makes a packet *wait* where that
-   commit could change its outcome (hazards with R's packet: same record, a group or
-   primitive R closes, a vertex group or ``prid`` a packet inside the spreader
-   provides). A triangle or pixel packet that would wait for a provider inside the
-   spreader is not offered to the arbiter (``offer``: compares of its indices / ``prid``
-   with the held packets, no table lookup), so another stream's packet fills the clock:
+   Stage C (issue 12 cut 3): an accepted packet's table writes (VDT/PT record,
+   reference and pixel counters, closing bits) and its in-flight entry are made a clock
+   after the accept, from registers (``c_*``: the EU, the entity, the record, the
+   triangle's VDT records and a copy of each stream's packet register), so the accept
+   no longer reaches the tables' one-hot decoders and the counters' carry chains. The
+   log entry, the move command and the rotation stay in the accept's clock; the
+   completion lookup and the bad-answer check see C's entity (compares with
+   ``c_eu``/``c_ent``; a completion of it takes its type, record and VDT records from
+   C, and its in-flight clear wins over C's set).
+   P cannot see R's nor C's table writes, so P makes a packet *wait* where they could
+   change its outcome (hazards with R's and C's packets: same record, a group or
+   primitive they close, a vertex group or ``prid`` a packet inside the spreader or in
+   C provides). A triangle or pixel packet that would wait for such a provider is not
+   offered to the arbiter (``offer``: compares of its indices / ``prid`` with the held
+   and C's packets, no table lookup), so another stream's packet fills the clock:
    a mixed stream keeps one packet per clock.
 2. Tables (issue 12): the fields written once per allocation (tag, EU, entity, vertex
    count; for the PT also the triangle's VDT records) are ``Memory`` with asynchronous
@@ -103,7 +112,7 @@ Decisions
    goes to an EU while one of its entity completions waits to reach the spreader, because
    the QCC reuses the number of an entity without ``hold`` in the clock after its last
    stage completes (the spreader would see an answer naming an entity still in flight).
-8. Fmax (README.md has the table): 4 EUs, 32/32 records, ECP5-85F: 20 MHz before item 3
+8. Fmax (README.md has the table and stage C's figures): 4 EUs, 32/32 records, ECP5-85F: 20 MHz before item 3
    (arbitration, lookups, candidate list, scan and commit in one clock), 30.9 MHz with
    the two stages, its critical path all stage R (pass register -> status compare ->
    first candidate -> the EU's answer -> in-flight bad-answer check -> ``accepted`` ->
@@ -120,13 +129,25 @@ Decisions
    15,253, FF 2,691, DPR16X4 272); the critical path is stage R again: an in-flight
    valid bit -> the bad-answer check -> ``accepted`` -> :class:`Rotation`'s next start.
    That start is now computed for both outcomes (from registers only) and chosen by
-   ``accepted`` (yosys only, not routed); stage R's registered answer and a
-   commit stage (cuts 2 and 3) need more than one packet of a stream inside the
+   ``accepted`` (46.6 MHz routed, no gain). Stage C (decision 1, cut 3) takes the
+   table writes off the accept's path (what is left of it: the bad-answer check, a
+   256-to-1 select per EU, -> ``accepted`` -> ``load`` and the pass registers'
+   enables): 49.5 MHz routed (LUT4 16,693, FF 2,815, DPR16X4 272), the critical path
+   now stage P's first-request scan (R's request size, selected from the held packets
+   -> its debit from an EU's free lines -> the minimum's compare -> a pass register).
+   Registering the answer (cut 2) needs more than one packet of a stream inside the
    spreader and a new contract (README.md).
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
    priority list is walked from the entry after the EU of that type's last allocation
    (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
    the candidate list.
+10. Status debit (``debit_held``, default False; the golden model's rule 3): stage P's
+   first-request scan counts R's request out of its EU's status only in the request's
+   first clock (``q_first``: the request register was loaded at the last edge). The
+   QCC behind :class:`SpreaderQCC` answers a clock after its ALLOC and shows the
+   allocation in its counts from that clock, so debiting the held request again
+   counted it twice and made a QCC with one free entity look full (pixel packets
+   spilled from their triangle's QCC: locality 0.57 -> 0.61 on the bench's mesh scene).
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -818,6 +839,14 @@ class ErrorReporter(wiring.Component):
         return m
 
 
+class _Stage:
+    """A pipeline stage's packets for stage P's hazard checks: ``is_[s]`` (the stage
+    holds a packet of stream s) and the packet registers of each stream."""
+
+    def __init__(self, is_, vtx, tri, pix, pat):
+        self.is_, self.vtx, self.tri, self.pix, self.pat = is_, vtx, tri, pix, pat
+
+
 class PacketChecks(wiring.Component):
     """Stage P's evaluation of every stream's packet (``vtx``, ``tri``, ``pix``, ``pat``:
     the parked packet or the input's head), in parallel: the checks in the golden
@@ -825,12 +854,14 @@ class PacketChecks(wiring.Component):
     VDT/PT lookups and the waits (``result[s]``: outcome, code, detail, record).
 
     A packet waits where its record is occupied or where stage R's packet (``held_*``
-    of stream ``r_stream`` while ``r_active``) writes or closes, at this clock's edge, a
-    record it reads: P cannot see R's commit of the same clock. A triangle naming a
-    vertex whose group a vertex or patch packet inside the spreader (``held_valid``)
-    provides (a patch's second group is ``held_pat_g1``, a register loaded with the
-    patch: no adder in this compare), and a pixel packet whose triangle is inside the spreader, would only wait:
-    ``provider`` marks them so that they do not offer themselves to the arbiter.
+    of stream ``r_stream`` while ``r_active``) or stage C's (``c_*`` of ``c_stream``
+    while ``c_active``) writes or closes a record it reads: P sees neither write (C's
+    lands at this clock's edge, R's a clock after its accept). A triangle naming a
+    vertex whose group a vertex or patch packet inside the spreader (``held_valid``) or
+    in C provides (a patch's second group is ``held_pat_g1``/``c_pat_g1``, a register
+    loaded with the patch: no adder in this compare), and a pixel packet whose triangle
+    is inside the spreader or in C, would only wait: ``provider`` marks them so that
+    they do not offer themselves to the arbiter.
     ``tri_locs``/``tri_recs``/``tri_distinct`` are a triangle's vertex data, VDT
     records and the mask of its distinct records; ``pix_tri`` is a pixel packet's
     triangle (its PT lookup).
@@ -849,6 +880,9 @@ class PacketChecks(wiring.Component):
             "held_pix": In(layouts["i_pix"]), "held_pat": In(layouts["i_pat"]),
             "held_pat_g1": In(index_bits - 2),
             "held_valid": In(4), "r_active": In(1), "r_stream": In(2), "empty": In(4),
+            "c_vtx": In(layouts["i_vtx"]), "c_tri": In(layouts["i_tri"]),
+            "c_pix": In(layouts["i_pix"]), "c_pat": In(layouts["i_pat"]),
+            "c_pat_g1": In(index_bits - 2), "c_active": In(1), "c_stream": In(2),
             "vdt_busy_addr": Out(VR).array(3), "vdt_busy": In(1).array(3),
             "vdt_look_addr": Out(VR).array(3), "vdt_look": In(vdt_entry).array(3),
             "pt_busy_addr": Out(PR), "pt_busy": In(1),
@@ -874,38 +908,48 @@ class PacketChecks(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        r_is = [self.r_active & (self.r_stream == s) for s in range(4)]
-        self._vertex(m, r_is)
-        self._patch(m, r_is)
-        self._triangle(m, r_is)
-        self._pixel(m, r_is)
+        # the packets whose table writes stage P cannot see: R's (written a clock after
+        # its accept) and C's (written at this clock's edge)
+        stages = [_Stage([self.r_active & (self.r_stream == s) for s in range(4)],
+                         self.held_vtx, self.held_tri, self.held_pix, self.held_pat),
+                  _Stage([self.c_active & (self.c_stream == s) for s in range(4)],
+                         self.c_vtx, self.c_tri, self.c_pix, self.c_pat)]
+        self._vertex(m, stages)
+        self._patch(m, stages)
+        self._triangle(m, stages)
+        self._pixel(m, stages)
         return m
 
-    def _r_vrecs(self, r_is):
-        """The VDT records R's vertex or patch packet writes (the second for a patch)."""
-        base = Mux(r_is[PAT], self.held_pat.base, self.held_vtx.base)
+    def _vrecs(self, st):
+        """The VDT records a stage's vertex or patch packet writes (the second for a
+        patch)."""
+        base = Mux(st.is_[PAT], st.pat.base, st.vtx.base)
         first = self.vrec(base)
-        return r_is[VTX] | r_is[PAT], first, (first + 1)[:len(first)]
+        return st.is_[VTX] | st.is_[PAT], first, (first + 1)[:len(first)]
 
-    def _vertex(self, m, r_is):
+    def _vertex(self, m, stages):
         pv, res = self.vtx, self.result[VTX]
-        r_vp, r0, r1 = self._r_vrecs(r_is)
         rec = self.vrec(pv.base)
         m.d.comb += [res.rec.eq(rec), self.vdt_busy_addr[0].eq(rec)]
-        hazard = r_vp & ((rec == r0) | (r_is[PAT] & (rec == r1)))
+        hazard = Const(0, 1)
+        for st in stages:
+            vp, r0, r1 = self._vrecs(st)
+            hazard = hazard | (vp & ((rec == r0) | (st.is_[PAT] & (rec == r1))))
         with m.If((pv.count == 0) | (pv.count > GROUP) | (pv.base[:3] != 0)):
             m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.MALFORMED)]
         self._size_checks(m, VTX, pv.size)
         with m.Elif(self.vdt_busy[0] | hazard):
             m.d.comb += res.outcome.eq(Outcome.WAIT)
 
-    def _patch(self, m, r_is):
+    def _patch(self, m, stages):
         pa, res = self.pat, self.result[PAT]
-        r_vp, r0, r1 = self._r_vrecs(r_is)
         rec, rec1 = self.vrec(pa.base), Signal(max(1, self.vb))
         m.d.comb += [rec1.eq(rec + 1), res.rec.eq(rec),
                      self.vdt_busy_addr[1].eq(rec), self.vdt_busy_addr[2].eq(rec1)]
-        hazard = r_vp & ((rec == r0) | (rec1 == r0) | (r_is[PAT] & (rec == r1)))
+        hazard = Const(0, 1)
+        for st in stages:
+            vp, r0, r1 = self._vrecs(st)
+            hazard = hazard | (vp & ((rec == r0) | (rec1 == r0) | (st.is_[PAT] & (rec == r1))))
         with m.If(pa.base[:3] != 0):
             m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.MALFORMED)]
         self._size_checks(m, PAT, pa.size)
@@ -925,25 +969,31 @@ class PacketChecks(wiring.Component):
             m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.NO_EU),
                          res.detail.eq(s)]
 
-    def _triangle(self, m, r_is):
+    def _triangle(self, m, stages):
         """Three VDT lookups. A missing vertex whose group a vertex or patch packet
-        inside the spreader provides makes the triangle wait, as does a group R's
-        triangle closes now; one that none provides is UNKNOWN_VERTEX."""
-        pt, res, r_tri = self.tri, self.result[TRI], self.held_tri
-        idx, r_idx = [pt.i0, pt.i1, pt.i2], [r_tri.i0, r_tri.i1, r_tri.i2]
+        inside the spreader or in C provides makes the triangle wait, as does a group
+        R's or C's triangle closes; one that none provides is UNKNOWN_VERTEX."""
+        pt, res = self.tri, self.result[TRI]
+        idx = [pt.i0, pt.i1, pt.i2]
         recs = [self.vrec(x) for x in idx]
         hit, prov, closing = (Signal(3, name=n) for n in ("t_hit", "t_prov", "t_closing"))
-        hv_g, ha_g, ha_g1 = self.held_vtx.base[3:], self.held_pat.base[3:], self.held_pat_g1
+        # the groups provided: (valid, group) of the held and C's vertex and patch packets
+        groups = [(self.held_valid[VTX], self.held_vtx.base[3:]),
+                  (self.held_valid[PAT], self.held_pat.base[3:]),
+                  (self.held_valid[PAT], self.held_pat_g1),
+                  (stages[1].is_[VTX], self.c_vtx.base[3:]),
+                  (stages[1].is_[PAT], self.c_pat.base[3:]),
+                  (stages[1].is_[PAT], self.c_pat_g1)]
         for i in range(3):
             lk, x, g = self.vdt_look[i], idx[i], idx[i][3:]
             m.d.comb += [
                 self.vdt_look_addr[i].eq(recs[i]), self.tri_recs[i].eq(recs[i]),
                 hit[i].eq(lk.valid & (lk.tag == self.vtag(x)) & ~lk.closed
                           & (x[:3] < lk.count)),
-                prov[i].eq((self.held_valid[VTX] & (g == hv_g))
-                           | (self.held_valid[PAT] & ((g == ha_g) | (g == ha_g1)))),
-                closing[i].eq(r_is[TRI] & Cat(r_tri.last[j] & (self.vrec(r_idx[j]) == recs[i])
-                                              for j in range(3)).any()),
+                prov[i].eq(Cat(v & (g == gr) for v, gr in groups).any()),
+                closing[i].eq(Cat(
+                    st.is_[TRI] & st.tri.last[j] & (self.vrec(st.tri[f"i{j}"]) == recs[i])
+                    for st in stages for j in range(3)).any()),
                 self.tri_locs[i].eu.eq(lk.eu), self.tri_locs[i].entity.eq(lk.entity),
                 self.tri_locs[i].elem.eq(Cat(x[:3], lk.half)),
             ]
@@ -952,7 +1002,8 @@ class PacketChecks(wiring.Component):
         rec = self.prec(pt.prid)
         m.d.comb += [res.rec.eq(rec), self.pt_busy_addr.eq(rec),
                      self.provider[TRI].eq(prov.any())]
-        wait = (~hit | closing).any() | self.pt_busy | (r_is[TRI] & (self.prec(r_tri.prid) == rec))
+        wait = ((~hit | closing).any() | self.pt_busy
+                | Cat(st.is_[TRI] & (self.prec(st.tri.prid) == rec) for st in stages).any())
         self._size_checks(m, TRI, pt.size, first=True)
         for i in range(3):
             with m.Elif(~hit[i] & ~prov[i]):
@@ -961,18 +1012,20 @@ class PacketChecks(wiring.Component):
         with m.Elif(wait):
             m.d.comb += res.outcome.eq(Outcome.WAIT)
 
-    def _pixel(self, m, r_is):
-        """The PT lookup: a missing prid whose triangle is inside the spreader waits, as
-        does a primitive R's pixel packet closes now; an end marker (mask 0, ``last``)
-        closes its primitive."""
-        pp, res, look, r_pix = self.pix, self.result[PIX], self.pt_look, self.held_pix
+    def _pixel(self, m, stages):
+        """The PT lookup: a missing prid whose triangle is inside the spreader or in C
+        waits, as does a primitive R's or C's pixel packet closes; an end marker (mask 0,
+        ``last``) closes its primitive."""
+        pp, res, look = self.pix, self.result[PIX], self.pt_look
         rec = self.prec(pp.prid)
         hit, prov, hazard = Signal(), Signal(), Signal()
         m.d.comb += [
             self.pt_look_addr.eq(rec), res.rec.eq(rec),
             hit.eq(look.valid & (look.tag == self.ptag(pp.prid)) & ~look.closed),
-            prov.eq(self.held_valid[TRI] & (self.held_tri.prid == pp.prid)),
-            hazard.eq(r_is[PIX] & r_pix.last & (self.prec(r_pix.prid) == rec)),
+            prov.eq((self.held_valid[TRI] & (self.held_tri.prid == pp.prid))
+                    | (stages[1].is_[TRI] & (self.c_tri.prid == pp.prid))),
+            hazard.eq(Cat(st.is_[PIX] & st.pix.last & (self.prec(st.pix.prid) == rec)
+                          for st in stages).any()),
             self.provider[PIX].eq(prov),
             self.pix_tri.eu.eq(look.eu), self.pix_tri.entity.eq(look.entity),
         ]
@@ -1024,6 +1077,11 @@ class Spreader(wiring.Component):
     rotate : bool
         Load balance: walk each type's priority list from the EU after the one that
         took the type's last allocation (True, default), or from its first entry.
+    debit_held : bool
+        Stage P's first-request scan counts stage R's request out of its EU's status in
+        the request's first clock only (False, default; EUs such as the QCC show an
+        allocation from the clock after they took it), or in every clock R holds it
+        (True; EUs whose status changes only at their answer).
 
     Raises
     ------
@@ -1033,7 +1091,7 @@ class Spreader(wiring.Component):
 
     def __init__(self, *, n_eus=4, vdt_records=256, pt_records=256, index_bits=16,
                  prid_bits=16, coord_bits=12, max_lines=8, eu_records=256, eu_lines=256,
-                 starve_limit=8, fifo_depth=4, rotate=True):
+                 starve_limit=8, fifo_depth=4, rotate=True, debit_held=False):
         self.n_eus = _check_int("n_eus", n_eus, 1, MAX_EUS)
         self.vdt_records = _check_pow2("vdt_records", vdt_records, 2, 256)
         self.pt_records = _check_pow2("pt_records", pt_records, 1, 256)
@@ -1050,6 +1108,9 @@ class Spreader(wiring.Component):
         if not isinstance(rotate, bool):
             raise TypeError(f"rotate must be a bool, not {rotate!r}")
         self.rotate = rotate
+        if not isinstance(debit_held, bool):
+            raise TypeError(f"debit_held must be a bool, not {debit_held!r}")
+        self.debit_held = debit_held
         I, R, C = index_bits, prid_bits, coord_bits
         SR, SL = eu_records.bit_length(), eu_lines.bit_length()
         D = max(I, R, 12)
@@ -1151,7 +1212,8 @@ class Spreader(wiring.Component):
         self._stage_p(m, s, cfg, chk, arb, cands)
         self._stage_r(m, s, scan, ift)
         self._advance(m, s, fifos, chk, arb, scan)
-        self._commit(m, s, fifos, vdt, ptab, ift, rot)
+        self._commit(m, s, fifos, ptab, rot)
+        self._commit_stage(m, s, vdt, ptab, ift)
         self._completion(m, s, vdt, ptab, ift)
         self._release(m, fifos, vdt, ptab)
         m.d.comb += [errs.sources[0].eq(s.pkt_report), errs.sources[1].eq(s.answer_report),
@@ -1182,6 +1244,10 @@ class Spreader(wiring.Component):
                      chk.held_pat.eq(s.held[PAT]), chk.held_pat_g1.eq(s.held_pat_g1),
                      chk.held_valid.eq(s.held_v),
                      chk.r_active.eq(s.active), chk.r_stream.eq(s.r_stream),
+                     chk.c_vtx.eq(s.c_held[VTX]), chk.c_tri.eq(s.c_held[TRI]),
+                     chk.c_pix.eq(s.c_held[PIX]), chk.c_pat.eq(s.c_held[PAT]),
+                     chk.c_pat_g1.eq(s.c_pat_g1), chk.c_active.eq(s.c_valid),
+                     chk.c_stream.eq(s.c_stream),
                      chk.empty.eq(Cat(cfg.counts[t] == 0 for t in range(4)))]
         m.d.comb += [s.offer.eq(s.src_v & ~chk.provider), arb.offer.eq(s.offer)]
         # every type's evaluation, candidate list and first request in parallel (the
@@ -1219,7 +1285,8 @@ class Spreader(wiring.Component):
         N = self.n_eus
         meets = [Signal(N, name=f"p_meets{k}") for k in range(4)]
         for e in range(N):
-            st, d = self.status[e], s.q_v[e]
+            # R's request is debited in its first clock (or every clock: ``debit_held``)
+            st, d = self.status[e], s.q_v[e] & (s.q_first | self.debit_held)
             fr, fe, fl = (Signal.like(st.free_records, name=f"adj_records{e}"),
                           Signal.like(st.free_entities, name=f"adj_entities{e}"),
                           Signal.like(st.free_lines, name=f"adj_lines{e}"))
@@ -1251,15 +1318,18 @@ class Spreader(wiring.Component):
         m.d.comb += s.scan_none.eq(s.active & (s.r_ev.outcome == Outcome.ALLOC) & ~s.q_v.any())
         # the answer of the EU asked (at most one ``alloc[e]`` is valid), decided per EU
         # in parallel from the request register
-        taken, bad, ok = Signal(N), Signal(N), Signal(N)
+        # an entity is in flight in the in-flight table or in C (accepted the clock before)
+        taken, busy, bad, ok = Signal(N), Signal(N), Signal(N), Signal(N)
         for e in range(N):
             a = self.alloc[e]
             m.d.comb += [a.valid.eq(s.q_v[e]), a.payload.etype.eq(s.r_stream),
                          a.payload.lines.eq(s.r_size), a.payload.hold.eq(s.r_stream != PIX),
                          a.payload.seq.eq(s.cur_seq), ift.answer[e].eq(self.entity[e]),
                          taken[e].eq(a.valid & a.ready),
-                         bad[e].eq(self.accept[e] & ift.answer_busy[e]),
-                         ok[e].eq(self.accept[e] & ~ift.answer_busy[e])]
+                         busy[e].eq(ift.answer_busy[e] | (s.c_valid & (s.c_eu == e)
+                                                          & (s.c_ent == self.entity[e]))),
+                         bad[e].eq(self.accept[e] & busy[e]),
+                         ok[e].eq(self.accept[e] & ~busy[e])]
         m.d.comb += s.ent_in.eq(Array(self.entity)[s.q_eu])
         m.d.comb += [s.taken.eq(taken.any()), s.bad_answer.eq((taken & bad).any()),
                      s.accepted.eq((taken & ok).any()), s.refused.eq(s.taken & ~s.accepted)]
@@ -1314,10 +1384,12 @@ class Spreader(wiring.Component):
                          s.q_idx.eq(scan.index), s.q_eu.eq(scan.eu)]
         with m.Elif(s.consumed | s.parks):
             m.d.sync += s.q_v.eq(0)
-        m.d.sync += s.active.eq(load | (s.active & ~s.consumed & ~s.parks))
+        m.d.sync += [s.active.eq(load | (s.active & ~s.consumed & ~s.parks)),
+                     s.q_first.eq(load | s.refused)]
 
-    def _commit(self, m, s, fifos, vdt, ptab, ift, rot):
-        """The end of R's pass: the log entry, the move command, the table writes."""
+    def _commit(self, m, s, fifos, ptab, rot):
+        """The end of R's pass: the log entry, the move command, the rotation, an end
+        marker's close; an accepted packet enters stage C."""
         ent, eu, stream_ = s.ent_in, s.q_eu, s.r_stream
         pkt_v, pkt_t, pkt_p, pkt_a = s.held
         mv, lg, loc, rec = s.push_move, s.push_log, s.r_loc, s.r_ev.rec
@@ -1356,11 +1428,25 @@ class Spreader(wiring.Component):
                     m.d.comb += [mv.index.eq(pkt_p.prid), mv.src0_eu.eq(loc[0].eu),
                                  mv.src0_entity.eq(loc[0].entity), mv.x.eq(pkt_p.x),
                                  mv.y.eq(pkt_p.y), mv.mask.eq(pkt_p.mask)]
-        m.d.comb += [ift.record.en.eq(s.accepted), ift.record.eu.eq(eu),
-                     ift.record.entity.eq(ent), ift.record.etype.eq(stream_),
+        # an end marker closes its primitive at the edge of its clock
+        PR = max(1, self.pbits)
+        m.d.comb += [ptab.close[0].en.eq(s.consume_close), ptab.close[0].rec.eq(rec[:PR])]
+        # the accepted packet enters stage C, which writes its tables at the next edge
+        m.d.sync += [s.c_valid.eq(s.accepted), s.c_stream.eq(stream_), s.c_eu.eq(eu),
+                     s.c_ent.eq(ent), s.c_rec.eq(rec), s.c_vr.eq(s.r_vr), s.c_vrn.eq(s.r_vrn),
+                     s.c_pat_g1.eq(s.held_pat_g1)]
+        m.d.sync += [s.c_held[k].eq(s.held[k]) for k in range(4)]
+
+    def _commit_stage(self, m, s, vdt, ptab, ift):
+        """Stage C (issue 12 cut 3): the tables and the in-flight entry of the packet
+        accepted in the clock before, from registers only (no answer, no carry chain of
+        a table write behind an accept of this clock)."""
+        ent, eu, rec = s.c_ent, s.c_eu, s.c_rec
+        pkt_v, pkt_t, pkt_p, pkt_a = s.c_held
+        m.d.comb += [ift.record.en.eq(s.c_valid), ift.record.eu.eq(eu),
+                     ift.record.entity.eq(ent), ift.record.etype.eq(s.c_stream),
                      ift.record.rec.eq(rec)]
-        # table writes on accept; an end marker closes its primitive
-        acc = [s.accepted & (stream_ == k) for k in range(4)]
+        acc = [s.c_valid & (s.c_stream == k) for k in range(4)]
         VR, PR, I, vb = max(1, self.vbits), max(1, self.pbits), self.index_bits, self.vbits
         va, g1 = vdt.alloc, Signal(I - 3 + 1)
         m.d.comb += [
@@ -1371,18 +1457,17 @@ class Spreader(wiring.Component):
             va.eu.eq(eu), va.entity.eq(ent), va.count.eq(pkt_v.count),
             va.noref.eq(Mux(acc[PAT], pkt_a.noref, pkt_v.noref)),
             vdt.close.mask.eq(Mux(acc[TRI], pkt_t.last, 0)),
-            vdt.refs.inc.eq(Mux(acc[TRI], s.r_vrn, 0)),
+            vdt.refs.inc.eq(Mux(acc[TRI], s.c_vrn, 0)),
         ]
-        m.d.comb += [vdt.close.rec[i].eq(s.r_vr[i]) for i in range(3)]
-        m.d.comb += [vdt.refs.inc_rec[i].eq(s.r_vr[i]) for i in range(3)]
+        m.d.comb += [vdt.close.rec[i].eq(s.c_vr[i]) for i in range(3)]
+        m.d.comb += [vdt.refs.inc_rec[i].eq(s.c_vr[i]) for i in range(3)]
         pa = ptab.alloc
         m.d.comb += [pa.en.eq(acc[TRI]), pa.rec.eq(rec[:PR]),
                      pa.word.tag.eq(self._ptag(pkt_t.prid)), pa.word.eu.eq(eu),
-                     pa.word.entity.eq(ent), pa.word.vrn.eq(s.r_vrn),
-                     ptab.close[0].en.eq(s.consume_close), ptab.close[0].rec.eq(rec[:PR]),
+                     pa.word.entity.eq(ent), pa.word.vrn.eq(s.c_vrn),
                      ptab.close[1].en.eq(acc[PIX] & pkt_p.last), ptab.close[1].rec.eq(rec[:PR]),
                      ptab.pix_inc.en.eq(acc[PIX]), ptab.pix_inc.rec.eq(rec[:PR])]
-        m.d.comb += [pa.word.vr[i].eq(s.r_vr[i]) for i in range(3)]
+        m.d.comb += [pa.word.vr[i].eq(s.c_vr[i]) for i in range(3)]
 
     def _vtag(self, index):
         return index[3 + self.vbits:] if self.index_bits > 3 + self.vbits else Const(0, 1)
@@ -1395,21 +1480,26 @@ class Spreader(wiring.Component):
         cleared and its table record marked done; a completed triangle takes its
         references off its VDT records; an unknown one is reported."""
         dn, PR, VR = self.done.payload, max(1, self.pbits), max(1, self.vbits)
-        ok, bad = Signal(), Signal()
-        m.d.comb += [self.done.ready.eq(1), ift.query.eu.eq(dn.eu),
+        ok, bad, in_c = Signal(), Signal(), Signal()
+        # an entity accepted in the clock before is known from stage C (its in-flight
+        # entry is written at this edge; the clear wins over that set)
+        m.d.comb += [in_c.eq(s.c_valid & (dn.eu == s.c_eu) & (dn.entity == s.c_ent)),
+                     self.done.ready.eq(1), ift.query.eu.eq(dn.eu),
                      ift.query.entity.eq(dn.entity),
-                     ok.eq(self.done.valid & ift.known), bad.eq(self.done.valid & ~ift.known),
-                     ift.clear.eq(ok)]
-        kind, rec = ift.etype, ift.rec
+                     ok.eq(self.done.valid & (ift.known | in_c)),
+                     bad.eq(self.done.valid & ~ift.known & ~in_c), ift.clear.eq(ok)]
+        kind, rec = Mux(in_c, s.c_stream, ift.etype), Mux(in_c, s.c_rec, ift.rec)
         tri = ok & (kind == TRI)
         m.d.comb += [
             vdt.done.en.eq(ok & ((kind == VTX) | (kind == PAT))),
             vdt.done.patch.eq(kind == PAT), vdt.done.rec.eq(rec[:VR]),
             ptab.done.en.eq(tri), ptab.done.rec.eq(rec[:PR]),
             ptab.pix_dec.en.eq(ok & (kind == PIX)), ptab.pix_dec.rec.eq(rec[:PR]),
-            ptab.refs_addr.eq(rec[:PR]), vdt.refs.dec.eq(Mux(tri, ptab.refs.vrn, 0)),
+            ptab.refs_addr.eq(rec[:PR]),
+            vdt.refs.dec.eq(Mux(tri, Mux(in_c, s.c_vrn, ptab.refs.vrn), 0)),
         ]
-        m.d.comb += [vdt.refs.dec_rec[i].eq(ptab.refs.vr[i]) for i in range(3)]
+        m.d.comb += [vdt.refs.dec_rec[i].eq(Mux(in_c, s.c_vr[i], ptab.refs.vr[i]))
+                     for i in range(3)]
         r = s.done_report
         m.d.comb += [r.en.eq(bad), r.code.eq(Err.UNKNOWN_DONE), r.src.eq(Src.DONE),
                      r.eu.eq(dn.eu), r.detail.eq(dn.entity)]
@@ -1448,9 +1538,18 @@ class _State:
         self.r_refused = Signal(MAX_EUS)
         # stage R's request: one-hot EU (``alloc[e].valid``; 0: none), EU, list index
         self.q_v, self.q_eu, self.q_idx = Signal(N), Signal(EU_W), Signal(5)
+        self.q_first = Signal()         # the request register was loaded at the last edge
         self.r_loc = Signal(data.ArrayLayout(LOC, 3))
         self.r_vr = Signal(data.ArrayLayout(VR, 3))
         self.r_vrn = Signal(3)
+        # stage C: the packet accepted in the clock before, its tables written at this
+        # clock's edge (issue 12 cut 3)
+        self.c_valid, self.c_stream = Signal(), Signal(2)
+        self.c_eu, self.c_ent, self.c_rec = Signal(EU_W), Signal(ENTITY_W), Signal(8)
+        self.c_held = [Signal(L[n], name=f"c_{n}") for n in STREAMS]
+        self.c_pat_g1 = Signal(sp.index_bits - 2)
+        self.c_vr = Signal(data.ArrayLayout(VR, 3))
+        self.c_vrn = Signal(3)
         # stage P
         self.r_is = [self.active & (self.r_stream == k) for k in range(4)]
         self.parked = [self.held_v[k] & ~self.r_is[k] for k in range(4)]

@@ -209,12 +209,14 @@ class RequestLog:
         self.res = res
         self.open = None        # (first clock, status) of the request being answered
         self.scanned = None     # the status a request starting next clock was scanned with
+        self.first = False      # this clock is a request's first
 
     def request(self, t, e, req, answer, ok):
         """A request to EU ``e`` in clock ``t``: answered (``answer`` is the entity,
         ``ok`` whether it is an accept) or not yet (``answer`` None); recorded once
         answered, with the status its scan read (:meth:`scan` of the clock before)."""
-        if self.open is None:
+        self.first = self.open is None
+        if self.first:
             self.open = (t, self.scanned)
         if answer is not None:
             self.res.requests.append(ReqRecord(self.open[0], t, e, req, self.open[1], ok,
@@ -224,8 +226,12 @@ class RequestLog:
     def scan(self, status, request):
         """Every clock, after :meth:`request`: the EUs' status of this clock as a scan
         reads it for a request in the next clock (less ``request``, this clock's
-        ``(eu, payload)`` or None: :meth:`golden.spreader.Spreader.debited`)."""
+        ``(eu, payload)`` or None, if in its first clock or the spreader's
+        ``debit_held``: :meth:`golden.spreader.Spreader.debited`)."""
+        if not (self.first or self.res.spreader.debit_held):
+            request = None          # debited in the request's first clock only
         self.scanned = tuple(Spreader.debited(status, request))
+        self.first = False
 
 
 class Run:
@@ -683,7 +689,8 @@ async def scene_traffic(dut):
                                  {"pt_records": 0}, {"index_bits": 10}, {"prid_bits": 7},
                                  {"max_lines": 16}, {"eu_lines": 4, "max_lines": 8},
                                  {"starve_limit": 256}, {"fifo_depth": 0},
-                                 {"coord_bits": 3}, {"eu_records": 0}, {"rotate": 1}])
+                                 {"coord_bits": 3}, {"eu_records": 0}, {"rotate": 1},
+                                 {"debit_held": 1}])
 def test_parameters_refused(bad):
     """Illegal parameters are refused naming the parameter (RTL and model agree)."""
     from hw.spreader import Spreader as RTL

@@ -107,12 +107,14 @@ Per-clock behaviour (timing contract)
 ``S_t`` is the state after the edge that ends cycle t-1; everything in cycle t reads
 ``S_t`` and the inputs of cycle t, and all writes happen at the edge ending cycle t.
 
-The allocator is a two-stage pipeline (issue 12): stage **P** (prepare) arbitrates and
+The allocator is a three-stage pipeline (issue 12): stage **P** (prepare) arbitrates and
 does the checks, table lookups, candidate list, minimum and the scan for the pass's
 first request; stage **R** (request) holds one prepared *pass*, drives its request
-from a register, takes the answer, scans for the request after a refusal and commits.
-Each stage's logic reads only registers and the inputs of its own clock; no request
-depends on the status of its own clock (rule 3).
+from a register, takes the answer, scans for the request after a refusal, and on an
+accept pushes the log entry and the move command; stage **C** (commit, issue 12 cut 3)
+writes the accepted packet's tables a clock after its accept. Each stage's logic reads
+only registers and the inputs of its own clock; no request depends on the status of
+its own clock (rule 3), and no table write depends on an answer of its own clock.
 
 1. **Packets inside**: each stream holds at most one packet inside the spreader, taken
    from its input (``ready`` high) when stage P prepares it and kept until it is
@@ -136,15 +138,18 @@ depends on the status of its own clock (rule 3).
    enters and nothing is taken. Outcomes: a bad packet (:class:`Err` codes 1-5) or an
    end marker is consumed in R's first clock; a *wait* ends R's pass in its first clock
    (parked): a vertex or patch packet whose VDT record(s) are valid or written by R's
-   vertex or patch packet; a triangle whose PT record is valid or R's triangle's; a
-   triangle naming a vertex that misses the VDT while the vertex or patch packet inside
-   the spreader provides its group, or a group that R's triangle closes (``last``); a
-   pixel packet or end marker whose ``prid`` misses the PT while the triangle inside has
-   that ``prid`` (these two are not offered, see above, so they never reach R), or whose
-   primitive R's pixel packet closes (``last``). A vertex that misses with no such
-   provider is UNKNOWN_VERTEX, a ``prid`` UNKNOWN_PRID, as before.
-   (Stage P cannot see R's commit of this clock: these waits make the prepared pass
-   equal to one prepared after it.)
+   or C's vertex or patch packet; a triangle whose PT record is valid or R's or C's
+   triangle's; a triangle naming a vertex that misses the VDT while the vertex or patch
+   packet inside the spreader or in C provides its group, or a group that R's or C's
+   triangle closes (``last``); a pixel packet or end marker whose ``prid`` misses the
+   PT while the triangle inside or in C has that ``prid`` (these two are not offered,
+   see above, so they never reach R), or whose primitive R's or C's pixel packet
+   closes (``last``). A vertex that misses with no such provider is UNKNOWN_VERTEX, a
+   ``prid`` UNKNOWN_PRID, as before. (Stage P cannot see the table writes of R's
+   packet, a clock after its accept at the earliest, nor C's of this clock: these
+   waits make the prepared pass equal to one prepared after them.) In the offers
+   above, "inside the spreader" includes C's packet: a triangle whose vertex packet
+   was accepted in the clock before offers itself only after C wrote the VDT.
 3. **Scan** (S118-S124), a clock before its request: in R's first clock and in the
    clock after each refusal, the spreader drives ``alloc[e]`` for the first candidate
    at or after the current position whose status *in the clock before* met the pass's
@@ -152,7 +157,11 @@ depends on the status of its own clock (rule 3).
    over that clock's status less what R's request of that clock would take (the EU R
    requests counts one record, one entity and the request's ``lines`` less, answered
    or not: its accept shows in its status only from the next clock;
-   :meth:`Spreader.debited`). The request after a refusal comes from R's scan in the
+   :meth:`Spreader.debited`) -- in the request's first clock only: an EU that answers
+   later (the QCC: a clock after its ALLOC) shows the allocation in its status from
+   the clock after it took the request, so a debit in a later clock counted it twice
+   (parameter ``debit_held=True``: in every clock R holds the request, for EUs whose
+   status changes only at their answer). The request after a refusal comes from R's scan in the
    refusal's clock, from the candidate after the refusing one (that EU is not scanned
    again, so no debit). If no candidate met the minimum, the pass ends in the clock
    its request would have been driven (the packet is parked) and the packet is
@@ -161,9 +170,12 @@ depends on the status of its own clock (rule 3).
    status and the answer's effects.)
 4. The request is held (payload constant) until the EU takes it (``ready``); the EU
    answers in that clock. ``accept`` with an entity that is still in flight for that EU
-   is a bad answer (error, treated as a refusal). Accept: the packet is consumed, the
-   tables, the log and the move command are written at the edge (and the stream's next
-   packet, prepared in this clock, enters R). Refuse: next clock, scan on. So with EUs
+   (in the in-flight table or in C, rule 5) is a bad answer (error, treated as a
+   refusal). Accept: the packet is consumed, the log entry and the move command are
+   pushed and the rotation remembers the EU at the edge (and the stream's next packet,
+   prepared in this clock, enters R); the packet moves to **stage C**, which writes its
+   tables (VDT/PT record, reference and pixel counters, closing bits) and its in-flight
+   entry at the edge ending the next clock. Refuse: next clock, scan on. So with EUs
    that answer in the clock of the request (``N = 0``) the allocator consumes one packet
    per clock when the first candidate accepts (each packet is taken one clock before its
    request), one extra clock per refused candidate; an EU that answers N clocks late
@@ -173,9 +185,12 @@ depends on the status of its own clock (rule 3).
    accept, so ``allocations_per_clock`` is 1.0 when every first candidate accepts at
    N = 0; ``per_eu`` is the load balance).
 5. **Completion** (``done``, one per clock): looked up in the in-flight table
-   (``eu, entity`` -> type, record) of ``S_t``; unknown is bad input. Vertex/patch:
+   (``eu, entity`` -> type, record) of ``S_t`` and in stage C (an entity accepted in
+   the clock before is known, so a completion may come in the clock after the accept;
+   one in the accept's own clock is unknown); unknown is bad input. Vertex/patch:
    ``vdone``; triangle: ``tdone`` and one reference less on each distinct VDT record it
-   named; pixel: one pixel packet less in flight on its PT record. Effects from t+1.
+   named; pixel: one pixel packet less in flight on its PT record. Effects from t+1,
+   applied after C's writes of the same edge.
 6. **Release engine**: when the ``release`` FIFO has a free entry in ``S_t``, it frees
    one record per clock: the lowest VDT record that is valid, ``vdone``, closed and
    unreferenced (a patch: both its records, checked at its first), else the lowest PT

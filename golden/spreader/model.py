@@ -31,7 +31,7 @@ class _Fifo:
 
 class _Pass:
     __slots__ = ("stream", "packet", "seq", "outcome", "code", "detail", "cands", "need",
-                 "req", "refused", "locs", "rec", "vrecs", "tri")
+                 "req", "fresh", "refused", "locs", "rec", "vrecs", "tri")
 
     def __init__(self, stream, packet, seq):
         self.stream, self.packet, self.seq = stream, packet, seq
@@ -39,6 +39,7 @@ class _Pass:
         self.code, self.detail = Err.NONE, 0
         self.cands, self.need = (), (1, 1)
         self.req = None          # the next request: (index in cands, eu), None if none
+        self.fresh = True        # the request is in its first clock
         self.refused = 0
         self.locs = ()           # triangle: Loc per vertex
         self.rec = None          # VDT record (vertex/patch) or PT record (triangle/pixel)
@@ -86,6 +87,12 @@ class Spreader(Codec):
         Load balance (decision 9 of the module docstring): walk each type's priority
         list from the EU after the one that took that type's last allocation (True,
         default), or always from its first entry (False).
+    debit_held : bool
+        Stage P's scan counts stage R's request out of its EU's status (rule 3) in the
+        request's first clock only (False, default: EUs whose status shows an
+        allocation from the clock after they took it, as the QCC, whose ALLOC takes
+        effect at the edge it is taken and which answers a clock later), or in every
+        clock R holds it (True: EUs whose status changes only at their answer).
 
     Notes
     -----
@@ -96,7 +103,7 @@ class Spreader(Codec):
 
     def __init__(self, n_eus=4, vdt_records=256, pt_records=256, index_bits=16,
                  prid_bits=16, coord_bits=12, max_lines=8, eu_records=256, eu_lines=256,
-                 starve_limit=8, fifo_depth=4, rotate=True):
+                 starve_limit=8, fifo_depth=4, rotate=True, debit_held=False):
         self.n_eus = _check_int("n_eus", n_eus, 1, MAX_EUS)
         self.vdt_records = _check_pow2("vdt_records", vdt_records, 2, 256)
         self.pt_records = _check_pow2("pt_records", pt_records, 1, 256)
@@ -113,6 +120,9 @@ class Spreader(Codec):
         if not isinstance(rotate, (bool, np.bool_)):
             raise TypeError(f"rotate must be a bool, not {rotate!r}")
         self.rotate = bool(rotate)
+        if not isinstance(debit_held, (bool, np.bool_)):
+            raise TypeError(f"debit_held must be a bool, not {debit_held!r}")
+        self.debit_held = bool(debit_held)
         self.status_widths = (self.eu_records.bit_length(), 9, self.eu_lines.bit_length())
         self.detail_bits = max(self.index_bits, self.prid_bits, 12)
         self.reset()
@@ -149,10 +159,13 @@ class Spreader(Codec):
         self._passes = [0] * 4
         self._starve = [0] * 4
         self._pass = None                   # the request stage (R): the pass in progress
+        self._cstage = None                 # the commit stage (C): (pass, eu, entity) of
+                                            # the accept of the clock before
         self._held = [None] * 4             # per stream: the packet taken, not yet consumed
         self._shown = [None] * 4            # per stream: the head shown and not taken
         self.error = False
         self.lost = False
+        self.debit_request = None           # R's request that this clock's P debited
         self.t = 0
 
     def config(self):
@@ -181,7 +194,7 @@ class Spreader(Codec):
     def idle(self):
         """No record held, nothing in flight, no packet inside, all FIFOs empty."""
         return (not self.v_valid.any() and not self.p_valid.any() and not self._ift
-                and self._pass is None and not any(self._held)
+                and self._pass is None and not any(self._held) and self._cstage is None
                 and not any(f.q for f in self._fifo.values()))
 
     def idle_allocator(self):
@@ -284,14 +297,26 @@ class Spreader(Codec):
         return tuple(first + [e for e in lst if e not in first])
 
     # ================================================================ prepare (stage P)
+    def _inside(self, etype):
+        """The packets of ``etype`` whose table writes are still to come: the one inside
+        the spreader (taken, not consumed) and the one in the commit stage."""
+        c = self._cstage
+        return [pkt for pkt in (self._held[etype],
+                                c[0].packet if c is not None and c[0].stream == etype
+                                else None) if pkt is not None]
+
+    def _stages(self):
+        """The passes whose table writes P cannot see yet: R's (written a clock after
+        its accept) and C's (written at this clock's edge)."""
+        return [p for p in (self._pass, self._cstage and self._cstage[0]) if p is not None]
+
     def _covers(self, etype, index):
-        """True when the packet of ``etype`` (vertex or patch) inside the spreader will
-        provide the group of vertex ``index`` (a triangle naming it waits for it)."""
-        pkt = self._held[etype]
-        if pkt is None:
-            return False
-        g, base = index >> 3, pkt.base >> 3
-        return g == base or (etype == EType.PATCH and g == base + 1)
+        """True when a packet of ``etype`` (vertex or patch) inside the spreader or in
+        the commit stage will provide the group of vertex ``index`` (a triangle naming
+        it waits for it)."""
+        g = index >> 3
+        return any(g == pkt.base >> 3 or (etype == EType.PATCH and g == (pkt.base >> 3) + 1)
+                   for pkt in self._inside(etype))
 
     def _scan(self, p, status, pos):
         """The first candidate of ``p`` at or after ``pos`` whose ``status`` meets its
@@ -313,9 +338,10 @@ class Spreader(Codec):
 
     @staticmethod
     def debited(status, request):
-        """``status`` as stage P's scan reads it: the EU that stage R requests in this
-        clock counts one record, one entity and the request's lines less (its accept
-        shows in its status only from the next clock)."""
+        """``status`` as stage P's scan reads it: the EU of ``request`` (stage R's
+        request of this clock if in its first clock or ``debit_held``, else None:
+        :attr:`debit_request`) counts one record, one entity and the request's lines
+        less (its accept shows in its status only from the next clock)."""
         status = list(status)
         if request is not None:
             e, req = request
@@ -326,7 +352,7 @@ class Spreader(Codec):
 
     def _fill(self, s, pkt):
         p = _Pass(s, pkt, self._seq[s])
-        V, r = self.vdt_records, self._pass      # r: the packet in the request stage
+        V, stages = self.vdt_records, self._stages()   # R's and C's passes
         if s == EType.VERTEX:
             if not 1 <= pkt.count <= GROUP or pkt.base & 7:
                 return self._bad(p, Err.MALFORMED, 0)
@@ -349,18 +375,20 @@ class Spreader(Codec):
             p.rec = self._vrec(pkt.base)
             recs = {p.rec} if s == EType.VERTEX else {p.rec, (p.rec + 1) % V}
             r_recs = set()
-            if r is not None and r.stream in (EType.VERTEX, EType.PATCH):
-                x = self._vrec(r.packet.base)
-                r_recs = {x} if r.stream == EType.VERTEX else {x, (x + 1) % V}
+            for r in stages:
+                if r.stream in (EType.VERTEX, EType.PATCH):
+                    x = self._vrec(r.packet.base)
+                    r_recs |= {x} if r.stream == EType.VERTEX else {x, (x + 1) % V}
             if any(self.v_valid[x] for x in recs) or recs & r_recs:
                 p.outcome = "wait"
             p.cands = self.candidates(s)
         elif s == EType.TRIANGLE:
             locs, recs, waits = [], [], False
             closing = set()
-            if r is not None and r.stream == EType.TRIANGLE:
-                closing = {self._vrec(i) for k, i in enumerate(r.packet.indices)
-                           if r.packet.last >> k & 1}
+            for r in stages:
+                if r.stream == EType.TRIANGLE:
+                    closing |= {self._vrec(i) for k, i in enumerate(r.packet.indices)
+                                if r.packet.last >> k & 1}
             for i in pkt.indices:
                 x = self._vlookup(i)
                 if x is None:
@@ -375,9 +403,9 @@ class Spreader(Codec):
                     recs.append(x)
             p.locs, p.vrecs = tuple(locs), tuple(recs)
             p.rec = self._prec(pkt.prid)
-            if waits or self.p_valid[p.rec] or (
-                    r is not None and r.stream == EType.TRIANGLE
-                    and self._prec(r.packet.prid) == p.rec):
+            if waits or self.p_valid[p.rec] or any(
+                    r.stream == EType.TRIANGLE and self._prec(r.packet.prid) == p.rec
+                    for r in stages):
                 p.outcome = "wait"
             lst = self.walk(s)
             count = {}
@@ -394,32 +422,37 @@ class Spreader(Codec):
 
     def _pixel_lookup(self, p, outcome):
         """The PT lookup of a pixel packet or end marker: its triangle, a wait (the
-        triangle is inside the spreader, or the request stage closes the primitive)
-        or UNKNOWN_PRID."""
-        pkt, r = p.packet, self._pass
+        triangle is inside the spreader or in the commit stage, or the request or
+        commit stage closes the primitive) or UNKNOWN_PRID."""
+        pkt = p.packet
         q = self._plookup(pkt.prid)
-        tri = self._held[EType.TRIANGLE]
         if q is None:
-            if tri is None or tri.prid != pkt.prid:
+            if not self._provides_prid(pkt.prid):
                 return self._bad(p, Err.UNKNOWN_PRID, pkt.prid)
             q, outcome = self._prec(pkt.prid), "wait"
-        elif (r is not None and r.stream == EType.PIXEL and r.packet.last
-              and self._prec(r.packet.prid) == q):
+        elif any(r.stream == EType.PIXEL and r.packet.last and self._prec(r.packet.prid) == q
+                 for r in self._stages()):
             outcome = "wait"
         p.rec, p.outcome = q, outcome
         p.tri = Loc(int(self.p_eu[q]), int(self.p_ent[q]), 0)
         return p
 
+    def _provides_prid(self, prid):
+        """True when the triangle inside the spreader or in the commit stage has
+        ``prid``."""
+        return any(tri.prid == prid for tri in self._inside(EType.TRIANGLE))
+
     def _offers(self, src):
         """Which streams offer a packet to the arbiter: not a triangle that names a group
-        the vertex or patch packet inside provides, nor a pixel packet whose triangle is
-        inside (they would only wait: the arbiter takes another stream instead)."""
+        a vertex or patch packet inside or in the commit stage provides, nor a pixel
+        packet whose triangle is inside or in the commit stage (they would only wait:
+        the arbiter takes another stream instead)."""
         offer = [x is not None for x in src]
-        tri, pix, held = src[EType.TRIANGLE], src[EType.PIXEL], self._held[EType.TRIANGLE]
+        tri, pix = src[EType.TRIANGLE], src[EType.PIXEL]
         if tri is not None and any(self._covers(EType.VERTEX, i) or self._covers(EType.PATCH, i)
                                    for i in tri.indices):
             offer[EType.TRIANGLE] = False
-        if pix is not None and held is not None and held.prid == pix.prid:
+        if pix is not None and self._provides_prid(pix.prid):
             offer[EType.PIXEL] = False
         return offer
 
@@ -498,7 +531,12 @@ class Spreader(Codec):
                for k, f in self._fifo.items()}
         errors = []            # (ErrorReport) in precedence order
         writes = []            # callables applied at the edge, in order
-        consumed, request, answer, leaves = None, None, None, False
+        consumed, request, answer, leaves, debit = None, None, None, False, None
+
+        # -- stage C: the tables of the accept of the clock before, written at this edge
+        #    (first: a completion of that entity in this clock comes after it)
+        if self._cstage is not None:
+            writes.append(self._write_tables)
 
         # -- stage R: the pass prepared in an earlier clock
         p = self._pass
@@ -521,20 +559,25 @@ class Spreader(Codec):
                 i, e = p.req
                 req = AllocRequest(p.stream, p.packet.size, int(p.stream != EType.PIXEL), p.seq)
                 request = (e, req)
+                if p.fresh or self.debit_held:
+                    debit = request
                 ans = respond(e, req) if callable(respond) else respond
-                if ans is not None:
+                if ans is None:
+                    writes.append(lambda p=p: setattr(p, "fresh", False))
+                else:
                     ans = Answer(bool(ans[0]), _field("entity", ans[1], ENTITY_W))
-                    if ans.accept and (e, ans.entity) in self._ift:
+                    if ans.accept and self._in_flight((e, ans.entity)):
                         errors.append(ErrorReport(Err.BAD_ANSWER, Src.ANSWER, p.seq, e,
                                                   ans.entity))
                         ans = Answer(False, ans.entity)
                     answer = ans
                     if ans.accept:
                         consumed = p.stream
-                        writes.append(lambda p=p, e=e, n=ans.entity: self._commit(p, e, n))
+                        writes.append(lambda p=p, e=e, n=ans.entity: self._accept(p, e, n))
                     else:
                         p.refused |= 1 << e
                         p.req = self._scan(p, status, i + 1)
+                        p.fresh = True
             leaves = leaves or consumed is not None
 
         # -- stage P: the next pass, prepared from S_t
@@ -549,7 +592,7 @@ class Spreader(Codec):
             win, starve = self._arbitrate(self._offers(src))
             if win is not None and not (p is not None and win == p.stream
                                         and consumed is None):
-                nxt = self._prepare(win, src[win], self.debited(status, request))
+                nxt = self._prepare(win, src[win], self.debited(status, debit))
                 started = True
                 if self._held[win] is None or p is not None and win == p.stream:
                     taken = win             # from the input (else a parked packet)
@@ -558,7 +601,7 @@ class Spreader(Codec):
         # -- completion (reads S_t)
         if done is not None:
             key = (done.eu, done.entity)
-            if done.eu >= self.n_eus or key not in self._ift:
+            if done.eu >= self.n_eus or not self._in_flight(key):
                 errors.append(ErrorReport(Err.UNKNOWN_DONE, Src.DONE, 0, done.eu, done.entity))
             else:
                 writes.append(lambda key=key: self._complete(key))
@@ -582,6 +625,7 @@ class Spreader(Codec):
 
         # -- the edge
         self._shown = [None if s == taken else heads[s] for s in range(4)]
+        self.debit_request = debit
         res = CycleResult(taken, consumed, request, answer, started, out["move"], out["log"],
                           out["release"], out["err"], self.error, self.lost)
         err_room = self._fifo["err"].room()         # a free entry in S_t (rule 8)
@@ -650,10 +694,38 @@ class Spreader(Codec):
         self._consume(p, LogEntry(Kind.CLOSE, p.stream, p.seq, int(self.p_eu[q]),
                                   int(self.p_ent[q]), passes=self._passes[p.stream]))
 
-    def _commit(self, p, e, ent):
-        pkt, s, V = p.packet, p.stream, self.vdt_records
+    def _in_flight(self, key):
+        """``(eu, entity)`` is in flight: in the in-flight table or accepted in the clock
+        before (the commit stage writes it at this clock's edge)."""
+        return key in self._ift or (self._cstage is not None
+                                    and self._cstage[1:] == key)
+
+    def _accept(self, p, e, ent):
+        """Edge of the accept: the move command, the log entry, the rotation; the
+        tables follow at the next edge (the commit stage)."""
+        pkt, s = p.packet, p.stream
         self._last_eu[s] = e
         ref, index, count, src, xy = Ref.NONE, 0, 0, NO_SRC, (0, 0, 0)
+        if s in (EType.VERTEX, EType.PATCH):
+            index = pkt.base
+            count = pkt.count if s == EType.VERTEX else PATCH_POINTS
+        elif s == EType.TRIANGLE:
+            ref = Ref.LOCAL if all(loc.eu == e for loc in p.locs) else Ref.GLOBAL
+            index, src = pkt.prid, p.locs
+        else:
+            ref = Ref.LOCAL if p.tri.eu == e else Ref.GLOBAL
+            index, src, xy = pkt.prid, (p.tri, Loc(), Loc()), (pkt.x, pkt.y, pkt.mask)
+        self._fifo["move"].q.append(MoveCmd(e, ent, s, p.seq, pkt.size, ref, index, count,
+                                            src, *xy))
+        self._consume(p, LogEntry(Kind.ALLOC, s, p.seq, e, ent, ref, self._passes[s],
+                                  p.refused))
+        self._cstage = (p, e, ent)
+
+    def _write_tables(self):
+        """Edge after the accept (the commit stage): the VDT/PT records, reference and
+        pixel counters, closing bits and the in-flight table."""
+        (p, e, ent), self._cstage = self._cstage, None
+        pkt, s, V = p.packet, p.stream, self.vdt_records
         if s in (EType.VERTEX, EType.PATCH):
             recs = [p.rec] if s == EType.VERTEX else [p.rec, (p.rec + 1) % V]
             for h, r in enumerate(recs):
@@ -663,8 +735,6 @@ class Spreader(Codec):
                 self.v_count[r] = pkt.count if s == EType.VERTEX else GROUP
                 self.v_half[r], self.v_patch[r] = h, s == EType.PATCH
                 self.v_done[r], self.v_closed[r], self.v_refs[r] = False, pkt.noref, 0
-            index = pkt.base
-            count = pkt.count if s == EType.VERTEX else PATCH_POINTS
         elif s == EType.TRIANGLE:
             q = p.rec
             self.p_valid[q], self.p_tag[q] = True, self._ptag(pkt.prid)
@@ -676,20 +746,12 @@ class Spreader(Codec):
             for i in range(3):
                 if pkt.last >> i & 1:
                     self.v_closed[self._vrec(pkt.indices[i])] = True
-            ref = Ref.LOCAL if all(loc.eu == e for loc in p.locs) else Ref.GLOBAL
-            index, src = pkt.prid, p.locs
         else:
             q = p.rec
             self.p_pix[q] += 1
             if pkt.last:
                 self.p_closed[q] = True
-            ref = Ref.LOCAL if p.tri.eu == e else Ref.GLOBAL
-            index, src, xy = pkt.prid, (p.tri, Loc(), Loc()), (pkt.x, pkt.y, pkt.mask)
         self._ift[(e, ent)] = (s, p.rec)
-        self._fifo["move"].q.append(MoveCmd(e, ent, s, p.seq, pkt.size, ref, index, count,
-                                            src, *xy))
-        self._consume(p, LogEntry(Kind.ALLOC, s, p.seq, e, ent, ref, self._passes[s],
-                                  p.refused))
 
     def _complete(self, key):
         t, rec = self._ift.pop(key)
@@ -816,7 +878,7 @@ class Spreader(Codec):
                 eus[res.move.eu].move(res.move)
             if res.release is not None:
                 eus[res.release.eu].release(res.release)
-            scanned = tuple(self.debited(status, res.request))
+            scanned = tuple(self.debited(status, self.debit_request))
             for eu in eus:
                 eu.tick()
             merger.collect()

@@ -69,15 +69,16 @@ def test_scattered_free_lines_deadlock_is_gone():
     allocations depend on the QCC's issue timing and the spreader's pipeline: the
     seed is one that replays the scattered-lines case with the QCC deciding issues a
     clock ahead (issue 11) and the spreader's two-stage allocation with the status scan
-    a clock before the request (issue 12), with the default candidate rotation (seeds
-    1 and 7 did before those changes, 18 before the registered scan)."""
+    a clock before the request and the tables written a clock after the accept (issue
+    12, cut 3), with the default candidate rotation (seeds 1 and 7 did before those
+    changes, 18 before the registered scan, 34 before the commit stage)."""
     eus = []
     with pytest.raises(RuntimeError, match="deadlock"):
-        run(34, CountingQCCEU, **SMALL, made=eus)
+        run(2, CountingQCCEU, **SMALL, made=eus)
     refused = [(eu.qcc.status(), c.lines) for eu in eus for _, c, r in eu.responses
                if r.code == Code.NO_LINES]
     assert len(refused) > 100 and any(st.free_lines >= n > st.free_run for st, n in refused)
-    stats, eus = run(34, QCCEU, **SMALL)
+    stats, eus = run(2, QCCEU, **SMALL)
     assert stats.refusals == 0 and stats.allocations > 90
 
 

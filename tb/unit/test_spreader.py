@@ -66,13 +66,15 @@ def take(sp, stream, pkt, **kw):
 
 def place(sp, stream, pkt, eu, entity):
     """Allocate one packet to ``eu`` (only that EU has room): taken and prepared in one
-    clock, requested and accepted in the next."""
+    clock, requested and accepted in the next, its tables written (the commit stage)
+    at the end of the third."""
     h = [None] * 4
     h[stream] = pkt
     r = sp.cycle(h, status=only(eu, sp.n_eus), respond=accept(entity))
     assert r.taken == stream and r.request is None, r
     r = sp.cycle(status=only(eu, sp.n_eus), respond=accept(entity))
     assert r.consumed == stream and r.request[0] == eu, r
+    sp.cycle(status=only(eu, sp.n_eus))
     return r
 
 
@@ -124,6 +126,11 @@ def run_streams(sp, streams, respond=None, status=None, limit=50):
 def test_bad_parameters(kw, exc, msg):
     with pytest.raises(exc, match=msg):
         Spreader(**kw)
+
+
+def test_debit_held_must_be_a_bool():
+    with pytest.raises(TypeError, match="debit_held must be a bool, not 1"):
+        Spreader(debit_held=1)
 
 
 def test_rotate_must_be_a_bool():
@@ -592,6 +599,47 @@ def test_bad_answer_is_a_refusal():
     assert out["err"] == [(Err.BAD_ANSWER, Src.ANSWER, 1, 0, 1)]
     assert out["log"][-1].refused == 0b0001
     sp.check()
+
+
+def test_commit_stage_writes_tables_a_clock_after_the_accept():
+    """Stage C (issue 12 cut 3): the accept's tables land a clock later; a completion in
+    that clock is known, an answer naming that entity is bad, and a triangle on that
+    vertex group waits (does not offer itself) until the VDT holds it."""
+    sp = small()
+    tri = TrianglePacket(3, (0, 1, 2))
+    take(sp, V, VertexPacket(0, count=4), status=only(0))
+    r = sp.cycle(heads(v=VertexPacket(8), t=tri), respond=accept(5))
+    assert r.consumed == V and r.taken == V                     # the tri does not offer
+    assert not sp.vdt(0)["valid"] and sp.in_flight() == {}      # written at the next edge
+    r = sp.cycle(heads(t=tri), done=Done(0, 5), respond=accept(5))
+    assert r.request[0] == 0 and not r.answer.accept and r.consumed is None
+    assert r.taken is None                                      # group 0 still in C
+    assert sp.vdt(0)["valid"] and sp.vdt(0)["done"] and sp.in_flight() == {}
+    r = sp.cycle(heads(t=tri), respond=accept(6))
+    assert r.request[0] == 1 and r.consumed == V and r.taken == T
+    r = sp.cycle(respond=accept(7))
+    assert r.request[0] == 0 and r.consumed == T                # group 0's EU first
+    out = drain(sp, 4)
+    assert out["err"] == [(Err.BAD_ANSWER, Src.ANSWER, 1, 0, 5)]   # 5 was still in C
+    assert [(e.etype, e.eu, e.entity) for e in out["log"]] == [(V, 0, 5), (V, 1, 6),
+                                                               (T, 0, 7)]
+    assert sp.pt(3)["valid"] and sp.vdt(0)["refs"] == 1
+    sp.check()
+
+
+@pytest.mark.parametrize("debit_held", [False, True])
+def test_request_debited_in_its_first_clock(debit_held):
+    """Stage P's scan counts R's request out of its EU's status in the request's first
+    clock only (an EU that answers later, as the QCC, already shows it); with
+    ``debit_held`` in every clock R holds it."""
+    sp = small(debit_held=debit_held)
+    take(sp, V, VertexPacket(0))
+    assert sp.cycle(respond=None).request[0] == 0                # held, unanswered
+    last = [EUStatus(16, 1, 64)] + [FULL] * 3                    # EU0: one entity left
+    r = sp.cycle(heads(pa=PatchPacket(24)), status=last, respond=accept(1))
+    assert r.consumed == V and r.taken == PA
+    r = sp.cycle(status=last, respond=accept(2))
+    assert (r.request is None) == debit_held
 
 
 def test_simultaneous_errors_and_full_error_fifo_never_block():
