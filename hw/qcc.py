@@ -358,6 +358,28 @@ def _decode(index, count):
     return Cat(index == i for i in range(count))
 
 
+def _range_mask(m, base, length, count, name):
+    """``count`` bits, set from ``base`` to ``base + length - 1`` (``length`` 1..8).
+
+    In blocks of 8 bits such a range touches at most two blocks, the block of its first
+    bit from an offset on and the block of its last bit up to an offset, so each bit is
+    a function of four shared signals (its block is the first or the last, its offset is
+    in range there): one LUT4 per bit instead of a comparison with ``base``.
+    """
+    start = Signal(max(len(base), 3), name=f"{name}_start")
+    m.d.comb += start.eq(base)
+    end = _sig(m, start + length - 1, f"{name}_end", len(start) + 1)
+    blocks = -(-count // 8)
+    same = _sig(m, start[3:] == end[3:], f"{name}_one_block")
+    from_start = _sig(m, Cat((o >= start[:3]) & (~same | (o <= end[:3])) for o in range(8)),
+                      f"{name}_in_first")
+    to_end = _sig(m, Cat(o <= end[:3] for o in range(8)), f"{name}_in_last")
+    first = _sig(m, _decode(start[3:], blocks), f"{name}_first")
+    second = _sig(m, Mux(same, 0, _decode(end[3:], blocks)), f"{name}_last")
+    return Cat((first[i >> 3] & from_start[i & 7]) | (second[i >> 3] & to_end[i & 7])
+               for i in range(count))
+
+
 def _lowest(m, vector, name):
     """Signal holding the one-hot of the lowest set bit of ``vector``, and its ``any``.
 
@@ -561,6 +583,7 @@ class QCC(wiring.Component):
         ev.done = [self._completion(m, s, k, port)
                    for k, port in zip(Kind, (self.n_done, self.m_done))]
         self._allocator(m, s, ev)
+        self._reaper(m, s, ev)
         self._command(m, s, ev)
         self._configure(m, s, ev)
         self._fifo_pushes(m, s, ev)
@@ -588,15 +611,11 @@ class QCC(wiring.Component):
         def bits(name):
             vector = Signal(R, name=name)
             return vector, [vector[r] for r in range(R)]
-
-        def field(name, width):
-            return [Signal(width, name=f"rec{r}_{name}") for r in range(R)]
         s.valid, s.valid_bit = bits("valid")
         s.busy, s.busy_bit = bits("busy")
         s.queued, s.queued_bit = bits("queued")    # in the logical FIFO of its (etype, stage)
         s.tomb, s.tomb_bit = bits("tomb")          # entity deleted while queued: a tombstone
         s.busy_d, s.busy_d_bit = bits("busy_d")    # busy one clock ago, for search reads
-        s.entity = field("entity", 8)
         # ``stage`` changes while a record lives but is read by index only: a table
         # with a write port per writer (the lowest free record, each completion port).
         s.stage = _MultiWriteTable(m, "stage", 4, R, writers=3)
@@ -611,11 +630,13 @@ class QCC(wiring.Component):
             depth=self.entities, init=[])
         s.art = m.submodules.art = Memory(shape=ART(A), depth=R, init=[])
         s.art_len = m.submodules.art_len = Memory(shape=4, depth=R, init=[])
-        # Free entity numbers, free lines and the entity owning each used line.
+        # Entity numbers: free (for ALLOC), live (for look-ups), dead and not yet picked
+        # by the reaper; and the free lines.
         s.ent_free = Signal(self.entities, init=(1 << self.entities) - 1)
+        s.ent_live = Signal(self.entities)
+        s.to_reap = Signal(self.entities)
         s.free_ent_count = Signal(range(self.entities + 1), init=self.entities)
         s.line_free = Signal(self.lines, init=(1 << self.lines) - 1)
-        s.owner = [Signal(8, name=f"line{i}_owner") for i in range(self.lines)]
         # The stage parser: programs, FIFO lengths, round-robin pointers.
         progs = self.programs
         s.nstages = [Signal(4, init=len(p), name=f"prog{t}_nstages")
@@ -660,26 +681,19 @@ class QCC(wiring.Component):
         # The map word of each port's entity, read every clock (out one clock later).
         ev.cmd_map = self._map_read(m, s, c.entity, "cmd")
         ev.query_map = self._map_read(m, s, self.query.payload.entity, "query")
-        # Registered every clock for the command offered; used when it is taken later.
         ev.looked = Signal()          # the command offered now was offered last clock
-        ent_reg = Signal(R)           # records of the entity
-        ev.lines_reg = Signal(self.lines)                  # lines it owns
-        m.d.sync += [
-            ev.looked.eq(self.cmd.valid & ~self.cmd.ready),
-            ent_reg.eq(s.valid & Cat(s.entity[r] == c.entity for r in range(R))),
-            ev.lines_reg.eq(~s.line_free & Cat(s.owner[i] == c.entity
-                                                for i in range(self.lines))),
-        ]
+        m.d.sync += ev.looked.eq(self.cmd.valid & ~self.cmd.ready)
         # The frame-0 record and the record of (entity, frame) from the word read last
         # clock (``cmd`` holds its payload while it waits). Nothing adds a record of the
-        # entity between the look-up and the take; records freed in between are masked
-        # out with ``valid``.
+        # entity between the look-up and the take; whether it is still live is read now
+        # (it may have died in between; its records stay allocated until reaped).
         rec0 = ev.cmd_map.slot(Const(0, 4), "cmd_frame0")
         match = ev.cmd_map.slot(c.frame, "cmd_frame")
+        live = _sig(m, (c.entity < self.entities) & s.ent_live.bit_select(c.entity, 1),
+                    "cmd_entity_live")
         ev.rec0_index = rec0.record
-        ev.ent = _sig(m, ent_reg & s.valid, "cmd_entity_records")
-        ev.rec0_any = _sig(m, rec0.hit & self._pick(s.valid, rec0.record), "lookup_found")
-        ev.match_any = _sig(m, match.hit & self._pick(s.valid, match.record), "match_found")
+        ev.rec0_any = _sig(m, rec0.mapped & live, "lookup_found")
+        ev.match_any = _sig(m, match.mapped & live, "match_found")
 
     def _map_read(self, m, s, entity, name):
         """Read the map word of ``entity``; synchronous, so the word is out next clock.
@@ -693,7 +707,7 @@ class QCC(wiring.Component):
         port = s.ent_map.read_port()
         in_use = Signal(name=f"{name}_map_in_use")
         m.d.comb += port.addr.eq(entity)
-        m.d.sync += in_use.eq((entity < self.entities) & ~s.ent_free.bit_select(entity, 1))
+        m.d.sync += in_use.eq((entity < self.entities) & s.ent_live.bit_select(entity, 1))
         records = Cat(port.data[f].record for f in range(F))
         valids = Cat(port.data[f].valid for f in range(F))
 
@@ -704,6 +718,7 @@ class QCC(wiring.Component):
                 record = records.word_select(frame, self.index_width)
                 valid = (frame < F) & valids.bit_select(frame, 1)
             return SimpleNamespace(record=_sig(m, record, f"{slot_name}_record"),
+                                   mapped=valid,
                                    hit=_sig(m, in_use & valid, f"{slot_name}_hit"))
         return SimpleNamespace(slot=slot)
 
@@ -786,8 +801,10 @@ class QCC(wiring.Component):
         d.entity = _sig(m, meta.data.entity, f"{name}_done_entity")
         d.next_stage = _sig(m, stage[:3] + 1, f"{name}_done_next", 3)
         m.d.comb += [
-            d.ok.eq(port.valid & (port.payload.record < R) & self._pick(s.valid, rec)
-                    & self._pick(s.busy, rec) & (kind_now == kind)),
+            # (a busy record is valid: only a live entity's frame-0 record is issued, and
+            # an entity dies only while it is not busy)
+            d.ok.eq(port.valid & (port.payload.record < R) & self._pick(s.busy, rec)
+                    & (kind_now == kind)),
             d.bad.eq(port.valid & ~d.ok),
             d.onehot.eq(Mux(d.ok, _decode(rec, R), 0)),
             d.advance.eq(d.ok & ~last),
@@ -820,6 +837,49 @@ class QCC(wiring.Component):
         ev.fit_base = _sig(m, _encode(start, self.addr_width), "fit_base")
         ev.fit_mask = _sig(m, Cat(_any(start[b - j] & need[j] for j in range(MAX_BUF_LINES)
                                        if b - j >= 0) for b in range(L)), "fit_mask")
+
+    # ------------------------------------------------------------ the reaper
+
+    def _reaper(self, m, s, ev):
+        """Free the records, lines and numbers of dead entities, one record a clock
+        (golden decision 12), in three registered steps: *pick* the lowest dead entity
+        and read its map word; *walk* its mapped frames, one a clock, in frame order;
+        *free* the record walked the clock before, the lines of its buffer (a range
+        from the ART) and, with the last, the entity number."""
+        E, F, R = self.entities, self.frames, self.records
+        word = s.ent_map.read_port()          # held while walking (``en`` low)
+        walking = Signal(name="reap_walking")
+        loaded = Signal(name="reap_loaded")   # the word was read last clock
+        entity = Signal(8, name="reap_entity")
+        left = Signal(F, name="reap_left")    # frames not walked yet
+        pick, pick_any = _lowest(m, s.to_reap, "reap_pick")
+        slots = _sig(m, Mux(loaded, Cat(word.data[f].valid for f in range(F)), left),
+                     "reap_slots")
+        frame, _ = _lowest(m, slots, "reap_frame")
+        record = _sig(m, _read(frame, [word.data[f].record for f in range(F)]),
+                      "reap_record")
+        last = _sig(m, (slots & ~frame) == 0, "reap_last_frame")
+        can_pick = _sig(m, ~walking | last, "reap_can_pick")
+        m.d.comb += [word.addr.eq(_encode(pick, 8)), word.en.eq(can_pick)]
+        ev.reap_picked = _sig(m, Mux(can_pick, pick, 0), "reap_picked")
+        m.d.sync += [left.eq(slots & ~frame), loaded.eq(0)]
+        with m.If(can_pick):
+            m.d.sync += [walking.eq(pick_any), loaded.eq(1), entity.eq(_encode(pick, 8))]
+        # Free: the record walked last clock; its buffer is read from the ART meanwhile.
+        freeing = Signal(name="reap_freeing")
+        freed = Signal(self.index_width, name="reap_freed")
+        freed_last = Signal(name="reap_freed_last")
+        freed_entity = Signal(8, name="reap_freed_entity")
+        art = s.art.read_port()
+        m.d.comb += art.addr.eq(record)
+        m.d.sync += [freeing.eq(walking), freed.eq(record), freed_last.eq(walking & last),
+                     freed_entity.eq(entity)]
+        ev.reaped = _sig(m, Mux(freeing, _decode(freed, R), 0), "reaped")
+        ev.reap_lines = _sig(m, Mux(freeing, _range_mask(m, art.data.base, art.data.length,
+                                                         self.lines, "reap_range"), 0),
+                             "reap_lines")
+        ev.reap_entity = _sig(m, Mux(freed_last, _decode(freed_entity, E), 0), "reap_number")
+        ev.reap_last = freed_last
 
     # ------------------------------------------------------------ commands
 
@@ -921,7 +981,9 @@ class QCC(wiring.Component):
         m.d.sync += [ev.rec0_stage.eq(stage),
                      ev.rec0_queued.eq(self._pick(s.queued, index) & ~issued),
                      busy.eq(self._pick(s.busy, index) | issued)]
-        issued_now = _any(ev.go[k] & (ev.head[k] == index) for k in Kind)
+        # Popped now (``carry``, not ``go``): a live entity's frame-0 record is never a
+        # tombstone, so the tombstone check stays out of this path.
+        issued_now = _any(ev.carry[k] & (ev.head[k] == index) for k in Kind)
         ev.rec0_busy = _sig(m, busy | issued_now, "lookup_busy")
 
     def _allocate_code(self, m, ev, code, lines_ok):
@@ -957,8 +1019,11 @@ class QCC(wiring.Component):
         """Response code of TRANSLATE ``request`` (the address is read a clock later)."""
         buf, offset = request.buf, request.offset
         length = s.art_len.read_port(domain="comb")
-        m.d.comb += length.addr.eq(self._index(buf))
-        known = (buf < self.records) & self._pick(s.valid, self._index(buf))
+        owner = s.meta.read_port(domain="comb")
+        m.d.comb += [length.addr.eq(self._index(buf)), owner.addr.eq(self._index(buf))]
+        # In use: allocated and not reaped, and its entity not dead.
+        known = ((buf < self.records) & self._pick(s.valid, self._index(buf))
+                 & s.ent_live.bit_select(owner.data.entity, 1))
         return _sig(m, _first((~known, Code.UNKNOWN), (offset >= length.data, Code.RANGE)),
                     f"{name}_translate_code", 4)
 
@@ -998,15 +1063,11 @@ class QCC(wiring.Component):
         ``tomb``: set when its entity is deleted while queued, cleared when a port pops
         it (``dropped``); meanwhile it is neither valid nor free.
         """
-        R, c = self.records, self.cmd.payload
+        R = self.records
         d_n, d_m = ev.done
-        kill = _wire(R, "kill")
-        m.d.comb += kill.eq(s.valid & (Mux(ev.kill_cmd, ev.ent, 0) | Cat(
-            _any(d.kill & (s.entity[r] == d.entity) for d in (d_n, d_m)) for r in range(R))))
-        # A frame mapped in the clock its entity finishes is deleted with it.
-        ev.new_killed = _sig(m, ev.map_ok & _any(d.kill & (d.entity == c.entity)
-                                                 for d in (d_n, d_m)), "new_killed")
-        new_valid = _sig(m, (ev.alloc_ok | ev.map_ok) & ~ev.new_killed, "new_valid")
+        # (A frame mapped in the clock its entity dies is in the map word the reaper
+        # reads: it is reaped with the others.)
+        new_valid = _sig(m, ev.alloc_ok | ev.map_ok, "new_valid")
         m.d.sync += s.busy_d.eq(s.busy)
         # ``stage``: ALLOC's record starts at 0, a completion moves its record on.
         s.stage.write(0, self._index(ev.new_record), Const(0, 4), ev.any_rec)
@@ -1017,15 +1078,15 @@ class QCC(wiring.Component):
             done = _sig(m, d_n.onehot[r] | d_m.onehot[r], f"rec{r}_done")
             advance = _sig(m, Mux(d_n.onehot[r], d_n.advance, d_m.advance) & done,
                            f"rec{r}_advance")
+            # A dead record keeps ``busy`` (0: an entity dies only while not busy) and
+            # ``queued`` (read only for a live entity's look-up) until it is fresh again.
             m.d.sync += [
-                s.valid_bit[r].eq(Mux(fresh, new_valid, s.valid_bit[r] & ~kill[r])),
-                s.busy_bit[r].eq(~fresh & ~kill[r] & (issued | (s.busy_bit[r] & ~done))),
-                s.queued_bit[r].eq(Mux(fresh, ev.alloc_ok, ~kill[r] & ~issued
+                s.valid_bit[r].eq(Mux(fresh, new_valid, s.valid_bit[r] & ~ev.reaped[r])),
+                s.busy_bit[r].eq(~fresh & (issued | (s.busy_bit[r] & ~done))),
+                s.queued_bit[r].eq(Mux(fresh, ev.alloc_ok, ~issued
                                        & Mux(done, advance, s.queued_bit[r]))),
                 s.tomb_bit[r].eq(Mux(ev.dropped[r], 0, s.tomb_bit[r] | ev.entombed[r])),
             ]
-            with m.If(fresh):
-                m.d.sync += s.entity[r].eq(ev.new_entity)
 
     def _write_tables(self, m, s, ev):
         """The RAM fields of a record taken by ALLOC or MAP."""
@@ -1046,30 +1107,23 @@ class QCC(wiring.Component):
                          port.data[f].valid.eq(~ev.is_alloc | (f == 0))]
 
     def _update_entities(self, m, s, ev):
-        """Entity numbers taken by ALLOC, freed by DELETE, RELEASE and completions."""
+        """Entity numbers taken by ALLOC, killed by DELETE, RELEASE and completions (up
+        to three a clock, all different), freed by the reaper."""
         E, c = self.entities, self.cmd.payload
-        freed = Mux(ev.kill_cmd, _decode(c.entity, E), 0)
+        killed = Mux(ev.kill_cmd, _decode(c.entity, E), 0)
         for d in ev.done:
-            freed = freed | Mux(d.kill, _decode(d.entity, E), 0)
+            killed = killed | Mux(d.kill, _decode(d.entity, E), 0)
+        killed = _sig(m, killed, "killed")
         taken = Mux(ev.alloc_ok, ev.free_ent, 0)
-        m.d.sync += s.ent_free.eq((s.ent_free & ~taken) | freed)
-        # The entities freed in one clock are different ones and all in use (DELETE
-        # and RELEASE need an idle entity, completions a busy one, and only an
-        # entity's frame-0 record is ever issued), so the count follows by addition.
-        m.d.sync += s.free_ent_count.eq(s.free_ent_count - ev.alloc_ok + _popcount(
-            Cat(ev.kill_cmd, *(d.kill for d in ev.done))))
+        m.d.sync += [s.ent_live.eq((s.ent_live & ~killed) | taken),
+                     s.to_reap.eq((s.to_reap & ~ev.reap_picked) | killed),
+                     s.ent_free.eq((s.ent_free & ~taken) | ev.reap_entity),
+                     s.free_ent_count.eq(s.free_ent_count - ev.alloc_ok + ev.reap_last)]
 
     def _update_lines(self, m, s, ev):
-        """Lines taken by ALLOC/MAP; lines of deleted entities freed."""
-        L = self.lines
-        owned = Cat(_any(d.kill & (s.owner[i] == d.entity) for d in ev.done) for i in range(L))
-        freed = ~s.line_free & (Mux(ev.kill_cmd, ev.lines_reg, 0) | owned)
+        """Lines taken by ALLOC/MAP, lines of a reaped record freed (never the same)."""
         taken = _sig(m, Mux(ev.alloc_ok | ev.map_ok, ev.fit_mask, 0), "lines_taken")
-        kept = Mux(ev.new_killed, taken, 0)      # a run freed in the clock it is taken
-        m.d.sync += s.line_free.eq(((s.line_free | freed) & ~taken) | kept)
-        for i in range(L):           # free lines: written whether taken or not
-            with m.If(ev.fit_mask[i]):
-                m.d.sync += s.owner[i].eq(ev.new_entity)
+        m.d.sync += s.line_free.eq((s.line_free | ev.reap_lines) & ~taken)
 
     # ------------------------------------------------------------ outputs
 
