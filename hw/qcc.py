@@ -52,21 +52,28 @@ How it is built, and why
   ``query``. ALLOC writes its entity's whole word (frame 0 mapped, no other frame), MAP
   the slot of its frame (a write port with one enable per slot); both in the clock they
   are taken, one write a clock.
-* **A multi-match DELETE writes nothing in the map**: freeing the entity number masks
-  its word until its next ALLOC overwrites it. Its records are freed in the clock it is
-  taken through one 8-bit comparator per record (``entity`` against the command's,
-  registered in the clock before the take), and so are the records of up to two
-  entities finished by completions in the same clock (one comparator each per record):
-  three comparators of a record's ``entity`` flip-flops, about 3 LUT4 each. Reading the
-  up to 16 slots of the word and decoding each record index to a one-hot would cost
-  more (16 decoders per record) and take a clock longer.
+* **Dead entities are freed by a reaper** (golden decision 12). DELETE, RELEASE and a
+  last completion without ``hold`` (up to three entities a clock) only *kill* the
+  entity: its bit in ``ent_live`` clears (so searches miss and look-ups answer
+  UNKNOWN from the next clock, and TRANSLATE checks the ``ent_live`` bit of the
+  buffer's entity, read from ``meta``) and it is marked ``to_reap``. Nothing is
+  written in the map. The reaper picks the lowest entity in ``to_reap`` and reads its
+  map word (a third read port), walks its mapped frames one a clock (a priority
+  encoder over 16 slots), and in the clock after a walk frees that record (a decoder
+  of its index), its lines (its buffer's base and length from the ART, decoded to a
+  range) and, with the last, the entity number. The number stays taken until then,
+  so the word cannot be overwritten before it is read. One record a clock is as fast
+  as ``cmd`` can allocate them. It replaces three 8-bit comparators per record (on an
+  ``entity`` copy in flip-flops) and per line (on an owner in flip-flops); the cost
+  is a later reuse: a one-record entity killed in clock t is free for ALLOC from t+4
+  instead of t+1.
 * **Write-once fields in RAM.** ``entity``, ``etype`` and ``hold`` are copied into a
   small RAM (``meta``) and the buffer's first line and length are the address rename
   table (``art``), both indexed by record. Reads by index (completions, issues, search
   results, TRANSLATE) cost a RAM read port instead of a multiplexer across every
   record. What stays flip-flops per record is what changes while it lives or what every
-  record is looked at for at once: ``valid``, ``busy``, ``queued``, ``tomb`` and
-  ``entity`` for the kill comparators.
+  record is looked at for at once: ``valid`` (allocated and not yet reaped), ``busy``,
+  ``queued`` and ``tomb``.
 * **``stage`` is a table with three write ports.** It changes while a record lives
   but is only ever read by index (completions, the look-up of MAP/DELETE/RELEASE,
   search responses), and written by three writers that never write one record in
@@ -91,15 +98,14 @@ How it is built, and why
   lowest free one, from the clock after it was freed), so the response shows the
   state of the clock of the search.
 * **MAP, DELETE and RELEASE look up before they are taken.** Every clock ``cmd``'s
-  entity is read from the map and compared with every record's and line's owner into
-  registers (the records of the entity, the lines it owns); in the next clock the map
+  entity is read from the map; in the next clock the map
   word gives the index of its frame-0 record and of (entity, frame), and the frame-0
   record's changing fields (stage, queued, busy) are read by that index into
   registers, corrected for what that clock does to them. These three operations are
   taken two clocks after their command is first offered (``cmd.ready`` depends on
   ``op``), or one more if the frame-0 record was completed in between: no other
-  command can add a record of the entity meanwhile, and records freed meanwhile are
-  masked with ``valid``. So their checks and the per-record updates they cause start
+  command can add a record of the entity meanwhile, and whether the entity is still
+  live is read in the clock of the take. So their checks and the updates they cause start
   from registers. ALLOC, CONFIG, SEARCH and TRANSLATE are taken in the clock they are
   offered.
 * **Logical FIFOs in memory.** Each FIFO (type, stage) is a ring buffer of record
@@ -121,12 +127,12 @@ How it is built, and why
 * **Allocation.** The lowest free record and entity number come from priority encoders
   over the free bits; the lines from a first fit of the length the command asks for
   (runs of free lines, then the lowest start). The lowest free record, the RAMs and
-  the owners of the fitting lines are written every clock with what ALLOC or MAP would
-  put there (they are free, so nothing reads them); only the ``valid`` and ``queued``
-  bits and the free-line bits wait for the accept decision.
-* **Lines are freed by entity**: each line remembers the entity owning it, so freeing
-  up to three entities in one clock (DELETE or RELEASE and two completions) is a
-  comparison per line rather than a decode of every freed buffer.
+  the RAMs are written every clock with what ALLOC or MAP would
+  put there (it is free, so nothing reads it); only the ``valid`` and ``queued``
+  bits and the free-line bits wait for the accept decision. The lines taken are a
+  range from the first fit's base line, like the reaper's (:func:`_range_mask`: in
+  blocks of 8 lines a buffer touches at most two, so each line is one LUT4 of four
+  shared signals).
 * **CONFIG's "type in flight" check** reads one counter per type of its busy
   entities (plus its FIFOs' "not empty" bits) instead of searching every record: an
   entity becomes busy only by an issue and stops only by an accepted completion, and
@@ -137,9 +143,8 @@ How it is built, and why
   ``resp.ready``/``qresp.ready``. ``status`` counts are population counts of the state;
   ``free_run`` is a balanced tree over the free-line bitmap whose nodes join the
   free runs at the ends of two halves (log2(lines) levels of small adders).
-  ``free_entities`` is a counter: the entity numbers freed in one clock (DELETE or
-  RELEASE, two completions) are different ones and all in use, so it follows by
-  adding them and subtracting ALLOC's.
+  ``free_entities`` is a counter: the reaper frees at most one number a clock and
+  ALLOC takes at most one.
 * Timing: :class:`QCCTiming` puts a flip-flop on every port so that an out-of-context
   place and route also times the paths from and to the ports.
 * Where it stands (ECP5-85F, Yosys ``synth_ecp5``, ``qcc.qcc_timing``; README, block 2):
@@ -148,19 +153,19 @@ How it is built, and why
   device's logic after packing; the flip-flop CAM did not fit, 114 %). With
   ``stage`` in its table, kind and last read from the programs, ``free_entities`` a
   counter, and Yosys mapping to LUT4s only (``-nowidelut``, ``tb/synth.py``), they take
-  40322 LUT4, 9561 FF, 636 DPR16X4 and 48 DP16KD (48 % of the device's LUT4). A
-  32-record build places at an estimated 32.0 MHz (``tb.synth``, not routed): a chain
-  of look-up, choice and update remains in one clock (ALLOC's first fit into the
-  accept decision and the record and line updates, or a completion's table reads into
-  its kill comparators; not yet told apart). The target (30 %, 25 000 LUT4) is not
-  met. What is left is as much logic per line (three owner comparators, first fit, the ``free_run`` tree, about 9 000 LUT4 alone)
-  as per record (two kill comparators on ``entity`` and one registered, decoders of
-  record indices, 256-way picks, each record's bit updates).
+  40322 LUT4, 9561 FF, 636 DPR16X4 and 48 DP16KD (48 % of the device's LUT4); the
+  figures after the reaper and the range masks are in the README (block 2). A
+  32-record build of that RTL routed at 36.1 MHz; its critical path ran from a
+  port's decision through the 64-way multiplexer of FIFO heads, the head's one-hot
+  and tombstone bit, ``go``, a DELETE's "issued in this clock" check and
+  ``delete_ok`` into the kill comparators of every record. The reaper took the
+  comparators out of it and the DELETE check now uses the pop (``carry``), not
+  ``go``.
 
 Decisions beyond the golden model
 ---------------------------------
-* ``lines`` is limited to 1..1024 (the free-line bitmap, line owners and first fit are
-  logic per line); the other parameters have the model's ranges.
+* ``lines`` is limited to 1..1024 (the free-line bitmap, first fit and the range masks
+  are logic per line); the other parameters have the model's ranges.
 * MAP, DELETE and RELEASE are taken two (or three) clocks after they are first offered
   on ``cmd`` (above); the model sees them in the clock they are taken, as every request.
 * A completion's ``ready`` is always 1; a rejected completion only sets ``error``.
@@ -835,8 +840,9 @@ class QCC(wiring.Component):
                            for b in range(L)), "fit_runs")
         start, ev.fit_any = _lowest(m, fits, "fit_start")
         ev.fit_base = _sig(m, _encode(start, self.addr_width), "fit_base")
-        ev.fit_mask = _sig(m, Cat(_any(start[b - j] & need[j] for j in range(MAX_BUF_LINES)
-                                       if b - j >= 0) for b in range(L)), "fit_mask")
+        # The lines taken: a range from the base (a LUT4 a line), not a shift of ``start``.
+        ev.fit_mask = _sig(m, _range_mask(m, ev.fit_base, n, L, "fit_range"),
+                           "fit_mask")
 
     # ------------------------------------------------------------ the reaper
 
@@ -1058,10 +1064,10 @@ class QCC(wiring.Component):
 
         ``fresh``: it is the lowest free record, written every clock with what ALLOC or
         MAP would put there (it is free, so nothing reads it); only ``valid`` and
-        ``queued`` wait for the decision. ``kill``: its entity is deleted. ``issued``:
+        ``queued`` wait for the decision. ``reaped``: the reaper frees it. ``issued``:
         it is the head a port pops and issues. ``done``: a completion of it was taken.
         ``tomb``: set when its entity is deleted while queued, cleared when a port pops
-        it (``dropped``); meanwhile it is neither valid nor free.
+        it (``dropped``); meanwhile it is not free.
         """
         R = self.records
         d_n, d_m = ev.done
