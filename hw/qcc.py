@@ -671,6 +671,11 @@ class QCC(wiring.Component):
         """A record number from a port, cut to the width of a record index."""
         return value[:self.index_width]
 
+    def _live(self, s, entity):
+        """Whether the 8-bit ``entity`` is live (0 for numbers >= ``entities``: the
+        vector is padded, so that no select runs off its end, which simulates as X)."""
+        return Cat(s.ent_live, Const(0, 256 - self.entities)).bit_select(entity, 1)
+
     def _pick(self, vector, index):
         """Bit ``index`` of a per-record bit vector (a multiplexer)."""
         return vector.bit_select(index, 1)
@@ -694,8 +699,7 @@ class QCC(wiring.Component):
         # (it may have died in between; its records stay allocated until reaped).
         rec0 = ev.cmd_map.slot(Const(0, 4), "cmd_frame0")
         match = ev.cmd_map.slot(c.frame, "cmd_frame")
-        live = _sig(m, (c.entity < self.entities) & s.ent_live.bit_select(c.entity, 1),
-                    "cmd_entity_live")
+        live = _sig(m, self._live(s, c.entity), "cmd_entity_live")
         ev.rec0_index = rec0.record
         ev.rec0_any = _sig(m, rec0.mapped & live, "lookup_found")
         ev.match_any = _sig(m, match.mapped & live, "match_found")
@@ -712,7 +716,7 @@ class QCC(wiring.Component):
         port = s.ent_map.read_port()
         in_use = Signal(name=f"{name}_map_in_use")
         m.d.comb += port.addr.eq(entity)
-        m.d.sync += in_use.eq((entity < self.entities) & s.ent_live.bit_select(entity, 1))
+        m.d.sync += in_use.eq(self._live(s, entity))
         records = Cat(port.data[f].record for f in range(F))
         valids = Cat(port.data[f].valid for f in range(F))
 
@@ -1029,7 +1033,7 @@ class QCC(wiring.Component):
         m.d.comb += [length.addr.eq(self._index(buf)), owner.addr.eq(self._index(buf))]
         # In use: allocated and not reaped, and its entity not dead.
         known = ((buf < self.records) & self._pick(s.valid, self._index(buf))
-                 & s.ent_live.bit_select(owner.data.entity, 1))
+                 & self._live(s, owner.data.entity))
         return _sig(m, _first((~known, Code.UNKNOWN), (offset >= length.data, Code.RANGE)),
                     f"{name}_translate_code", 4)
 
