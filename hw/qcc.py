@@ -715,7 +715,9 @@ class QCC(wiring.Component):
         F = self.frames
         port = s.ent_map.read_port()
         in_use = Signal(name=f"{name}_map_in_use")
-        m.d.comb += port.addr.eq(entity)
+        # (a number >= ``entities`` reads word 0, masked by ``in_use``: never past the
+        # end, which simulates as X)
+        m.d.comb += port.addr.eq(Mux(entity < self.entities, entity, 0))
         m.d.sync += in_use.eq(self._live(s, entity))
         records = Cat(port.data[f].record for f in range(F))
         valids = Cat(port.data[f].valid for f in range(F))
