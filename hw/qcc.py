@@ -160,7 +160,11 @@ How it is built, and why
   and tombstone bit, ``go``, a DELETE's "issued in this clock" check and
   ``delete_ok`` into the kill comparators of every record. The reaper took the
   comparators out of it and the DELETE check now uses the pop (``carry``), not
-  ``go``.
+  ``go``: 256 records then take 31319 LUT4, 5545 FF, 748 DPR16X4 and 52 DP16KD (37 %
+  of the device's LUT4; the target is 30 %), and the small build routes at 40.4 MHz
+  with the ``free_run`` tree (line bits to the status port, six levels of adders and
+  comparators) as its worst path; other chains of look-up, choice and update remain
+  (README, block 2).
 
 Decisions beyond the golden model
 ---------------------------------
