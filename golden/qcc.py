@@ -36,7 +36,7 @@ Decisions
 4. **Stages** are numbered 0..n-1 in the program (n = 1..8). ALLOC puts the entity in
    stage 0 (tail of FIFO (type, 0)). An entity that finished its last stage with
    ``hold`` stays allocated with ``stage = 15`` (:data:`DONE_STAGE`) until RELEASE or
-   DELETE; without ``hold`` it is deleted on the clock of its last completion. ``hold``
+   DELETE; without ``hold`` it dies (decision 12) on the clock of its last completion. ``hold``
    is given at ALLOC. Records of frames > 0 copy ``etype`` and ``hold`` of the entity and
    always read ``stage = 0, busy = 0``; only frame-0 records are issued.
 5. **Default stage programs** (reset values; descriptor pointer = ``etype << 4 | stage``
@@ -83,13 +83,12 @@ Decisions
    stage, or finishes it (decision 4). Two completions of one clock always target
    different FIFOs (different kinds => different stages of a type), and never the
    stage-0 FIFO an ALLOC enqueues into, so FIFO arrival order is total.
-9. **DELETE** of an entity that is queued frees its entity number, its other records
-   and every line at once, but its frame-0 record stays in its FIFO as a *tombstone*
-   (the others keep their order): it no longer answers SEARCH or TRANSLATE nor takes
-   completions, and it is not free for ALLOC or MAP (nor counted in
-   ``free_records``) until its FIFO's decision drops it (decision 7; free from the
-   next cycle). DELETE of a busy entity is refused (BUSY), as a completion would come
-   back for a freed record. MAP is allowed at any stage (also busy or held).
+9. **DELETE** of an entity that is queued kills it (decision 12), and its frame-0
+   record stays in its FIFO as a *tombstone* (the others keep their order): it is not
+   free for ALLOC or MAP (nor counted in ``free_records``) until both its FIFO's
+   decision has dropped it (decision 7) and the reaper has freed it. DELETE of a busy
+   entity is refused (BUSY), as a completion would come back for a freed record. MAP
+   is allowed at any stage (also busy or held).
 10. **Resource refusals are not errors**: ALLOC/MAP refused for lack of records, entity
     numbers or lines, and a search miss, do not set the error flag. Precedence of the
     refusal reasons: NO_RECORD, then NO_ENTITY, then NO_LINES (a free run of ``lines``
@@ -97,6 +96,22 @@ Decisions
 11. **Bad input** (codes >= 8, the code's bit 3 is the error bit): ignored, state
     unchanged, sticky ``error`` set (cleared only by reset). Field values that cannot be
     encoded in a port field are Python errors (ValueError/TypeError), not bad input.
+12. **Dead entities are freed by a reaper, one record a clock.** An entity *dies* in
+    the cycle of its accepted DELETE or RELEASE or of its last completion without
+    ``hold``; from the next cycle it and its records are gone for every request
+    (SEARCH misses, MAP/DELETE/RELEASE answer UNKNOWN, TRANSLATE of its buffers and
+    completions of its records UNKNOWN), but its records, lines and entity number are
+    not free yet (not counted in ``status``, not taken by ALLOC or MAP). The reaper
+    frees them: in a cycle where it walks no entity, or walks the last record of one,
+    it *picks* the lowest-numbered entity that died before this cycle; from the next
+    cycle it *walks* one of that entity's records a cycle, in frame order; a record
+    walked in cycle t is freed with its lines in cycle t+1 (free from t+2), and with
+    the last one the entity number. So an entity with n records that dies in cycle t
+    while the reaper is idle is picked in t+1, walked in t+2..t+n+1, and its records
+    are free from t+4..t+n+3, its number with the last (before this decision all at
+    t+1: an ALLOC sees them 3 cycles later at best, more while several die at once).
+    The reaper frees one record a cycle, as many as ``cmd`` can allocate (one ALLOC
+    or MAP a cycle), so it does not fall behind on average.
 
 Response codes (:class:`Code`), with the checks of each request in precedence order:
 
@@ -158,17 +173,20 @@ rising edge that ends cycle t-1.
   an earlier cycle, from the state of that cycle. Responses to requests consumed in cycle t are
   shown from cycle t+1 (search latency one clock); ``status`` in cycle t shows ``S_t``.
 * Every check and every response of cycle t reads ``S_t``: a SEARCH or TRANSLATE does
-  not see this cycle's ALLOC, MAP, DELETE, completion or issue; an ALLOC does not see
-  the records, entity numbers or lines freed by a completion of the same cycle (they
-  are visible from t+1; so is a record whose tombstone is dropped in cycle t);
+  not see this cycle's ALLOC, MAP, DELETE, completion or issue; an entity killed in
+  cycle t is gone from t+1 and its records, lines and number are freed by the reaper
+  later (decision 12); a record whose tombstone is dropped in cycle t (and already
+  reaped) is free from t+1;
   completions, deletions and allocations of cycle t are visible to the decisions of
   cycle t+1; a completion of a record issued in cycle t is NOT_BUSY (it is not busy in
   ``S_t``).
 * The writes of cycle t combine as if applied in the order *issues (carried-out
   decisions, then new decisions), command, completions*. Two observable consequences:
-  a DELETE of an entity issued in the same cycle is refused (BUSY); a MAP of an entity whose last stage completes
-  (without hold) in the same cycle answers OK but its record and lines are deleted with
-  the entity on the same edge.
+  a DELETE of an entity issued in the same cycle is refused (BUSY); a MAP of an entity
+  whose last stage completes (without hold) in the same cycle answers OK but its record
+  dies with the entity on the same edge (and is reaped with it).
+* The reaper runs at the end of the cycle: it frees the record it walked in the cycle
+  before, walks the next, then picks among the entities that died before this cycle.
 
 Checking the RTL: per clock, collect the payloads transferred on ``cmd``, ``query``,
 ``n_done`` and ``m_done`` and the ``~valid | ready`` of each issue port, call
@@ -182,7 +200,10 @@ decisions, from FIFOs of different kinds) and up to three pushes into three diff
 FIFOs (ALLOC into (type, 0), one per completion port into stages >= 1); nothing is
 ever removed from the middle of a FIFO (DELETE leaves a tombstone), and the next
 issue of a port is known a clock before it is popped, so no path runs from the FIFO
-lengths through the round-robin choice to the record table in one clock.
+lengths through the round-robin choice to the record table in one clock. The
+reaper (decision 12) reads the dead entity's map word (its records by frame) and frees
+one record, its range of lines and at the end the entity number per clock, so no
+logic compares every record's or line's owner with the entities that die.
 """
 
 import enum
@@ -555,6 +576,13 @@ class QCCModel:
         self._ent_free = np.ones(self.entities, bool)
         self._queues = [[deque() for _ in range(MAX_STAGES)] for _ in range(N_TYPES)]
         self._tomb = np.zeros(r, bool)          # frame-0 record of a deleted queued entity
+        # The reaper (decision 12): records of dead entities wait to be freed, one a clock.
+        self._dead = np.zeros(r, bool)          # record of a dead entity, not yet freed
+        self._ent_dead = np.zeros(self.entities, bool)   # dead, number not yet free
+        self._to_reap = set()                   # dead entities the reaper has not picked
+        self._killed = []                       # entities that died in this cycle
+        self._reaping = None                    # (entity, records left, frame order)
+        self._walked = None                     # (record, entity, last): freed next cycle
         self._rr = [N_TYPES - 1, N_TYPES - 1]
         self._decision = [None, None]           # per kind: (type, stage) to pop next
         self.error = False
@@ -607,6 +635,7 @@ class QCCModel:
         for r in (n_dropped, m_dropped):      # free for ALLOC and MAP from t+1
             if r is not None:
                 self._tomb[r] = False
+        self._reap()
         for c in (ncode, mcode, getattr(resp, "code", None), getattr(qresp, "code", None)):
             if c is not None and c >= 8:
                 self.error = True
@@ -746,13 +775,19 @@ class QCCModel:
     # ================================================================ observation
     def status(self):
         """The ``status`` outputs in the current cycle."""
-        return Status(int((~self._valid & ~self._tomb).sum()), int(self._ent_free.sum()),
+        return Status(int((~self._valid & ~self._tomb & ~self._dead).sum()),
+                      int(self._ent_free.sum()),
                       int(self._line_free.sum()), self._longest_free_run(), self.error)
 
     def idle(self):
-        """True when no entity is queued or busy and no tombstone waits (held entities may
-        remain)."""
-        return not self._busy.any() and not any(q for qs in self._queues for q in qs)
+        """True when no entity is queued or busy, no tombstone waits and the reaper has
+        freed every dead entity (held entities may remain)."""
+        return (not self._busy.any() and not any(q for qs in self._queues for q in qs)
+                and self.reaped())
+
+    def reaped(self):
+        """True when the reaper has freed every dead entity (decision 12)."""
+        return not self._to_reap and self._reaping is None and self._walked is None
 
     def program(self, etype):
         """The current stage program of ``etype`` as a tuple of :class:`Stage`."""
@@ -762,6 +797,10 @@ class QCCModel:
         """The record indices of the entities in the logical FIFO (etype, stage), head
         first (tombstones left out)."""
         return tuple(r for r in self._queues[etype][stage] if not self._tomb[r])
+
+    def dead_records(self):
+        """Records of dead entities the reaper has not freed yet (decision 12), ascending."""
+        return [int(r) for r in np.flatnonzero(self._dead)]
 
     def tombstones(self):
         """Records held by tombstones (decision 9), ascending."""
@@ -773,7 +812,7 @@ class QCCModel:
 
     def live_entities(self):
         """Entity numbers in use, ascending."""
-        return [int(e) for e in np.flatnonzero(~self._ent_free)]
+        return [int(e) for e in np.flatnonzero(~self._ent_free & ~self._ent_dead)]
 
     def entity_info(self, entity):
         """``{frame: Response-like dict}`` of a live entity's records, or None."""
@@ -786,23 +825,32 @@ class QCCModel:
         """Everything but the error flag and the cycle count, as a comparable tuple."""
         arrays = tuple(tuple(a.tolist()) for a in (
             self._valid, self._entity, self._frame, self._etype, self._stage, self._busy,
-            self._hold, self._base, self._len, self._line_free, self._ent_free, self._tomb))
+            self._hold, self._base, self._len, self._line_free, self._ent_free, self._tomb,
+            self._dead, self._ent_dead))
         queues = tuple(tuple(tuple(q) for q in qs) for qs in self._queues)
-        return arrays, queues, tuple(self._prog), tuple(self._rr), tuple(self._decision)
+        reaper = (tuple(sorted(self._to_reap)),
+                  None if self._reaping is None else (self._reaping[0], tuple(self._reaping[1])),
+                  self._walked)
+        return (arrays, queues, tuple(self._prog), tuple(self._rr), tuple(self._decision),
+                reaper)
 
     def check(self):
         """Assert the model's internal invariants (for tests)."""
         v = self._valid
         used = np.zeros(self.lines, bool)
-        for r in np.flatnonzero(v):
+        for r in np.flatnonzero(v | self._dead):
             b, n = int(self._base[r]), int(self._len[r])
             assert 1 <= n <= MAX_BUF_LINES and b + n <= self.lines, f"record {r}: bad buffer"
             assert not used[b:b + n].any(), f"record {r}: lines overlap"
             used[b:b + n] = True
             assert not self._ent_free[self._entity[r]], f"record {r}: entity not in use"
         assert (used == ~self._line_free).all(), "free-line bitmap out of step"
-        assert (self._len[~v] == 0).all(), "buffer left on a free record"
-        live = np.flatnonzero(~self._ent_free)
+        assert (self._len[~v & ~self._dead] == 0).all(), "buffer left on a free record"
+        assert not (v & self._dead).any(), "record both live and dead"
+        for r in np.flatnonzero(self._dead):
+            assert self._ent_dead[self._entity[r]], f"record {r}: dead, its entity not"
+        assert not (self._ent_dead & self._ent_free).any(), "entity both dead and free"
+        live = np.flatnonzero(~self._ent_free & ~self._ent_dead)
         for e in live:
             assert (v & (self._entity == e) & (self._frame == 0)).sum() == 1, \
                 f"entity {e}: not exactly one frame-0 record"
@@ -876,7 +924,7 @@ class QCCModel:
         return int(np.argmax(fits)) if fits.any() else None
 
     def _free_record(self):
-        free = np.flatnonzero(~self._valid & ~self._tomb)
+        free = np.flatnonzero(~self._valid & ~self._tomb & ~self._dead)
         return int(free[0]) if free.size else None
 
     def _new_record(self, r, entity, frame, etype, hold, base, n):
@@ -886,13 +934,38 @@ class QCCModel:
         self._base[r], self._len[r] = base, n
         self._line_free[base:base + n] = False
 
-    def _free_entity(self, entity):
+    def _kill_entity(self, entity):
+        """The entity is dead from the next cycle: its records stop answering at once,
+        the reaper frees them, their lines and the entity number later (decision 12)."""
         for r in self._match(entity):
+            self._valid[r], self._busy[r], self._dead[r] = False, False, True
+        self._ent_dead[entity] = True
+        self._killed.append(entity)
+
+    def _reap(self):
+        """One clock of the reaper, at the end of the cycle (decision 12)."""
+        if self._walked is not None:                 # free the record walked last cycle
+            r, entity, last = self._walked
             self._line_free[self._base[r]:self._base[r] + self._len[r]] = True
-            for a in (self._valid, self._entity, self._frame, self._etype, self._stage,
+            for a in (self._dead, self._entity, self._frame, self._etype, self._stage,
                       self._busy, self._hold, self._base, self._len):
                 a[r] = 0
-        self._ent_free[entity] = True
+            if last:
+                self._ent_dead[entity], self._ent_free[entity] = False, True
+            self._walked = None
+        if self._reaping is not None:                # walk the next record
+            entity, left = self._reaping
+            self._walked = (left.popleft(), entity, not left)
+            if not left:
+                self._reaping = None
+        if self._reaping is None and self._to_reap:  # pick among those dead before now
+            entity = min(self._to_reap)
+            self._to_reap.remove(entity)
+            recs = np.flatnonzero(self._dead & (self._entity == entity))
+            self._reaping = (entity, deque(int(r) for r in sorted(recs,
+                                                                  key=lambda r: self._frame[r])))
+        self._to_reap.update(self._killed)
+        self._killed = []
 
     def _query(self, cmd, port="query"):
         if cmd.op == Op.SEARCH:
@@ -949,7 +1022,7 @@ class QCCModel:
         elif self._hold[r]:
             self._stage[r] = DONE_STAGE
         else:
-            self._free_entity(int(self._entity[r]))
+            self._kill_entity(int(self._entity[r]))
 
     def _command(self, cmd):
         op = cmd.op
@@ -1020,6 +1093,6 @@ class QCCModel:
         elif self._busy[r0]:   # busy in S_t, or issued in this cycle
             return Response(cmd.op, Code.BUSY)
         queued = self._stage[r0] != DONE_STAGE    # (not busy: checked above)
-        self._free_entity(e)
+        self._kill_entity(e)
         self._tomb[r0] = queued
         return Response(cmd.op, Code.OK, entity=e)

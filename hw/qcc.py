@@ -52,21 +52,28 @@ How it is built, and why
   ``query``. ALLOC writes its entity's whole word (frame 0 mapped, no other frame), MAP
   the slot of its frame (a write port with one enable per slot); both in the clock they
   are taken, one write a clock.
-* **A multi-match DELETE writes nothing in the map**: freeing the entity number masks
-  its word until its next ALLOC overwrites it. Its records are freed in the clock it is
-  taken through one 8-bit comparator per record (``entity`` against the command's,
-  registered in the clock before the take), and so are the records of up to two
-  entities finished by completions in the same clock (one comparator each per record):
-  three comparators of a record's ``entity`` flip-flops, about 3 LUT4 each. Reading the
-  up to 16 slots of the word and decoding each record index to a one-hot would cost
-  more (16 decoders per record) and take a clock longer.
+* **Dead entities are freed by a reaper** (golden decision 12). DELETE, RELEASE and a
+  last completion without ``hold`` (up to three entities a clock) only *kill* the
+  entity: its bit in ``ent_live`` clears (so searches miss and look-ups answer
+  UNKNOWN from the next clock, and TRANSLATE checks the ``ent_live`` bit of the
+  buffer's entity, read from ``meta``) and it is marked ``to_reap``. Nothing is
+  written in the map. The reaper picks the lowest entity in ``to_reap`` and reads its
+  map word (a third read port), walks its mapped frames one a clock (a priority
+  encoder over 16 slots), and in the clock after a walk frees that record (a decoder
+  of its index), its lines (its buffer's base and length from the ART, decoded to a
+  range) and, with the last, the entity number. The number stays taken until then,
+  so the word cannot be overwritten before it is read. One record a clock is as fast
+  as ``cmd`` can allocate them. It replaces three 8-bit comparators per record (on an
+  ``entity`` copy in flip-flops) and per line (on an owner in flip-flops); the cost
+  is a later reuse: a one-record entity killed in clock t is free for ALLOC from t+4
+  instead of t+1.
 * **Write-once fields in RAM.** ``entity``, ``etype`` and ``hold`` are copied into a
   small RAM (``meta``) and the buffer's first line and length are the address rename
   table (``art``), both indexed by record. Reads by index (completions, issues, search
   results, TRANSLATE) cost a RAM read port instead of a multiplexer across every
   record. What stays flip-flops per record is what changes while it lives or what every
-  record is looked at for at once: ``valid``, ``busy``, ``queued``, ``tomb`` and
-  ``entity`` for the kill comparators.
+  record is looked at for at once: ``valid`` (allocated and not yet reaped), ``busy``,
+  ``queued`` and ``tomb``.
 * **``stage`` is a table with three write ports.** It changes while a record lives
   but is only ever read by index (completions, the look-up of MAP/DELETE/RELEASE,
   search responses), and written by three writers that never write one record in
@@ -91,15 +98,14 @@ How it is built, and why
   lowest free one, from the clock after it was freed), so the response shows the
   state of the clock of the search.
 * **MAP, DELETE and RELEASE look up before they are taken.** Every clock ``cmd``'s
-  entity is read from the map and compared with every record's and line's owner into
-  registers (the records of the entity, the lines it owns); in the next clock the map
+  entity is read from the map; in the next clock the map
   word gives the index of its frame-0 record and of (entity, frame), and the frame-0
   record's changing fields (stage, queued, busy) are read by that index into
   registers, corrected for what that clock does to them. These three operations are
   taken two clocks after their command is first offered (``cmd.ready`` depends on
   ``op``), or one more if the frame-0 record was completed in between: no other
-  command can add a record of the entity meanwhile, and records freed meanwhile are
-  masked with ``valid``. So their checks and the per-record updates they cause start
+  command can add a record of the entity meanwhile, and whether the entity is still
+  live is read in the clock of the take. So their checks and the updates they cause start
   from registers. ALLOC, CONFIG, SEARCH and TRANSLATE are taken in the clock they are
   offered.
 * **Logical FIFOs in memory.** Each FIFO (type, stage) is a ring buffer of record
@@ -121,12 +127,12 @@ How it is built, and why
 * **Allocation.** The lowest free record and entity number come from priority encoders
   over the free bits; the lines from a first fit of the length the command asks for
   (runs of free lines, then the lowest start). The lowest free record, the RAMs and
-  the owners of the fitting lines are written every clock with what ALLOC or MAP would
-  put there (they are free, so nothing reads them); only the ``valid`` and ``queued``
-  bits and the free-line bits wait for the accept decision.
-* **Lines are freed by entity**: each line remembers the entity owning it, so freeing
-  up to three entities in one clock (DELETE or RELEASE and two completions) is a
-  comparison per line rather than a decode of every freed buffer.
+  the RAMs are written every clock with what ALLOC or MAP would
+  put there (it is free, so nothing reads it); only the ``valid`` and ``queued``
+  bits and the free-line bits wait for the accept decision. The lines taken are a
+  range from the first fit's base line, like the reaper's (:func:`_range_mask`: in
+  blocks of 8 lines a buffer touches at most two, so each line is one LUT4 of four
+  shared signals).
 * **CONFIG's "type in flight" check** reads one counter per type of its busy
   entities (plus its FIFOs' "not empty" bits) instead of searching every record: an
   entity becomes busy only by an issue and stops only by an accepted completion, and
@@ -137,9 +143,8 @@ How it is built, and why
   ``resp.ready``/``qresp.ready``. ``status`` counts are population counts of the state;
   ``free_run`` is a balanced tree over the free-line bitmap whose nodes join the
   free runs at the ends of two halves (log2(lines) levels of small adders).
-  ``free_entities`` is a counter: the entity numbers freed in one clock (DELETE or
-  RELEASE, two completions) are different ones and all in use, so it follows by
-  adding them and subtracting ALLOC's.
+  ``free_entities`` is a counter: the reaper frees at most one number a clock and
+  ALLOC takes at most one.
 * Timing: :class:`QCCTiming` puts a flip-flop on every port so that an out-of-context
   place and route also times the paths from and to the ports.
 * Where it stands (ECP5-85F, Yosys ``synth_ecp5``, ``qcc.qcc_timing``; README, block 2):
@@ -148,19 +153,23 @@ How it is built, and why
   device's logic after packing; the flip-flop CAM did not fit, 114 %). With
   ``stage`` in its table, kind and last read from the programs, ``free_entities`` a
   counter, and Yosys mapping to LUT4s only (``-nowidelut``, ``tb/synth.py``), they take
-  40322 LUT4, 9561 FF, 636 DPR16X4 and 48 DP16KD (48 % of the device's LUT4). A
-  32-record build places at an estimated 32.0 MHz (``tb.synth``, not routed): a chain
-  of look-up, choice and update remains in one clock (ALLOC's first fit into the
-  accept decision and the record and line updates, or a completion's table reads into
-  its kill comparators; not yet told apart). The target (30 %, 25 000 LUT4) is not
-  met. What is left is as much logic per line (three owner comparators, first fit, the ``free_run`` tree, about 9 000 LUT4 alone)
-  as per record (two kill comparators on ``entity`` and one registered, decoders of
-  record indices, 256-way picks, each record's bit updates).
+  40322 LUT4, 9561 FF, 636 DPR16X4 and 48 DP16KD (48 % of the device's LUT4); the
+  figures after the reaper and the range masks are in the README (block 2). A
+  32-record build of that RTL routed at 36.1 MHz; its critical path ran from a
+  port's decision through the 64-way multiplexer of FIFO heads, the head's one-hot
+  and tombstone bit, ``go``, a DELETE's "issued in this clock" check and
+  ``delete_ok`` into the kill comparators of every record. The reaper took the
+  comparators out of it and the DELETE check now uses the pop (``carry``), not
+  ``go``: 256 records then take 31319 LUT4, 5545 FF, 748 DPR16X4 and 52 DP16KD (37 %
+  of the device's LUT4; the target is 30 %), and the small build routes at 40.4 MHz
+  with the ``free_run`` tree (line bits to the status port, six levels of adders and
+  comparators) as its worst path; other chains of look-up, choice and update remain
+  (README, block 2).
 
 Decisions beyond the golden model
 ---------------------------------
-* ``lines`` is limited to 1..1024 (the free-line bitmap, line owners and first fit are
-  logic per line); the other parameters have the model's ranges.
+* ``lines`` is limited to 1..1024 (the free-line bitmap, first fit and the range masks
+  are logic per line); the other parameters have the model's ranges.
 * MAP, DELETE and RELEASE are taken two (or three) clocks after they are first offered
   on ``cmd`` (above); the model sees them in the clock they are taken, as every request.
 * A completion's ``ready`` is always 1; a rejected completion only sets ``error``.
@@ -356,6 +365,28 @@ def _encode(onehot, width):
 def _decode(index, count):
     """One-hot of ``index`` over ``count`` bits."""
     return Cat(index == i for i in range(count))
+
+
+def _range_mask(m, base, length, count, name):
+    """``count`` bits, set from ``base`` to ``base + length - 1`` (``length`` 1..8).
+
+    In blocks of 8 bits such a range touches at most two blocks, the block of its first
+    bit from an offset on and the block of its last bit up to an offset, so each bit is
+    a function of four shared signals (its block is the first or the last, its offset is
+    in range there): one LUT4 per bit instead of a comparison with ``base``.
+    """
+    start = Signal(max(len(base), 3), name=f"{name}_start")
+    m.d.comb += start.eq(base)
+    end = _sig(m, start + length - 1, f"{name}_end", len(start) + 1)
+    blocks = -(-count // 8)
+    same = _sig(m, start[3:] == end[3:], f"{name}_one_block")
+    from_start = _sig(m, Cat((o >= start[:3]) & (~same | (o <= end[:3])) for o in range(8)),
+                      f"{name}_in_first")
+    to_end = _sig(m, Cat(o <= end[:3] for o in range(8)), f"{name}_in_last")
+    first = _sig(m, _decode(start[3:], blocks), f"{name}_first")
+    second = _sig(m, Mux(same, 0, _decode(end[3:], blocks)), f"{name}_last")
+    return Cat((first[i >> 3] & from_start[i & 7]) | (second[i >> 3] & to_end[i & 7])
+               for i in range(count))
 
 
 def _lowest(m, vector, name):
@@ -561,6 +592,7 @@ class QCC(wiring.Component):
         ev.done = [self._completion(m, s, k, port)
                    for k, port in zip(Kind, (self.n_done, self.m_done))]
         self._allocator(m, s, ev)
+        self._reaper(m, s, ev)
         self._command(m, s, ev)
         self._configure(m, s, ev)
         self._fifo_pushes(m, s, ev)
@@ -588,15 +620,11 @@ class QCC(wiring.Component):
         def bits(name):
             vector = Signal(R, name=name)
             return vector, [vector[r] for r in range(R)]
-
-        def field(name, width):
-            return [Signal(width, name=f"rec{r}_{name}") for r in range(R)]
         s.valid, s.valid_bit = bits("valid")
         s.busy, s.busy_bit = bits("busy")
         s.queued, s.queued_bit = bits("queued")    # in the logical FIFO of its (etype, stage)
         s.tomb, s.tomb_bit = bits("tomb")          # entity deleted while queued: a tombstone
         s.busy_d, s.busy_d_bit = bits("busy_d")    # busy one clock ago, for search reads
-        s.entity = field("entity", 8)
         # ``stage`` changes while a record lives but is read by index only: a table
         # with a write port per writer (the lowest free record, each completion port).
         s.stage = _MultiWriteTable(m, "stage", 4, R, writers=3)
@@ -611,11 +639,13 @@ class QCC(wiring.Component):
             depth=self.entities, init=[])
         s.art = m.submodules.art = Memory(shape=ART(A), depth=R, init=[])
         s.art_len = m.submodules.art_len = Memory(shape=4, depth=R, init=[])
-        # Free entity numbers, free lines and the entity owning each used line.
+        # Entity numbers: free (for ALLOC), live (for look-ups), dead and not yet picked
+        # by the reaper; and the free lines.
         s.ent_free = Signal(self.entities, init=(1 << self.entities) - 1)
+        s.ent_live = Signal(self.entities)
+        s.to_reap = Signal(self.entities)
         s.free_ent_count = Signal(range(self.entities + 1), init=self.entities)
         s.line_free = Signal(self.lines, init=(1 << self.lines) - 1)
-        s.owner = [Signal(8, name=f"line{i}_owner") for i in range(self.lines)]
         # The stage parser: programs, FIFO lengths, round-robin pointers.
         progs = self.programs
         s.nstages = [Signal(4, init=len(p), name=f"prog{t}_nstages")
@@ -645,6 +675,11 @@ class QCC(wiring.Component):
         """A record number from a port, cut to the width of a record index."""
         return value[:self.index_width]
 
+    def _live(self, s, entity):
+        """Whether the 8-bit ``entity`` is live (0 for numbers >= ``entities``: the
+        vector is padded, so that no select runs off its end, which simulates as X)."""
+        return Cat(s.ent_live, Const(0, 256 - self.entities)).bit_select(entity, 1)
+
     def _pick(self, vector, index):
         """Bit ``index`` of a per-record bit vector (a multiplexer)."""
         return vector.bit_select(index, 1)
@@ -660,26 +695,18 @@ class QCC(wiring.Component):
         # The map word of each port's entity, read every clock (out one clock later).
         ev.cmd_map = self._map_read(m, s, c.entity, "cmd")
         ev.query_map = self._map_read(m, s, self.query.payload.entity, "query")
-        # Registered every clock for the command offered; used when it is taken later.
         ev.looked = Signal()          # the command offered now was offered last clock
-        ent_reg = Signal(R)           # records of the entity
-        ev.lines_reg = Signal(self.lines)                  # lines it owns
-        m.d.sync += [
-            ev.looked.eq(self.cmd.valid & ~self.cmd.ready),
-            ent_reg.eq(s.valid & Cat(s.entity[r] == c.entity for r in range(R))),
-            ev.lines_reg.eq(~s.line_free & Cat(s.owner[i] == c.entity
-                                                for i in range(self.lines))),
-        ]
+        m.d.sync += ev.looked.eq(self.cmd.valid & ~self.cmd.ready)
         # The frame-0 record and the record of (entity, frame) from the word read last
         # clock (``cmd`` holds its payload while it waits). Nothing adds a record of the
-        # entity between the look-up and the take; records freed in between are masked
-        # out with ``valid``.
+        # entity between the look-up and the take; whether it is still live is read now
+        # (it may have died in between; its records stay allocated until reaped).
         rec0 = ev.cmd_map.slot(Const(0, 4), "cmd_frame0")
         match = ev.cmd_map.slot(c.frame, "cmd_frame")
+        live = _sig(m, self._live(s, c.entity), "cmd_entity_live")
         ev.rec0_index = rec0.record
-        ev.ent = _sig(m, ent_reg & s.valid, "cmd_entity_records")
-        ev.rec0_any = _sig(m, rec0.hit & self._pick(s.valid, rec0.record), "lookup_found")
-        ev.match_any = _sig(m, match.hit & self._pick(s.valid, match.record), "match_found")
+        ev.rec0_any = _sig(m, rec0.mapped & live, "lookup_found")
+        ev.match_any = _sig(m, match.mapped & live, "match_found")
 
     def _map_read(self, m, s, entity, name):
         """Read the map word of ``entity``; synchronous, so the word is out next clock.
@@ -692,8 +719,10 @@ class QCC(wiring.Component):
         F = self.frames
         port = s.ent_map.read_port()
         in_use = Signal(name=f"{name}_map_in_use")
-        m.d.comb += port.addr.eq(entity)
-        m.d.sync += in_use.eq((entity < self.entities) & ~s.ent_free.bit_select(entity, 1))
+        # (a number >= ``entities`` reads word 0, masked by ``in_use``: never past the
+        # end, which simulates as X)
+        m.d.comb += port.addr.eq(Mux(entity < self.entities, entity, 0))
+        m.d.sync += in_use.eq(self._live(s, entity))
         records = Cat(port.data[f].record for f in range(F))
         valids = Cat(port.data[f].valid for f in range(F))
 
@@ -704,6 +733,7 @@ class QCC(wiring.Component):
                 record = records.word_select(frame, self.index_width)
                 valid = (frame < F) & valids.bit_select(frame, 1)
             return SimpleNamespace(record=_sig(m, record, f"{slot_name}_record"),
+                                   mapped=valid,
                                    hit=_sig(m, in_use & valid, f"{slot_name}_hit"))
         return SimpleNamespace(slot=slot)
 
@@ -786,8 +816,10 @@ class QCC(wiring.Component):
         d.entity = _sig(m, meta.data.entity, f"{name}_done_entity")
         d.next_stage = _sig(m, stage[:3] + 1, f"{name}_done_next", 3)
         m.d.comb += [
-            d.ok.eq(port.valid & (port.payload.record < R) & self._pick(s.valid, rec)
-                    & self._pick(s.busy, rec) & (kind_now == kind)),
+            # (a busy record is valid: only a live entity's frame-0 record is issued, and
+            # an entity dies only while it is not busy)
+            d.ok.eq(port.valid & (port.payload.record < R) & self._pick(s.busy, rec)
+                    & (kind_now == kind)),
             d.bad.eq(port.valid & ~d.ok),
             d.onehot.eq(Mux(d.ok, _decode(rec, R), 0)),
             d.advance.eq(d.ok & ~last),
@@ -818,8 +850,52 @@ class QCC(wiring.Component):
                            for b in range(L)), "fit_runs")
         start, ev.fit_any = _lowest(m, fits, "fit_start")
         ev.fit_base = _sig(m, _encode(start, self.addr_width), "fit_base")
-        ev.fit_mask = _sig(m, Cat(_any(start[b - j] & need[j] for j in range(MAX_BUF_LINES)
-                                       if b - j >= 0) for b in range(L)), "fit_mask")
+        # The lines taken: a range from the base (a LUT4 a line), not a shift of ``start``.
+        ev.fit_mask = _sig(m, _range_mask(m, ev.fit_base, n, L, "fit_range"),
+                           "fit_mask")
+
+    # ------------------------------------------------------------ the reaper
+
+    def _reaper(self, m, s, ev):
+        """Free the records, lines and numbers of dead entities, one record a clock
+        (golden decision 12), in three registered steps: *pick* the lowest dead entity
+        and read its map word; *walk* its mapped frames, one a clock, in frame order;
+        *free* the record walked the clock before, the lines of its buffer (a range
+        from the ART) and, with the last, the entity number."""
+        E, F, R = self.entities, self.frames, self.records
+        word = s.ent_map.read_port()          # held while walking (``en`` low)
+        walking = Signal(name="reap_walking")
+        loaded = Signal(name="reap_loaded")   # the word was read last clock
+        entity = Signal(8, name="reap_entity")
+        left = Signal(F, name="reap_left")    # frames not walked yet
+        pick, pick_any = _lowest(m, s.to_reap, "reap_pick")
+        slots = _sig(m, Mux(loaded, Cat(word.data[f].valid for f in range(F)), left),
+                     "reap_slots")
+        frame, _ = _lowest(m, slots, "reap_frame")
+        record = _sig(m, _read(frame, [word.data[f].record for f in range(F)]),
+                      "reap_record")
+        last = _sig(m, (slots & ~frame) == 0, "reap_last_frame")
+        can_pick = _sig(m, ~walking | last, "reap_can_pick")
+        m.d.comb += [word.addr.eq(_encode(pick, 8)), word.en.eq(can_pick)]
+        ev.reap_picked = _sig(m, Mux(can_pick, pick, 0), "reap_picked")
+        m.d.sync += [left.eq(slots & ~frame), loaded.eq(0)]
+        with m.If(can_pick):
+            m.d.sync += [walking.eq(pick_any), loaded.eq(1), entity.eq(_encode(pick, 8))]
+        # Free: the record walked last clock; its buffer is read from the ART meanwhile.
+        freeing = Signal(name="reap_freeing")
+        freed = Signal(self.index_width, name="reap_freed")
+        freed_last = Signal(name="reap_freed_last")
+        freed_entity = Signal(8, name="reap_freed_entity")
+        art = s.art.read_port()
+        m.d.comb += art.addr.eq(record)
+        m.d.sync += [freeing.eq(walking), freed.eq(record), freed_last.eq(walking & last),
+                     freed_entity.eq(entity)]
+        ev.reaped = _sig(m, Mux(freeing, _decode(freed, R), 0), "reaped")
+        ev.reap_lines = _sig(m, Mux(freeing, _range_mask(m, art.data.base, art.data.length,
+                                                         self.lines, "reap_range"), 0),
+                             "reap_lines")
+        ev.reap_entity = _sig(m, Mux(freed_last, _decode(freed_entity, E), 0), "reap_number")
+        ev.reap_last = freed_last
 
     # ------------------------------------------------------------ commands
 
@@ -921,7 +997,9 @@ class QCC(wiring.Component):
         m.d.sync += [ev.rec0_stage.eq(stage),
                      ev.rec0_queued.eq(self._pick(s.queued, index) & ~issued),
                      busy.eq(self._pick(s.busy, index) | issued)]
-        issued_now = _any(ev.go[k] & (ev.head[k] == index) for k in Kind)
+        # Popped now (``carry``, not ``go``): a live entity's frame-0 record is never a
+        # tombstone, so the tombstone check stays out of this path.
+        issued_now = _any(ev.carry[k] & (ev.head[k] == index) for k in Kind)
         ev.rec0_busy = _sig(m, busy | issued_now, "lookup_busy")
 
     def _allocate_code(self, m, ev, code, lines_ok):
@@ -957,8 +1035,11 @@ class QCC(wiring.Component):
         """Response code of TRANSLATE ``request`` (the address is read a clock later)."""
         buf, offset = request.buf, request.offset
         length = s.art_len.read_port(domain="comb")
-        m.d.comb += length.addr.eq(self._index(buf))
-        known = (buf < self.records) & self._pick(s.valid, self._index(buf))
+        owner = s.meta.read_port(domain="comb")
+        m.d.comb += [length.addr.eq(self._index(buf)), owner.addr.eq(self._index(buf))]
+        # In use: allocated and not reaped, and its entity not dead.
+        known = ((buf < self.records) & self._pick(s.valid, self._index(buf))
+                 & self._live(s, owner.data.entity))
         return _sig(m, _first((~known, Code.UNKNOWN), (offset >= length.data, Code.RANGE)),
                     f"{name}_translate_code", 4)
 
@@ -993,20 +1074,16 @@ class QCC(wiring.Component):
 
         ``fresh``: it is the lowest free record, written every clock with what ALLOC or
         MAP would put there (it is free, so nothing reads it); only ``valid`` and
-        ``queued`` wait for the decision. ``kill``: its entity is deleted. ``issued``:
+        ``queued`` wait for the decision. ``reaped``: the reaper frees it. ``issued``:
         it is the head a port pops and issues. ``done``: a completion of it was taken.
         ``tomb``: set when its entity is deleted while queued, cleared when a port pops
-        it (``dropped``); meanwhile it is neither valid nor free.
+        it (``dropped``); meanwhile it is not free.
         """
-        R, c = self.records, self.cmd.payload
+        R = self.records
         d_n, d_m = ev.done
-        kill = _wire(R, "kill")
-        m.d.comb += kill.eq(s.valid & (Mux(ev.kill_cmd, ev.ent, 0) | Cat(
-            _any(d.kill & (s.entity[r] == d.entity) for d in (d_n, d_m)) for r in range(R))))
-        # A frame mapped in the clock its entity finishes is deleted with it.
-        ev.new_killed = _sig(m, ev.map_ok & _any(d.kill & (d.entity == c.entity)
-                                                 for d in (d_n, d_m)), "new_killed")
-        new_valid = _sig(m, (ev.alloc_ok | ev.map_ok) & ~ev.new_killed, "new_valid")
+        # (A frame mapped in the clock its entity dies is in the map word the reaper
+        # reads: it is reaped with the others.)
+        new_valid = _sig(m, ev.alloc_ok | ev.map_ok, "new_valid")
         m.d.sync += s.busy_d.eq(s.busy)
         # ``stage``: ALLOC's record starts at 0, a completion moves its record on.
         s.stage.write(0, self._index(ev.new_record), Const(0, 4), ev.any_rec)
@@ -1017,15 +1094,15 @@ class QCC(wiring.Component):
             done = _sig(m, d_n.onehot[r] | d_m.onehot[r], f"rec{r}_done")
             advance = _sig(m, Mux(d_n.onehot[r], d_n.advance, d_m.advance) & done,
                            f"rec{r}_advance")
+            # A dead record keeps ``busy`` (0: an entity dies only while not busy) and
+            # ``queued`` (read only for a live entity's look-up) until it is fresh again.
             m.d.sync += [
-                s.valid_bit[r].eq(Mux(fresh, new_valid, s.valid_bit[r] & ~kill[r])),
-                s.busy_bit[r].eq(~fresh & ~kill[r] & (issued | (s.busy_bit[r] & ~done))),
-                s.queued_bit[r].eq(Mux(fresh, ev.alloc_ok, ~kill[r] & ~issued
+                s.valid_bit[r].eq(Mux(fresh, new_valid, s.valid_bit[r] & ~ev.reaped[r])),
+                s.busy_bit[r].eq(~fresh & (issued | (s.busy_bit[r] & ~done))),
+                s.queued_bit[r].eq(Mux(fresh, ev.alloc_ok, ~issued
                                        & Mux(done, advance, s.queued_bit[r]))),
                 s.tomb_bit[r].eq(Mux(ev.dropped[r], 0, s.tomb_bit[r] | ev.entombed[r])),
             ]
-            with m.If(fresh):
-                m.d.sync += s.entity[r].eq(ev.new_entity)
 
     def _write_tables(self, m, s, ev):
         """The RAM fields of a record taken by ALLOC or MAP."""
@@ -1046,30 +1123,23 @@ class QCC(wiring.Component):
                          port.data[f].valid.eq(~ev.is_alloc | (f == 0))]
 
     def _update_entities(self, m, s, ev):
-        """Entity numbers taken by ALLOC, freed by DELETE, RELEASE and completions."""
+        """Entity numbers taken by ALLOC, killed by DELETE, RELEASE and completions (up
+        to three a clock, all different), freed by the reaper."""
         E, c = self.entities, self.cmd.payload
-        freed = Mux(ev.kill_cmd, _decode(c.entity, E), 0)
+        killed = Mux(ev.kill_cmd, _decode(c.entity, E), 0)
         for d in ev.done:
-            freed = freed | Mux(d.kill, _decode(d.entity, E), 0)
+            killed = killed | Mux(d.kill, _decode(d.entity, E), 0)
+        killed = _sig(m, killed, "killed")
         taken = Mux(ev.alloc_ok, ev.free_ent, 0)
-        m.d.sync += s.ent_free.eq((s.ent_free & ~taken) | freed)
-        # The entities freed in one clock are different ones and all in use (DELETE
-        # and RELEASE need an idle entity, completions a busy one, and only an
-        # entity's frame-0 record is ever issued), so the count follows by addition.
-        m.d.sync += s.free_ent_count.eq(s.free_ent_count - ev.alloc_ok + _popcount(
-            Cat(ev.kill_cmd, *(d.kill for d in ev.done))))
+        m.d.sync += [s.ent_live.eq((s.ent_live & ~killed) | taken),
+                     s.to_reap.eq((s.to_reap & ~ev.reap_picked) | killed),
+                     s.ent_free.eq((s.ent_free & ~taken) | ev.reap_entity),
+                     s.free_ent_count.eq(s.free_ent_count - ev.alloc_ok + ev.reap_last)]
 
     def _update_lines(self, m, s, ev):
-        """Lines taken by ALLOC/MAP; lines of deleted entities freed."""
-        L = self.lines
-        owned = Cat(_any(d.kill & (s.owner[i] == d.entity) for d in ev.done) for i in range(L))
-        freed = ~s.line_free & (Mux(ev.kill_cmd, ev.lines_reg, 0) | owned)
+        """Lines taken by ALLOC/MAP, lines of a reaped record freed (never the same)."""
         taken = _sig(m, Mux(ev.alloc_ok | ev.map_ok, ev.fit_mask, 0), "lines_taken")
-        kept = Mux(ev.new_killed, taken, 0)      # a run freed in the clock it is taken
-        m.d.sync += s.line_free.eq(((s.line_free | freed) & ~taken) | kept)
-        for i in range(L):           # free lines: written whether taken or not
-            with m.If(ev.fit_mask[i]):
-                m.d.sync += s.owner[i].eq(ev.new_entity)
+        m.d.sync += s.line_free.eq((s.line_free | ev.reap_lines) & ~taken)
 
     # ------------------------------------------------------------ outputs
 

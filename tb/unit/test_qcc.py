@@ -27,6 +27,16 @@ def kd(issues):
     return [(i.kind, i.desc) for i in issues]
 
 
+def reap(m):
+    """Clock with both issue ports stalled until the reaper has freed every dead entity
+    (decision 12); the number of clocks."""
+    clocks = 0
+    while not m.reaped():
+        m.step(n_ready=False, m_ready=False)
+        clocks += 1
+    return clocks
+
+
 def run_one(m, record, max_cycles=100):
     """Issue and complete one entity's stages one by one; its issues. A stage's issue
     comes within two clocks: it is decided on in the first clock in which its FIFO is
@@ -147,6 +157,7 @@ def test_lowest_free_record_and_entity_reused():
         m.allocate(PA, 2, hold=True)
     m.run([DRAIN])                       # all held: deleting them leaves no tombstone
     assert m.delete(1).ok and m.delete(2).ok
+    reap(m)
     r = m.allocate(V, 1)
     assert (r.entity, r.record, r.addr) == (1, 1, 2)
     r = m.allocate(V, 4)     # free: lines 3..5 and 8.. -> first fit of 4 is at 8
@@ -220,14 +231,59 @@ def test_delete_frees_everything():
     other = m.allocate(P, 1)
     assert m.status() == (4, 6, 24, 24, False)
     assert m.delete(e) == Response(Op.DELETE, Code.OK, entity=e)
-    # all but the queued frame-0 record at once; that one waits as a tombstone
-    assert m.status() == (6, 7, 31, 24, False) and m.tombstones() == [0]
+    assert m.status() == (4, 6, 24, 24, False) and m.dead_records() == [0, 1, 2]
+    # gone for every request at once, but not free until the reaper has been
     for f in range(3):
         assert not m.search(e, f).hit
     assert m.translate(0, 0).code == Code.UNKNOWN and m.complete(0) == Code.UNKNOWN
     assert m.queue(V, 0) == ()
     assert m.queue(P, 0) == (other.record,)
+    reap(m)
+    # all but the queued frame-0 record; that one waits as a tombstone
+    assert m.status() == (6, 7, 31, 24, True) and m.tombstones() == [0]
+    assert m.dead_records() == [] and m.live_entities() == [other.entity]
     m.check()
+
+
+def test_reaper_frees_one_record_a_clock():
+    """Decision 12: killed in cycle t, picked in t+1, one record walked a clock from t+2,
+    each freed with its lines in the clock after its walk, the entity number with the
+    last. Records are walked in frame order, not record order."""
+    m = small()
+    e = m.allocate(S, 2, hold=True).entity           # record 0, lines 0-1
+    m.allocate(S, 1, hold=True)                      # record 1, line 2 (stays)
+    m.map_frame(e, 2, 1)                             # record 2, line 3
+    m.map_frame(e, 1, 3)                             # record 3, lines 4-6
+    m.run([DRAIN])                                   # done and held: no tombstone
+    assert m.status() == (4, 6, 25, 25, False)
+    assert m.release(e).ok                           # cycle t
+    got = []
+    for _ in range(6):                               # status at the start of t+1..t+6
+        got.append(tuple(m.status()[:4]))
+        m.step(n_ready=False, m_ready=False)
+    assert got == [(4, 6, 25, 25),                   # t+1: picked
+                   (4, 6, 25, 25),                   # t+2: frame 0 (record 0) walked
+                   (4, 6, 25, 25),                   # t+3: record 0 freed, frame 1 walked
+                   (5, 6, 27, 25),                   # t+4: record 3 freed, frame 2 walked
+                   (6, 6, 30, 28),                   # t+5: record 2 and the entity freed
+                   (7, 7, 31, 29)]
+    assert m.reaped() and m.idle()
+    m.check()
+
+
+def test_reaper_takes_the_lowest_dead_entity_first():
+    m = small()
+    for _ in range(3):
+        m.allocate(S, 1, hold=True)
+    m.run([DRAIN])
+    assert m.release(2).ok                           # t: dies first
+    assert m.release(0).ok                           # t+1: 2 picked; 0 dies
+    assert m.release(1).ok                           # t+2: 2 walked, 0 picked; 1 dies
+    m.step(n_ready=False, m_ready=False)             # t+3: 2 freed, 0 walked, 1 picked
+    assert m.status()[:3] == (6, 6, 30)
+    m.step(n_ready=False, m_ready=False)             # t+4: 0 freed, 1 walked
+    assert m.status()[:3] == (7, 7, 31) and m.allocate(S, 1).entity == 0
+    assert reap(m) == 0 and m.status()[:3] == (7, 7, 31)    # 1 freed by that clock
 
 
 def test_delete_queued_entity_keeps_fifo_order():
@@ -271,8 +327,9 @@ def test_default_program_issue_sequence(etype, kinds):
     assert [i.stage for i in issues] == list(range(len(kinds)))
     assert all(i.entity == r.entity and i.etype == etype and i.buf == r.record
                for i in issues)
-    assert m.status() == (8, 8, 32, 32, False)          # deleted after the last stage
-    assert not m.search(r.entity).hit
+    assert not m.search(r.entity).hit                    # dead after the last stage
+    reap(m)
+    assert m.status() == (8, 8, 32, 32, False)
 
 
 def test_issue_sets_busy_and_completion_advances():
@@ -303,6 +360,7 @@ def test_later_stage_first():
     assert [(i.record, i.stage) for i in m.step()] == [(c, 0)]
     assert [(i.record, i.stage) for i in m.step()] == [(a, 2)]
     m.complete(a)                                    # a is done and deleted
+    reap(m)
     assert m.status().free_records == 8 - 2
 
 
@@ -398,6 +456,7 @@ def test_hold_and_release():
     assert m.status() == (6, 7, 29, 29, False)
     assert m.step() == []
     assert m.release(r.entity) == Response(Op.RELEASE, Code.OK, entity=r.entity)
+    assert reap(m) == 4                              # two records
     assert m.status() == (8, 8, 32, 32, False)
     assert m.release(r.entity).code == Code.UNKNOWN and m.error
 
@@ -407,6 +466,7 @@ def test_delete_of_held_entity():
     r = m.allocate(S, 1, hold=True)
     run_one(m, r.record)
     assert m.delete(r.entity).ok
+    reap(m)
     assert m.status() == (8, 8, 32, 32, False) and not m.error
 
 
@@ -438,6 +498,7 @@ def test_first_fit_with_fragmentation():
     assert [m.allocate(S, 4).addr for _ in range(4)] == [0, 4, 8, 12]
     m.delete(1)
     m.delete(3)                                       # free: 4..7, 12..15
+    reap(m)
     before = m.snapshot()
     assert m.allocate(S, 5).code == Code.NO_LINES     # 8 lines free, no run of 5
     assert m.snapshot() == before
@@ -473,6 +534,7 @@ def standard():
     assert m.complete(2) == Code.OK
     assert m.allocate(S, 1).record == 4 and m.allocate(S, 1).record == 5
     assert m.delete(3).ok and m.tombstones() == [4]
+    reap(m)
     assert not m.error
     return m
 
@@ -561,6 +623,7 @@ def test_delete_of_entity_issued_in_the_same_cycle():
     res = m.cycle(cmd=Command.delete(e))
     assert res.resp.code == Code.BUSY and res.m_issue.entity == e and m.error
     assert m.complete(res.m_issue.record) == Code.OK
+    reap(m)
     assert m.status()[:3] == (8, 8, 32)
 
 
@@ -573,8 +636,9 @@ def test_delete_of_entity_decided_on_but_not_issued():
     assert m.decision(M) == (S, 0)
     res = m.cycle(cmd=Command.delete(e), m_ready=False)
     assert res.resp.ok and res.issues == [] and m.tombstones() == [0]
-    assert m.status()[:3] == (7, 8, 32)
+    assert m.status()[:3] == (7, 7, 31)               # dead, not yet reaped
     assert m.step() == [] and m.tombstones() == [] and m.decision(M) is None
+    assert reap(m) == 2                               # picked in that step
     assert m.status() == (8, 8, 32, 32, False) and m.idle()
 
 
@@ -593,10 +657,10 @@ def test_alloc_does_not_see_resources_freed_in_the_same_cycle():
     m = small(records=1)
     r = m.allocate(S, 1).record
     assert [i.record for _ in range(2) for i in m.step()] == [r]
-    res = m.cycle(cmd=Command.alloc(S, 1), mcompl=r)
+    res = m.cycle(cmd=Command.alloc(S, 1), mcompl=r)     # cycle t: the entity dies
     assert res.mcode == Code.OK and res.resp.code == Code.NO_RECORD
-    assert m.status()[:3] == (1, 8, 32)
-    assert m.allocate(S, 1).ok
+    # t+1 picked, t+2 walked, t+3 freed: an ALLOC sees the record from t+4
+    assert [m.allocate(S, 1).code for _ in range(4)] == [Code.NO_RECORD] * 3 + [Code.OK]
 
 
 def test_map_with_last_completion_in_the_same_cycle():
@@ -605,9 +669,11 @@ def test_map_with_last_completion_in_the_same_cycle():
     assert [i.record for _ in range(2) for i in m.step()] == [r.record]
     res = m.cycle(cmd=Command.map(r.entity, 1, 2), mcompl=r.record)
     assert res.resp.ok and res.resp.record == 1
-    assert m.status()[:3] == (8, 8, 32)              # deleted with the entity
-    assert not m.search(r.entity, 1).hit
+    assert not m.search(r.entity, 1).hit             # dead with the entity
+    assert m.dead_records() == [0, 1]
     m.check()
+    reap(m)
+    assert m.status()[:3] == (8, 8, 32)
 
 
 def test_completion_of_record_issued_in_the_same_cycle():
@@ -687,6 +753,7 @@ def test_default_size_fill_to_the_brim():
     assert m.status() == (0, 0, 0, 0, False)
     for e in range(256):
         assert m.release(e).ok
+    assert reap(m) == 3                              # one record a clock, 3 behind
     assert m.status() == (256, 256, 256, 256, False)
     m.check()
 
@@ -729,6 +796,11 @@ class Scoreboard:
         self.rr = {N: N_TYPES - 1, M: N_TYPES - 1}
         self.decision = {N: None, M: None}               # (type, stage) popped next
         self.tomb = set()                                # records held by tombstones
+        self.dead = {}                                   # entity -> Inc, not yet reaped
+        self.killed = []                                 # entities killed this cycle
+        self.to_reap = set()                             # dead, not picked by the reaper
+        self.reaping = None                              # (entity, records left)
+        self.walked = None                               # (record, entity, last)
         self.seen = set()
         self.n_inc = self.n_finished = self.n_deleted = 0
         self.ended = set()                               # incarnations freed
@@ -741,7 +813,8 @@ class Scoreboard:
         for used in self.used:
             run = 0 if used else run + 1
             longest = max(longest, run)
-        return (self.owner.count(None) - len(self.tomb), self.entities - len(self.live),
+        return (sum(o is None and r not in self.tomb for r, o in enumerate(self.owner)),
+                self.entities - len(self.live) - len(self.dead),
                 self.used.count(False), longest)
 
     def first_fit(self, n):
@@ -757,6 +830,11 @@ class Scoreboard:
                     stage=inc.stage if f == 0 else 0, busy=int(inc.busy and f == 0),
                     hold=int(inc.hold), buf=rec, addr=base, lines=n)
 
+    def alive(self, rec):
+        """The record belongs to a live entity (not free, not dead)."""
+        return self.owner[rec] is not None and self.live.get(
+            self.owner[rec][0].entity) is self.owner[rec][0]
+
     def expect_query(self, c):
         if c.op == Op.SEARCH:
             inc = self.live.get(c.entity)
@@ -764,7 +842,7 @@ class Scoreboard:
                 return Response(c.op, Code.MISS)
             return Response(c.op, Code.OK, **self.fields(inc.frames[c.frame]))
         if c.op == Op.TRANSLATE:
-            if c.buf >= self.records or self.owner[c.buf] is None:
+            if c.buf >= self.records or not self.alive(c.buf):
                 return Response(c.op, Code.UNKNOWN)
             base, n = self.buffer[c.buf]
             if c.offset >= n:
@@ -773,7 +851,7 @@ class Scoreboard:
         return Response(c.op, Code.BAD_OP)
 
     def expect_done(self, rec, kind):
-        if rec >= self.records or self.owner[rec] is None:
+        if rec >= self.records or not self.alive(rec):
             return Code.UNKNOWN
         inc, f = self.owner[rec]
         if f != 0 or not inc.busy or self.prog[inc.etype][inc.stage].kind != kind:
@@ -836,6 +914,31 @@ class Scoreboard:
             if codes.get(kind) == Code.OK:
                 self.complete(rec)
         self.tomb.difference_update(dropped)
+        self.reap()
+
+    def reap(self):
+        """The reaper: free the record walked last clock, walk the next of the entity
+        it picked, pick the lowest entity killed before this clock when it is done."""
+        if self.walked is not None:
+            rec, entity, last = self.walked
+            base, n = self.buffer.pop(rec)
+            self.used[base:base + n] = [False] * n
+            self.owner[rec] = None
+            if last:
+                del self.dead[entity]
+            self.walked = None
+        if self.reaping is not None:
+            entity, left = self.reaping
+            self.walked = (left.popleft(), entity, not left)
+            if not left:
+                self.reaping = None
+        if self.reaping is None and self.to_reap:
+            entity = min(self.to_reap)
+            self.to_reap.remove(entity)
+            frames = self.dead[entity].frames
+            self.reaping = (entity, deque(frames[f] for f in sorted(frames)))
+        self.to_reap.update(self.killed)
+        self.killed = []
 
     def issue(self, iss):
         inc = self.live[iss.entity]
@@ -871,11 +974,11 @@ class Scoreboard:
         inc.frames[frame] = rec
 
     def free(self, inc):
-        for rec in inc.frames.values():
-            base, n = self.buffer.pop(rec)
-            self.used[base:base + n] = [False] * n
-            self.owner[rec] = None
+        """The entity dies: gone at once, its records, lines and number freed by the
+        reaper."""
         del self.live[inc.entity]
+        self.dead[inc.entity] = inc
+        self.killed.append(inc.entity)
         assert inc.id not in self.ended
         self.ended.add(inc.id)
 
@@ -884,7 +987,8 @@ class Scoreboard:
         free_rec = next((r for r, o in enumerate(self.owner)
                          if o is None and r not in self.tomb), None)
         if c.op == Op.ALLOC:
-            free_ent = next((e for e in range(self.entities) if e not in self.live), None)
+            free_ent = next((e for e in range(self.entities)
+                             if e not in self.live and e not in self.dead), None)
             base = self.first_fit(c.lines) if 1 <= c.lines <= 8 else None
             if c.etype >= N_TYPES or not 1 <= c.lines <= 8:
                 exp = Code.BAD_ARG

@@ -68,17 +68,21 @@ def test_scattered_free_lines_deadlock_is_gone():
     longest free run as status it completes, and no QCC ever refuses. The run's
     allocations depend on the QCC's issue timing and the spreader's pipeline: the
     seed is one that replays the scattered-lines case with the QCC deciding issues a
-    clock ahead (issue 11) and the spreader's two-stage allocation with the status scan
+    clock ahead (issue 11), the spreader's two-stage allocation with the status scan
     a clock before the request and the tables written a clock after the accept (issue
-    12, cut 3), with the default candidate rotation (seeds 1 and 7 did before those
-    changes, 18 before the registered scan, 34 before the commit stage)."""
+    12, cut 3, with the first-clock debit) and the QCC's reaper freeing dead entities
+    a record a clock (issue 11, golden decision 12), with the default candidate
+    rotation (seeds 1 and 7 did before those changes, 18 before the registered scan,
+    34 before the reaper and the commit stage; with the reaper, seed 34's hand-picked
+    minima deadlock on held data, as the rule of
+    ``test_mixed_sizes_with_held_room_minima`` avoids)."""
     eus = []
     with pytest.raises(RuntimeError, match="deadlock"):
-        run(2, CountingQCCEU, **SMALL, made=eus)
+        run(5, CountingQCCEU, **SMALL, made=eus)
     refused = [(eu.qcc.status(), c.lines) for eu in eus for _, c, r in eu.responses
                if r.code == Code.NO_LINES]
     assert len(refused) > 100 and any(st.free_lines >= n > st.free_run for st, n in refused)
-    stats, eus = run(2, QCCEU, **SMALL)
+    stats, eus = run(5, QCCEU, **SMALL)
     assert stats.refusals == 0 and stats.allocations > 90
 
 
