@@ -331,15 +331,18 @@ class _Flow:
     spread across the device, and such a net's long routes were the timing budget. So
     each group of registers (an edge's, a quad of lanes', ...) gets an enable of its own:
     one LUT of ``o.ready`` and the registers of its own copy of the state (``full``: the
-    output word is complete, ``more``: stage 3 has batches left, ``ok``: a well-formed
-    block is at the input buffer's head). Every copy follows the same next-state rule
-    from the same inputs, so all are equal at every clock; as each copy's next state
-    reads its own registers, yosys does not merge them.
+    output word is complete, ``done``: stage 6 holds a block's last batch, ``more``:
+    stage 3 has batches left, ``ok``: a well-formed block is at the input buffer's head).
+    Every copy follows the same next-state rule from the same inputs, so all are equal at
+    every clock; as each copy's next state reads its own registers, yosys does not merge
+    them. Each copy's ``done`` loads ``ending`` (a register: stage 5 holds a block's last
+    batch) directly, so the one net that reaches every copy goes from a register to the
+    copies' registers with no logic on the way.
     """
 
     def __init__(self, m, ready, batches):
         self.m, self.ready, self.batches = m, ready, batches
-        self.done = Signal()        # a register: stage 6 holds the last batch of a block
+        self.ending = Signal()      # a register: stage 5 holds the last batch of a block
         self.more_in = Signal()     # the block entering stage 3 has batches after its first
         self.more_on = Signal()     # the block in stage 3 has batches after this one
         self.ok_in = Signal()       # a well-formed block enters the input buffer's head
@@ -361,13 +364,15 @@ class _Flow:
     def _new_copy(self, kind, name):
         m, ready = self.m, self.ready
         full = Signal(name=f"{name}_full")
+        done = Signal(name=f"{name}_done")
         more = Signal(name=f"{name}_more") if self.batches and kind != "adv" else Const(0, 1)
         ok = Signal(name=f"{name}_ok") if kind == "move" else Const(1, 1)
         adv = ~full | ready
         load = ~more & (~full | ready)
         move = ~ok | (~more & (~full | ready))
         enable = _wire(m, {"adv": adv, "load": load, "move": move}[kind], name)
-        m.d.sync += full.eq(Mux(adv, self.done, full))
+        with m.If(adv):
+            m.d.sync += [done.eq(self.ending), full.eq(done)]
         if isinstance(more, Signal):
             m.d.sync += more.eq(Mux(load, self.more_in, Mux(adv, self.more_on, more)))
         if isinstance(ok, Signal):
@@ -521,7 +526,7 @@ class BlockRasterizer(wiring.Component):
         flow = _Flow(m, self.o.ready, bool(self.msaa_modes))
         head, head_ok = self._input(m, flow)
 
-        v1, v2, v3, v4, v5 = (Signal(name=f"v{k}") for k in range(1, 6))
+        v1, v2, v3, v4 = (Signal(name=f"v{k}") for k in range(1, 5))
         s1, s2, s3, s4, s5, s6 = (_Stage(f"s{k}") for k in range(1, 7))
         r1 = self._offsets(m, head, s1)
         r2 = self._corners(m, r1, s2)
@@ -546,8 +551,8 @@ class BlockRasterizer(wiring.Component):
             m.d.sync += [v1.eq(head_ok), v2.eq(v1), v3.eq(v2), batch.eq(0)]
         with m.Elif(adv):                       # here more = 1: the next batch
             m.d.sync += batch.eq(batch + 1)
-        with m.If(adv):                         # done: stage 6 holds a block's last batch
-            m.d.sync += [v4.eq(v3), v5.eq(v4), flow.done.eq(v5 & r5["last"])]
+        with m.If(adv):                         # ending: stage 5 holds a block's last batch
+            m.d.sync += [v4.eq(v3), flow.ending.eq(v4 & r4["last"])]
         if self.msaa_modes:                     # the next batch's spans move to the front
             order = r3["order"]
             with m.If(adv & misc["more"]):
@@ -835,14 +840,18 @@ class BlockRasterizer(wiring.Component):
                 "meta": self._meta_layout()(st.reg(meta.as_value(), "meta"))}
 
     def _span_classes(self, m, r3, st):
-        """The combined span classes into stage 4: from stage 3 in the MSAA builds (which
-        need them for the ranks), combined here from the edges' classes at 1x."""
+        """The combined span classes into stage 4 in the MSAA builds (stage 3 formed them
+        for the ranks); at 1x, where they are only reported, a copy of each edge's FULL
+        (or unused) and EMPTY bits and the span-in-box bits, which stage 5 combines (the
+        edges' registers sit apart on the device: one register stage on the way)."""
         if self.msaa_modes:
-            full, part = r3["span_full"], r3["span_part"]
-        else:
-            full, part = self._combine(m, r3["inbox"], [e["lane_full"] for e in r3["edges"]],
-                                       [e["empty"] for e in r3["edges"]])
-        return {"span_full": st.reg(full, "span_full"), "span_part": st.reg(part, "span_part")}
+            return {"span_full": st.reg(r3["span_full"], "span_full"),
+                    "span_part": st.reg(r3["span_part"], "span_part")}
+        return {"edge_fulls": [st.reg(e["lane_full"], f"efull{k}")
+                               for k, e in enumerate(r3["edges"])],
+                "edge_empties": [st.reg(e["empty"], f"eempty{k}")
+                                 for k, e in enumerate(r3["edges"])],
+                "inbox": st.reg(r3["inbox"], "inbox")}
 
     @staticmethod
     def _span_offset(half, k):
@@ -943,9 +952,13 @@ class BlockRasterizer(wiring.Component):
                                           group=lambda lane, e=e: (e, self._quad(lane))),
                           "class_full": st.reg(edge["class_full"], f"cfull{e}", group=e),
                           "class_part": st.reg(edge["class_part"], f"cpart{e}", group=e)})
-        passed = {k: st.reg(r4[k], k) for k in
-                  ("first", "last", "col", "row", "span_full", "span_part")}
+        if self.msaa_modes:
+            full, part = r4["span_full"], r4["span_part"]
+        else:                                   # 1x: from stage 4's copies (_span_classes)
+            full, part = self._combine(m, r4["inbox"], r4["edge_fulls"], r4["edge_empties"])
+        passed = {k: st.reg(r4[k], k) for k in ("first", "col", "row")}
         return {"edges": edges, **passed, **self._mask_plan(r4, st),
+                "span_full": st.reg(full, "span_full"), "span_part": st.reg(part, "span_part"),
                 "meta": self._meta_layout()(st.reg(r4["meta"].as_value(), "meta"))}
 
     def _chunk_modes(self, c):
@@ -968,7 +981,9 @@ class BlockRasterizer(wiring.Component):
         with more than one), ``wr``, whether this batch writes it from the lanes, and
         ``fill``, whether the first batch fills it with the box mask (a FULL span)."""
         mode, write, group = r4["meta"].mode, r4["write"], r4["group"]
-        full, first = r4["span_full"], r4["first"]
+        # A 1x-only build writes every chunk from its lane (wr = 1): no fill, and its
+        # combined classes are formed in stage 5 (_span_classes).
+        full, first = r4.get("span_full", Const(0, SPANS)), r4["first"]
         src, wr, fill = [], [], []
         for c in range(16 * self.max_samples):
             here = self._chunk_modes(c)
@@ -1007,7 +1022,7 @@ class BlockRasterizer(wiring.Component):
         plan = {k: [v if v is None else st.reg(v, f"{k}{c}", group=self._chunk_group(c))
                     for c, v in enumerate(r5[k])] for k in ("src", "wr", "fill")}
         passed = {k: st.reg(r5[k], k) for k in
-                  ("first", "last", "col", "row", "span_full", "span_part")}
+                  ("first", "col", "row", "span_full", "span_part")}
         return {"lanes": lanes, "edges": edges, **plan, **passed,
                 "meta": self._meta_layout()(st.reg(r5["meta"].as_value(), "meta"))}
 
