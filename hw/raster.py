@@ -249,8 +249,27 @@ def _multiple(odd, k):
     return -value if k < 0 else value
 
 
+def _negated(a, b):
+    """Which of ``a*A``, ``b*B`` (``"a"``, ``"b"`` or ``None``) :func:`_lin` takes from
+    ``-A`` or ``-B`` shifted, so that ``a*A + b*B`` with no positive term is one
+    subtraction (or none), not an addition and a negation: a coefficient ``<= -1`` whose
+    magnitude is a power of two, the other ``<= 0``."""
+    for name, k, other in (("a", a, b), ("b", b, a)):
+        if k < 0 and (-k & (-k - 1)) == 0 and other <= 0:
+            return name
+    return None
+
+
 def _lin(odd_a, odd_b, a, b):
-    """``a*A + b*B`` with one adder when at most one coefficient is negative."""
+    """``a*A + b*B`` with one adder when at most one coefficient is negative, or when
+    ``odd_a`` / ``odd_b`` hold ``-A`` / ``-B`` under the key ``-1`` (:func:`_negated`)."""
+    negated = _negated(a, b)
+    if negated == "a" and -1 in odd_a:
+        x = odd_a[-1] << _log2(-a)
+        return x - _multiple(odd_b, -b) if b else x
+    if negated == "b" and -1 in odd_b:
+        x = odd_b[-1] << _log2(-b)
+        return x - _multiple(odd_a, -a) if a else x
     if a < 0 and b < 0:
         return -(_multiple(odd_a, -a) + _multiple(odd_b, -b))
     if a < 0:
@@ -515,8 +534,9 @@ class BlockRasterizer(wiring.Component):
         return lane * self.lane_groups // LANES
 
     def _odd_multiples(self, x, odd_set):
-        """``{k: k*x}`` for the odd ``k`` in ``odd_set``: one adder each beyond 1."""
-        table = {1: x, 3: (x << 1) + x, 5: (x << 2) + x, 7: (x << 3) - x}
+        """``{k: k*x}`` for the odd ``k`` in ``odd_set`` (and ``-1``): one adder each
+        beyond 1."""
+        table = {-1: -x, 1: x, 3: (x << 1) + x, 5: (x << 2) + x, 7: (x << 3) - x}
         return {k: table[k] for k in sorted(odd_set)}
 
     # ------------------------------------------------------------------ elaboration
@@ -620,8 +640,11 @@ class BlockRasterizer(wiring.Component):
     def _offsets(self, m, head, st):
         """Stage 1: saturated ``lo``, corner offsets, odd multiples, box relative to block."""
         s = self.subpix
-        odd = {1, 3} | _odd_parts(c for mode in self.msaa_modes
-                                  for xy in SAMPLE_PATTERNS[mode] for c in xy)
+        samples = [xy for mode in self.msaa_modes for xy in SAMPLE_PATTERNS[mode]]
+        odd = {1, 3} | _odd_parts(c for xy in samples for c in xy)
+        # -A (-B) when two or more sample offsets save a negation with it (_negated)
+        negated = [_negated(*xy) for xy in samples]
+        neg_a, neg_b = ({-1} if negated.count(n) >= 2 else set() for n in ("a", "b"))
         wide = signed(self.coef_bits + 4)
         edges = []
         for e in range(self.edges):
@@ -634,16 +657,18 @@ class BlockRasterizer(wiring.Component):
             lo = Mux(inside, lo16[:self.sat_bits].as_signed() - edge.bias,
                      Mux(lo16[-1], Mux(edge.bias, -limit - 1, -limit),
                          Mux(edge.bias, limit - 1, limit)))
-            odd_a = {k: _wire(m, v, f"a{k}x{e}") for k, v in
-                     self._odd_multiples(edge.A, odd).items()}
-            odd_b = {k: _wire(m, v, f"b{k}x{e}") for k, v in
-                     self._odd_multiples(edge.B, odd).items()}
+            odd_a = {k: _wire(m, v, f"a{k}x{e}".replace("-", "m")) for k, v in
+                     self._odd_multiples(edge.A, odd | neg_a).items()}
+            odd_b = {k: _wire(m, v, f"b{k}x{e}".replace("-", "m")) for k, v in
+                     self._odd_multiples(edge.B, odd | neg_b).items()}
             edges.append({
                 "lo": st.reg(lo, f"lo{e}", signed(self.sat_bits + 1), e),
                 "off": st.regs([_lin(odd_a, odd_b, a, b) for _, a, b in _CORNER_PAIRS],
                                f"off{e}_", wide, e),
-                "odd_a": {k: st.reg(v, f"a{k}x{e}", wide, e) for k, v in odd_a.items()},
-                "odd_b": {k: st.reg(v, f"b{k}x{e}", wide, e) for k, v in odd_b.items()},
+                "odd_a": {k: st.reg(v, f"a{k}x{e}".replace("-", "m"), wide, e)
+                          for k, v in odd_a.items()},
+                "odd_b": {k: st.reg(v, f"b{k}x{e}".replace("-", "m"), wide, e)
+                          for k, v in odd_b.items()},
             })
         origin_x, origin_y = head.bx << 4, head.by << 4
         rel = signed(self.int_bits + 1)
