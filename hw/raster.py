@@ -45,7 +45,9 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    lattice half with ``b > 0`` or ``b = 0 < a``), the odd multiples of A and B, and
    ``lo = sat(lo16) - bias`` (the bias is folded in once, so every later test is ``>= 0``;
    ``lo16 - bias`` is computed beside the range test, and the saturated values are
-   constants).
+   constants); in MSAA builds also ``-A`` and ``-B`` where two or more sample offsets
+   with no positive term use them (``_negated``: each such offset is then one
+   subtraction in stage 2, not an addition and a negation).
 2. *Corners*: the 25 span corners lie at ``(4c - 8, 4r - 8)`` pixels from the centre;
    corner ``i`` and ``24 - i`` have opposite offsets ``+-o``. Given the signs of ``lo``
    and ``o`` one of ``lo + o`` and ``lo - o`` has a known sign, so one add/subtract per
@@ -83,7 +85,10 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    apart from the AND over the edges (Timing, below). So is the *mask plan*, per 16-bit
    chunk of the output mask: which of the lane groups that can reach the chunk (in any
    mode) writes it, whether this batch writes it, and whether the first batch fills it
-   with the box mask (a FULL span) (:meth:`BlockRasterizer._mask_plan`).
+   with the box mask (a FULL span) (:meth:`BlockRasterizer._mask_plan`). At 1x the
+   combined span classes, which are only reported there, are formed here from copies
+   of each edge's FULL and EMPTY bits registered in stage 4 (the edges' registers sit
+   apart on the device; MSAA builds form them in stage 3 for the ranks).
 6. *Lane masks*: each lane ANDs its edges' masks, registered (the comparators of the
    four edges sit apart on the device, and the crossbar below spans the lanes).
 7. *Final mask*: each output bit is one multiplexer over the lane bits that can reach
@@ -112,9 +117,11 @@ which was the critical path on the ECP5). One enable for a whole stage would fan
 thousands of flip-flops across the device, so each group of registers -- an edge's, a
 quad of lanes' of one edge, a quarter of the output word, the input buffer's fields and
 each edge's part of it -- has an enable of its own, from its own copy of the state
-(:class:`_Flow`): about 50 copies, each a flip-flop or two and two LUTs. A bubble inside
-the pipeline stays while the output is stalled; with the output ready a block per clock
-goes through. ``i.ready`` is the input buffer's registered "not full".
+(:class:`_Flow`): about 50 copies, each two or three flip-flops and two LUTs. The
+one signal every copy reads, "stage 5 holds a block's last batch", is a register that
+each copy loads into a ``done`` register of its own, so its net runs from register to
+register. A bubble inside the pipeline stays while the output is stalled; with the
+output ready a block per clock goes through. ``i.ready`` is the input buffer's registered "not full".
 
 Exact arithmetic in few bits
 ----------------------------
@@ -142,8 +149,12 @@ own; and as one enable per stage drove the clock enables of thousands of flip-fl
 across the block, each group of registers now has its own (:class:`_Flow`). The other
 changes for the 1x build: the lane-mask stage 6 (latency 6 -> 7, the spec allows 7),
 ``lo16 - bias`` beside the saturation's range test, the span-in-box bits registered in
-stage 2, the combined classes formed in stage 4 at 1x, "edge unused" folded in stage 3
-and ``|half_j|`` per quad of lanes.
+stage 2, "edge unused" folded in stage 3, ``|half_j|`` per quad of lanes, a ``done``
+register per flow copy and the combined classes formed in stage 5 at 1x (from per-edge
+copies registered in stage 4). So the 1x build routes at 82.15 MHz; its critical path is
+the input buffer's: one part's ``move`` enable, which drives the clock enables of that
+part's 85-bit head and spare registers spread across the device, into its copy's ``ok``
+register (12.2 ns, 11.2 ns of it routing).
 
 The MSAA builds are harder to route (the lane multiplexers of stage 4 and the crossbar
 into the output mask). Before issue 16 the ``(1, 4)`` build routed at 33.8 MHz, its
@@ -433,12 +444,9 @@ class BlockRasterizer(wiring.Component):
     ============================  ==================  ==============  ==================
     build                         LUT4                flip-flops      Fmax
     ============================  ==================  ==============  ==================
-    ``modes=(1,)``                25,524 (31 %)       12,706          not routed [1]_
-    every mode (default)          58,608 (70.07 %)    20,325          not measured
+    ``modes=(1,)``                25,325 (30.3 %)     12,836          82.15 MHz
+    every mode (default)          58,445 (69.88 %)    20,527          not measured
     ============================  ==================  ==============  ==================
-
-    .. [1] 51.98 MHz estimated after placement; not routed within the 40-minute limit
-       on the loaded machine of issue 16's session (74.4 MHz routed before issue 16).
 
     Per mode (the schedule, any build): 1x 1.000 block / 256 samples per clock, 2x
     0.889 / 455, 4x 0.679 / 696, 8x 0.440 / 902, 16x 0.251 / 1030 on the bench's mixed
