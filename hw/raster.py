@@ -45,7 +45,9 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    lattice half with ``b > 0`` or ``b = 0 < a``), the odd multiples of A and B, and
    ``lo = sat(lo16) - bias`` (the bias is folded in once, so every later test is ``>= 0``;
    ``lo16 - bias`` is computed beside the range test, and the saturated values are
-   constants).
+   constants); in MSAA builds also ``-A`` and ``-B`` where two or more sample offsets
+   with no positive term use them (``_negated``: each such offset is then one
+   subtraction in stage 2, not an addition and a negation).
 2. *Corners*: the 25 span corners lie at ``(4c - 8, 4r - 8)`` pixels from the centre;
    corner ``i`` and ``24 - i`` have opposite offsets ``+-o``. Given the signs of ``lo``
    and ``o`` one of ``lo + o`` and ``lo - o`` has a known sign, so one add/subtract per
@@ -83,7 +85,10 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    apart from the AND over the edges (Timing, below). So is the *mask plan*, per 16-bit
    chunk of the output mask: which of the lane groups that can reach the chunk (in any
    mode) writes it, whether this batch writes it, and whether the first batch fills it
-   with the box mask (a FULL span) (:meth:`BlockRasterizer._mask_plan`).
+   with the box mask (a FULL span) (:meth:`BlockRasterizer._mask_plan`). At 1x the
+   combined span classes, which are only reported there, are formed here from copies
+   of each edge's FULL and EMPTY bits registered in stage 4 (the edges' registers sit
+   apart on the device; MSAA builds form them in stage 3 for the ranks).
 6. *Lane masks*: each lane ANDs its edges' masks, registered (the comparators of the
    four edges sit apart on the device, and the crossbar below spans the lanes).
 7. *Final mask*: each output bit is one multiplexer over the lane bits that can reach
@@ -112,9 +117,11 @@ which was the critical path on the ECP5). One enable for a whole stage would fan
 thousands of flip-flops across the device, so each group of registers -- an edge's, a
 quad of lanes' of one edge, a quarter of the output word, the input buffer's fields and
 each edge's part of it -- has an enable of its own, from its own copy of the state
-(:class:`_Flow`): about 50 copies, each a flip-flop or two and two LUTs. A bubble inside
-the pipeline stays while the output is stalled; with the output ready a block per clock
-goes through. ``i.ready`` is the input buffer's registered "not full".
+(:class:`_Flow`): about 50 copies, each two or three flip-flops and two LUTs. The
+one signal every copy reads, "stage 5 holds a block's last batch", is a register that
+each copy loads into a ``done`` register of its own, so its net runs from register to
+register. A bubble inside the pipeline stays while the output is stalled; with the
+output ready a block per clock goes through. ``i.ready`` is the input buffer's registered "not full".
 
 Exact arithmetic in few bits
 ----------------------------
@@ -142,8 +149,12 @@ own; and as one enable per stage drove the clock enables of thousands of flip-fl
 across the block, each group of registers now has its own (:class:`_Flow`). The other
 changes for the 1x build: the lane-mask stage 6 (latency 6 -> 7, the spec allows 7),
 ``lo16 - bias`` beside the saturation's range test, the span-in-box bits registered in
-stage 2, the combined classes formed in stage 4 at 1x, "edge unused" folded in stage 3
-and ``|half_j|`` per quad of lanes.
+stage 2, "edge unused" folded in stage 3, ``|half_j|`` per quad of lanes, a ``done``
+register per flow copy and the combined classes formed in stage 5 at 1x (from per-edge
+copies registered in stage 4). So the 1x build routes at 82.15 MHz; its critical path is
+the input buffer's: one part's ``move`` enable, which drives the clock enables of that
+part's 85-bit head and spare registers spread across the device, into its copy's ``ok``
+register (12.2 ns, 11.2 ns of it routing).
 
 The MSAA builds are harder to route (the lane multiplexers of stage 4 and the crossbar
 into the output mask). Before issue 16 the ``(1, 4)`` build routed at 33.8 MHz, its
@@ -249,8 +260,27 @@ def _multiple(odd, k):
     return -value if k < 0 else value
 
 
+def _negated(a, b):
+    """Which of ``a*A``, ``b*B`` (``"a"``, ``"b"`` or ``None``) :func:`_lin` takes from
+    ``-A`` or ``-B`` shifted, so that ``a*A + b*B`` with no positive term is one
+    subtraction (or none), not an addition and a negation: a coefficient ``<= -1`` whose
+    magnitude is a power of two, the other ``<= 0``."""
+    for name, k, other in (("a", a, b), ("b", b, a)):
+        if k < 0 and (-k & (-k - 1)) == 0 and other <= 0:
+            return name
+    return None
+
+
 def _lin(odd_a, odd_b, a, b):
-    """``a*A + b*B`` with one adder when at most one coefficient is negative."""
+    """``a*A + b*B`` with one adder when at most one coefficient is negative, or when
+    ``odd_a`` / ``odd_b`` hold ``-A`` / ``-B`` under the key ``-1`` (:func:`_negated`)."""
+    negated = _negated(a, b)
+    if negated == "a" and -1 in odd_a:
+        x = odd_a[-1] << _log2(-a)
+        return x - _multiple(odd_b, -b) if b else x
+    if negated == "b" and -1 in odd_b:
+        x = odd_b[-1] << _log2(-b)
+        return x - _multiple(odd_a, -a) if a else x
     if a < 0 and b < 0:
         return -(_multiple(odd_a, -a) + _multiple(odd_b, -b))
     if a < 0:
@@ -331,15 +361,18 @@ class _Flow:
     spread across the device, and such a net's long routes were the timing budget. So
     each group of registers (an edge's, a quad of lanes', ...) gets an enable of its own:
     one LUT of ``o.ready`` and the registers of its own copy of the state (``full``: the
-    output word is complete, ``more``: stage 3 has batches left, ``ok``: a well-formed
-    block is at the input buffer's head). Every copy follows the same next-state rule
-    from the same inputs, so all are equal at every clock; as each copy's next state
-    reads its own registers, yosys does not merge them.
+    output word is complete, ``done``: stage 6 holds a block's last batch, ``more``:
+    stage 3 has batches left, ``ok``: a well-formed block is at the input buffer's head).
+    Every copy follows the same next-state rule from the same inputs, so all are equal at
+    every clock; as each copy's next state reads its own registers, yosys does not merge
+    them. Each copy's ``done`` loads ``ending`` (a register: stage 5 holds a block's last
+    batch) directly, so the one net that reaches every copy goes from a register to the
+    copies' registers with no logic on the way.
     """
 
     def __init__(self, m, ready, batches):
         self.m, self.ready, self.batches = m, ready, batches
-        self.done = Signal()        # a register: stage 6 holds the last batch of a block
+        self.ending = Signal()      # a register: stage 5 holds the last batch of a block
         self.more_in = Signal()     # the block entering stage 3 has batches after its first
         self.more_on = Signal()     # the block in stage 3 has batches after this one
         self.ok_in = Signal()       # a well-formed block enters the input buffer's head
@@ -361,13 +394,15 @@ class _Flow:
     def _new_copy(self, kind, name):
         m, ready = self.m, self.ready
         full = Signal(name=f"{name}_full")
+        done = Signal(name=f"{name}_done")
         more = Signal(name=f"{name}_more") if self.batches and kind != "adv" else Const(0, 1)
         ok = Signal(name=f"{name}_ok") if kind == "move" else Const(1, 1)
         adv = ~full | ready
         load = ~more & (~full | ready)
         move = ~ok | (~more & (~full | ready))
         enable = _wire(m, {"adv": adv, "load": load, "move": move}[kind], name)
-        m.d.sync += full.eq(Mux(adv, self.done, full))
+        with m.If(adv):
+            m.d.sync += [done.eq(self.ending), full.eq(done)]
         if isinstance(more, Signal):
             m.d.sync += more.eq(Mux(load, self.more_in, Mux(adv, self.more_on, more)))
         if isinstance(ok, Signal):
@@ -409,12 +444,9 @@ class BlockRasterizer(wiring.Component):
     ============================  ==================  ==============  ==================
     build                         LUT4                flip-flops      Fmax
     ============================  ==================  ==============  ==================
-    ``modes=(1,)``                25,524 (31 %)       12,706          not routed [1]_
-    every mode (default)          58,608 (70.07 %)    20,325          not measured
+    ``modes=(1,)``                25,325 (30.3 %)     12,836          82.15 MHz
+    every mode (default)          58,445 (69.88 %)    20,527          not measured
     ============================  ==================  ==============  ==================
-
-    .. [1] 51.98 MHz estimated after placement; not routed within the 40-minute limit
-       on the loaded machine of issue 16's session (74.4 MHz routed before issue 16).
 
     Per mode (the schedule, any build): 1x 1.000 block / 256 samples per clock, 2x
     0.889 / 455, 4x 0.679 / 696, 8x 0.440 / 902, 16x 0.251 / 1030 on the bench's mixed
@@ -510,8 +542,9 @@ class BlockRasterizer(wiring.Component):
         return lane * self.lane_groups // LANES
 
     def _odd_multiples(self, x, odd_set):
-        """``{k: k*x}`` for the odd ``k`` in ``odd_set``: one adder each beyond 1."""
-        table = {1: x, 3: (x << 1) + x, 5: (x << 2) + x, 7: (x << 3) - x}
+        """``{k: k*x}`` for the odd ``k`` in ``odd_set`` (and ``-1``): one adder each
+        beyond 1."""
+        table = {-1: -x, 1: x, 3: (x << 1) + x, 5: (x << 2) + x, 7: (x << 3) - x}
         return {k: table[k] for k in sorted(odd_set)}
 
     # ------------------------------------------------------------------ elaboration
@@ -521,7 +554,7 @@ class BlockRasterizer(wiring.Component):
         flow = _Flow(m, self.o.ready, bool(self.msaa_modes))
         head, head_ok = self._input(m, flow)
 
-        v1, v2, v3, v4, v5 = (Signal(name=f"v{k}") for k in range(1, 6))
+        v1, v2, v3, v4 = (Signal(name=f"v{k}") for k in range(1, 5))
         s1, s2, s3, s4, s5, s6 = (_Stage(f"s{k}") for k in range(1, 7))
         r1 = self._offsets(m, head, s1)
         r2 = self._corners(m, r1, s2)
@@ -546,8 +579,8 @@ class BlockRasterizer(wiring.Component):
             m.d.sync += [v1.eq(head_ok), v2.eq(v1), v3.eq(v2), batch.eq(0)]
         with m.Elif(adv):                       # here more = 1: the next batch
             m.d.sync += batch.eq(batch + 1)
-        with m.If(adv):                         # done: stage 6 holds a block's last batch
-            m.d.sync += [v4.eq(v3), v5.eq(v4), flow.done.eq(v5 & r5["last"])]
+        with m.If(adv):                         # ending: stage 5 holds a block's last batch
+            m.d.sync += [v4.eq(v3), flow.ending.eq(v4 & r4["last"])]
         if self.msaa_modes:                     # the next batch's spans move to the front
             order = r3["order"]
             with m.If(adv & misc["more"]):
@@ -615,8 +648,11 @@ class BlockRasterizer(wiring.Component):
     def _offsets(self, m, head, st):
         """Stage 1: saturated ``lo``, corner offsets, odd multiples, box relative to block."""
         s = self.subpix
-        odd = {1, 3} | _odd_parts(c for mode in self.msaa_modes
-                                  for xy in SAMPLE_PATTERNS[mode] for c in xy)
+        samples = [xy for mode in self.msaa_modes for xy in SAMPLE_PATTERNS[mode]]
+        odd = {1, 3} | _odd_parts(c for xy in samples for c in xy)
+        # -A (-B) when two or more sample offsets save a negation with it (_negated)
+        negated = [_negated(*xy) for xy in samples]
+        neg_a, neg_b = ({-1} if negated.count(n) >= 2 else set() for n in ("a", "b"))
         wide = signed(self.coef_bits + 4)
         edges = []
         for e in range(self.edges):
@@ -629,16 +665,18 @@ class BlockRasterizer(wiring.Component):
             lo = Mux(inside, lo16[:self.sat_bits].as_signed() - edge.bias,
                      Mux(lo16[-1], Mux(edge.bias, -limit - 1, -limit),
                          Mux(edge.bias, limit - 1, limit)))
-            odd_a = {k: _wire(m, v, f"a{k}x{e}") for k, v in
-                     self._odd_multiples(edge.A, odd).items()}
-            odd_b = {k: _wire(m, v, f"b{k}x{e}") for k, v in
-                     self._odd_multiples(edge.B, odd).items()}
+            odd_a = {k: _wire(m, v, f"a{k}x{e}".replace("-", "m")) for k, v in
+                     self._odd_multiples(edge.A, odd | neg_a).items()}
+            odd_b = {k: _wire(m, v, f"b{k}x{e}".replace("-", "m")) for k, v in
+                     self._odd_multiples(edge.B, odd | neg_b).items()}
             edges.append({
                 "lo": st.reg(lo, f"lo{e}", signed(self.sat_bits + 1), e),
                 "off": st.regs([_lin(odd_a, odd_b, a, b) for _, a, b in _CORNER_PAIRS],
                                f"off{e}_", wide, e),
-                "odd_a": {k: st.reg(v, f"a{k}x{e}", wide, e) for k, v in odd_a.items()},
-                "odd_b": {k: st.reg(v, f"b{k}x{e}", wide, e) for k, v in odd_b.items()},
+                "odd_a": {k: st.reg(v, f"a{k}x{e}".replace("-", "m"), wide, e)
+                          for k, v in odd_a.items()},
+                "odd_b": {k: st.reg(v, f"b{k}x{e}".replace("-", "m"), wide, e)
+                          for k, v in odd_b.items()},
             })
         origin_x, origin_y = head.bx << 4, head.by << 4
         rel = signed(self.int_bits + 1)
@@ -835,14 +873,18 @@ class BlockRasterizer(wiring.Component):
                 "meta": self._meta_layout()(st.reg(meta.as_value(), "meta"))}
 
     def _span_classes(self, m, r3, st):
-        """The combined span classes into stage 4: from stage 3 in the MSAA builds (which
-        need them for the ranks), combined here from the edges' classes at 1x."""
+        """The combined span classes into stage 4 in the MSAA builds (stage 3 formed them
+        for the ranks); at 1x, where they are only reported, a copy of each edge's FULL
+        (or unused) and EMPTY bits and the span-in-box bits, which stage 5 combines (the
+        edges' registers sit apart on the device: one register stage on the way)."""
         if self.msaa_modes:
-            full, part = r3["span_full"], r3["span_part"]
-        else:
-            full, part = self._combine(m, r3["inbox"], [e["lane_full"] for e in r3["edges"]],
-                                       [e["empty"] for e in r3["edges"]])
-        return {"span_full": st.reg(full, "span_full"), "span_part": st.reg(part, "span_part")}
+            return {"span_full": st.reg(r3["span_full"], "span_full"),
+                    "span_part": st.reg(r3["span_part"], "span_part")}
+        return {"edge_fulls": [st.reg(e["lane_full"], f"efull{k}")
+                               for k, e in enumerate(r3["edges"])],
+                "edge_empties": [st.reg(e["empty"], f"eempty{k}")
+                                 for k, e in enumerate(r3["edges"])],
+                "inbox": st.reg(r3["inbox"], "inbox")}
 
     @staticmethod
     def _span_offset(half, k):
@@ -943,9 +985,13 @@ class BlockRasterizer(wiring.Component):
                                           group=lambda lane, e=e: (e, self._quad(lane))),
                           "class_full": st.reg(edge["class_full"], f"cfull{e}", group=e),
                           "class_part": st.reg(edge["class_part"], f"cpart{e}", group=e)})
-        passed = {k: st.reg(r4[k], k) for k in
-                  ("first", "last", "col", "row", "span_full", "span_part")}
+        if self.msaa_modes:
+            full, part = r4["span_full"], r4["span_part"]
+        else:                                   # 1x: from stage 4's copies (_span_classes)
+            full, part = self._combine(m, r4["inbox"], r4["edge_fulls"], r4["edge_empties"])
+        passed = {k: st.reg(r4[k], k) for k in ("first", "col", "row")}
         return {"edges": edges, **passed, **self._mask_plan(r4, st),
+                "span_full": st.reg(full, "span_full"), "span_part": st.reg(part, "span_part"),
                 "meta": self._meta_layout()(st.reg(r4["meta"].as_value(), "meta"))}
 
     def _chunk_modes(self, c):
@@ -968,7 +1014,9 @@ class BlockRasterizer(wiring.Component):
         with more than one), ``wr``, whether this batch writes it from the lanes, and
         ``fill``, whether the first batch fills it with the box mask (a FULL span)."""
         mode, write, group = r4["meta"].mode, r4["write"], r4["group"]
-        full, first = r4["span_full"], r4["first"]
+        # A 1x-only build writes every chunk from its lane (wr = 1): no fill, and its
+        # combined classes are formed in stage 5 (_span_classes).
+        full, first = r4.get("span_full", Const(0, SPANS)), r4["first"]
         src, wr, fill = [], [], []
         for c in range(16 * self.max_samples):
             here = self._chunk_modes(c)
@@ -1007,7 +1055,7 @@ class BlockRasterizer(wiring.Component):
         plan = {k: [v if v is None else st.reg(v, f"{k}{c}", group=self._chunk_group(c))
                     for c, v in enumerate(r5[k])] for k in ("src", "wr", "fill")}
         passed = {k: st.reg(r5[k], k) for k in
-                  ("first", "last", "col", "row", "span_full", "span_part")}
+                  ("first", "col", "row", "span_full", "span_part")}
         return {"lanes": lanes, "edges": edges, **plan, **passed,
                 "meta": self._meta_layout()(st.reg(r5["meta"].as_value(), "meta"))}
 
