@@ -116,7 +116,7 @@ latency : int
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -289,6 +289,12 @@ class PixelEngine(wiring.Component):
     completes when the framebuffer acknowledges it (``fb_ack``), which has priority
     over the queue on that kind's completion port.
 
+    Both sides are registered, so that no path runs through an engine from its QCC's
+    issue logic back into the QCC's completion logic: each issue input goes through a
+    :class:`hw.sync.StreamBuffer` (``ready`` is a register), and a completion leaves from
+    a register a clock after it is due (the queue is a ``SyncFIFOBuffered``, whose
+    output is a register too). Each costs a clock of latency, which changes timing only.
+
     Attributes
     ----------
     n_issue, m_issue : stream of ``hw.qcc.ISSUE``, in
@@ -341,9 +347,12 @@ class PixelEngine(wiring.Component):
 
         busy = []
         for kind, name in ((Kind.NUMERIC, "n"), (Kind.MOVE, "m")):
-            iss, done = getattr(self, f"{name}_issue"), getattr(self, f"{name}_done")
+            buffer = sync_block.StreamBuffer(ISSUE)
+            m.submodules[f"issue_{name}"] = buffer
+            wiring.connect(m, wiring.flipped(getattr(self, f"{name}_issue")), buffer.i)
+            iss, done = buffer.o, getattr(self, f"{name}_done")
             lat = getattr(self, f"lat_{name}")
-            q = SyncFIFO(width=TIME_W + 8, depth=self.records)
+            q = SyncFIFOBuffered(width=TIME_W + 8, depth=self.records)
             m.submodules[f"queue_{name}"] = q
             due, rec = q.r_data[:TIME_W], q.r_data[TIME_W:]
             reached = ~(now - due)[TIME_W - 1]          # now - due >= 0, modulo 2**16
@@ -369,11 +378,13 @@ class PixelEngine(wiring.Component):
                 m.d.comb += iss.ready.eq(q.w_rdy)
             m.d.comb += [q.w_en.eq(iss.valid & iss.ready & ~special),
                          q.w_data.eq(Cat((now + lat)[:TIME_W], iss.payload.record))]
+            m.d.sync += done.valid.eq(ack | (q.r_rdy & reached))
             with m.If(ack):
-                m.d.comb += [done.valid.eq(1), done.payload.record.eq(self.fb_ack.record)]
+                m.d.sync += done.payload.record.eq(self.fb_ack.record)
             with m.Elif(q.r_rdy & reached):
-                m.d.comb += [done.valid.eq(1), done.payload.record.eq(rec), q.r_en.eq(1)]
-            busy.append(q.r_rdy)
+                m.d.sync += done.payload.record.eq(rec)
+                m.d.comb += q.r_en.eq(1)
+            busy += [iss.valid, q.r_rdy, done.valid]
         m.d.comb += self.idle.eq(~Cat(busy).any() & ~req.valid & ~outstanding)
         return m
 
