@@ -10,6 +10,8 @@ Blocks
 ------
 :class:`TokenFIFO`
     A synchronous FIFO of stream words.
+:class:`InputFIFO`
+    A FIFO whose ``i.ready`` is a register: the buffer in front of each input of a unit.
 :class:`StreamBuffer`
     A two-entry skid buffer for any stream, with every output a register: it joins
     pipelines (the units' own buffers, the rasterizer's stages) without a combinational
@@ -95,11 +97,12 @@ import enum
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 __all__ = [
     "Token", "EventId", "stream_word", "EventWireSignature",
-    "TokenFIFO", "StreamBuffer", "TokenUnit", "RegularUnit", "ForkUnit", "JoinUnit",
+    "TokenFIFO", "InputFIFO", "StreamBuffer", "TokenUnit", "RegularUnit", "ForkUnit", "JoinUnit",
     "JoinForkUnit",
     "csp", "tsu_asu", "zpreset", "DESIGNS",
 ]
@@ -477,17 +480,15 @@ class TokenUnit(wiring.Component):
         """
         buffers = []
         for k, port in enumerate(self.i):
-            buf = m.submodules[f"in_fifo_{k}"] = fifo.SyncFIFOBuffered(
-                width=self.decoded_layout().size, depth=self.fifo_depth)
+            buf = m.submodules[f"in_fifo_{k}"] = InputFIFO(self.decoded_layout(),
+                                                            depth=self.fifo_depth)
             head = m.submodules[f"in_head_{k}"] = StreamBuffer(self.decoded_layout())
             m.d.comb += [
-                buf.w_data.eq(self.decode(m, port.payload, k)),
-                buf.w_en.eq(port.valid),
-                port.ready.eq(buf.w_rdy),
-                head.i.payload.eq(buf.r_data),
-                head.i.valid.eq(buf.r_rdy),
-                buf.r_en.eq(head.i.ready),
+                buf.i.payload.eq(self.decode(m, port.payload, k)),
+                buf.i.valid.eq(port.valid),
+                port.ready.eq(buf.i.ready),
             ]
+            wiring.connect(m, buf.o, head.i)
             buffers.append(head.o)
         return buffers
 
@@ -655,6 +656,66 @@ class TokenUnit(wiring.Component):
         """A token's value as an integer."""
         fields = {"is_token": 1, "data": int(code) | (arg << 8)}
         return self.word.const(fields).as_value().value
+
+
+class InputFIFO(wiring.Component):
+    """A synchronous FIFO whose ``i.ready`` is a register: a unit's input buffer.
+
+    It moves words as Amaranth's ``SyncFIFOBuffered`` of the same depth does, clock for
+    clock (``depth - 1`` words in memory read synchronously, so it maps to LUT RAM or
+    block RAM, and one in the output register), but ``SyncFIFOBuffered`` computes
+    ``w_rdy`` from its level, so its level, the port's ``ready``, the port's write and the
+    level's update form one loop of three LUTs through the port. Here ``i.ready`` is a
+    flip-flop loaded with "not full" from the *next* level, which leaves two LUTs in that
+    loop (the write, then the level and ``ready``) and none between ``ready`` and the port.
+
+    Parameters
+    ----------
+    shape : shape-like
+        The payload's shape.
+    depth : int
+        Number of words held (at least 3, the fewest that stream one word per clock).
+
+    Attributes
+    ----------
+    i : stream of ``shape``, in
+        ``i.ready`` is a register.
+    o : stream of ``shape``, out
+        ``o.valid`` and ``o.payload`` are registers.
+    """
+
+    def __init__(self, shape, *, depth):
+        _check_int("depth", depth, 3)
+        self.shape = shape
+        self.depth = depth
+        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
+
+    def elaborate(self, platform):
+        m = Module()
+        inner = self.depth - 1                  # words in memory; one more in `o.payload`
+        m.submodules.storage = storage = Memory(shape=self.shape, depth=inner, init=[])
+        w_port, r_port = storage.write_port(), storage.read_port()
+        level = Signal(range(inner + 1))        # words in memory
+        produce, consume = Signal(range(inner)), Signal(range(inner))
+        ready = Signal(init=1)                  # level != inner, as a register
+        write, read = Signal(), Signal()        # into and out of memory
+        m.d.comb += [
+            self.i.ready.eq(ready),
+            write.eq(self.i.valid & ready),
+            read.eq((level != 0) & (~self.o.valid | self.o.ready)),
+            w_port.addr.eq(produce), w_port.data.eq(self.i.payload), w_port.en.eq(write),
+            r_port.addr.eq(consume), r_port.en.eq(read), self.o.payload.eq(r_port.data),
+        ]
+        next_level = Signal.like(level)
+        m.d.comb += next_level.eq(level + write - read)
+        m.d.sync += [level.eq(next_level), ready.eq(next_level != inner)]
+        with m.If(write):
+            m.d.sync += produce.eq(_next(produce, inner))
+        with m.If(read):
+            m.d.sync += [consume.eq(_next(consume, inner)), self.o.valid.eq(1)]
+        with m.Elif(self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+        return m
 
 
 class StreamBuffer(wiring.Component):
