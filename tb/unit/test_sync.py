@@ -180,7 +180,7 @@ def test_reference_instances_match_the_spec_configurations(name):
 
 # ---------------------------------------------------------------- RTL in amaranth.sim
 
-def simulate(unit, inputs, seed, cycles=600):
+def simulate(unit, inputs, seed, cycles=400):
     """Run ``unit`` in amaranth.sim with random gaps and stalls; returns its outputs."""
     rnd = random.Random(seed)
     outputs = [[] for _ in unit.o]
@@ -224,7 +224,7 @@ def simulate(unit, inputs, seed, cycles=600):
     return outputs
 
 
-@pytest.mark.parametrize("depth", [3, 4, 7])
+@pytest.mark.parametrize("depth", [3, 5])
 def test_input_fifo_moves_words_as_sync_fifo_buffered_does(depth):
     """InputFIFO only registers ``ready``: every clock, its ports must show what
     Amaranth's SyncFIFOBuffered of the same depth shows under the same random traffic."""
@@ -236,7 +236,7 @@ def test_input_fifo_moves_words_as_sync_fifo_buffered_does(depth):
     seen = set()
 
     async def bench(ctx):
-        for cycle in range(400):
+        for cycle in range(320):
             # bursts of writes and of reads, so that the FIFO fills and empties
             write = rnd.random() < (0.9 if cycle % 80 < 40 else 0.3)
             read = rnd.random() < (0.3 if cycle % 80 < 40 else 0.9)
