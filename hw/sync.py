@@ -61,9 +61,10 @@ The unit is a short pipeline, built so that no clock chains the routing decision
 target outputs, the outputs' room and the taking of the next word (the loop that held
 the first design to 146 MHz):
 
-1. **Input FIFOs.** Each input word is decoded on its way into a FIFO (``fifo_depth``,
-   at least the three entries that stream a word per clock), followed by a two-entry
-   head buffer that refills whenever its spare entry is free.
+1. **Input FIFOs.** Each input word is decoded on its way into an :class:`InputFIFO`
+   (``fifo_depth``, at least the three entries that stream a word per clock), whose
+   ``ready`` (the input port's) is a register, followed by a two-entry head buffer that
+   refills whenever its spare entry is free.
 2. **Take.** Every clock the unit takes at most one word: an injected token, a join's
    event barrier, or the head of the current input. Whether it takes it depends only on
    registers (the heads' valid and event bits, the one-hot current input, and one
@@ -471,8 +472,10 @@ class TokenUnit(wiring.Component):
         """A FIFO in front of each input, holding words with their decoded flags, and a
         two-entry :class:`StreamBuffer` after it whose head is what the unit reads.
 
-        The FIFOs cut every combinational path from the input ports (their ``w_rdy`` is a
-        register), and decoding on the way in keeps the decode logic out of the unit's
+        The FIFOs cut every combinational path from the input ports: their ``ready`` is a
+        flip-flop, not a LUT of the level as ``SyncFIFOBuffered``'s ``w_rdy`` (that loop,
+        level → ``w_rdy`` → write → level, held the joins below 200 MHz at two placement
+        seeds of three). Decoding on the way in keeps the decode logic out of the unit's
         one-cycle loop. Three entries are the fewest that stream a word per clock. The head
         buffer refills from its FIFO whenever its spare entry is free (a register), so the
         unit's decision to take a word drives the head's multiplexers only, never the
