@@ -10,6 +10,8 @@ Blocks
 ------
 :class:`TokenFIFO`
     A synchronous FIFO of stream words.
+:class:`InputFIFO`
+    A FIFO whose ``i.ready`` is a register: the buffer in front of each input of a unit.
 :class:`StreamBuffer`
     A two-entry skid buffer for any stream, with every output a register: it joins
     pipelines (the units' own buffers, the rasterizer's stages) without a combinational
@@ -59,9 +61,10 @@ The unit is a short pipeline, built so that no clock chains the routing decision
 target outputs, the outputs' room and the taking of the next word (the loop that held
 the first design to 146 MHz):
 
-1. **Input FIFOs.** Each input word is decoded on its way into a FIFO (``fifo_depth``,
-   at least the three entries that stream a word per clock), followed by a two-entry
-   head buffer that refills whenever its spare entry is free.
+1. **Input FIFOs.** Each input word is decoded on its way into an :class:`InputFIFO`
+   (``fifo_depth``, at least the three entries that stream a word per clock), whose
+   ``ready`` (the input port's) is a register, followed by a two-entry head buffer that
+   refills whenever its spare entry is free.
 2. **Take.** Every clock the unit takes at most one word: an injected token, a join's
    event barrier, or the head of the current input. Whether it takes it depends only on
    registers (the heads' valid and event bits, the one-hot current input, and one
@@ -95,11 +98,12 @@ import enum
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 __all__ = [
     "Token", "EventId", "stream_word", "EventWireSignature",
-    "TokenFIFO", "StreamBuffer", "TokenUnit", "RegularUnit", "ForkUnit", "JoinUnit",
+    "TokenFIFO", "InputFIFO", "StreamBuffer", "TokenUnit", "RegularUnit", "ForkUnit", "JoinUnit",
     "JoinForkUnit",
     "csp", "tsu_asu", "zpreset", "DESIGNS",
 ]
@@ -468,8 +472,10 @@ class TokenUnit(wiring.Component):
         """A FIFO in front of each input, holding words with their decoded flags, and a
         two-entry :class:`StreamBuffer` after it whose head is what the unit reads.
 
-        The FIFOs cut every combinational path from the input ports (their ``w_rdy`` is a
-        register), and decoding on the way in keeps the decode logic out of the unit's
+        The FIFOs cut every combinational path from the input ports: their ``ready`` is a
+        flip-flop, not a LUT of the level as ``SyncFIFOBuffered``'s ``w_rdy`` (that loop,
+        level → ``w_rdy`` → write → level, held the joins below 200 MHz at two placement
+        seeds of three). Decoding on the way in keeps the decode logic out of the unit's
         one-cycle loop. Three entries are the fewest that stream a word per clock. The head
         buffer refills from its FIFO whenever its spare entry is free (a register), so the
         unit's decision to take a word drives the head's multiplexers only, never the
@@ -477,17 +483,15 @@ class TokenUnit(wiring.Component):
         """
         buffers = []
         for k, port in enumerate(self.i):
-            buf = m.submodules[f"in_fifo_{k}"] = fifo.SyncFIFOBuffered(
-                width=self.decoded_layout().size, depth=self.fifo_depth)
+            buf = m.submodules[f"in_fifo_{k}"] = InputFIFO(self.decoded_layout(),
+                                                            depth=self.fifo_depth)
             head = m.submodules[f"in_head_{k}"] = StreamBuffer(self.decoded_layout())
             m.d.comb += [
-                buf.w_data.eq(self.decode(m, port.payload, k)),
-                buf.w_en.eq(port.valid),
-                port.ready.eq(buf.w_rdy),
-                head.i.payload.eq(buf.r_data),
-                head.i.valid.eq(buf.r_rdy),
-                buf.r_en.eq(head.i.ready),
+                buf.i.payload.eq(self.decode(m, port.payload, k)),
+                buf.i.valid.eq(port.valid),
+                port.ready.eq(buf.i.ready),
             ]
+            wiring.connect(m, buf.o, head.i)
             buffers.append(head.o)
         return buffers
 
@@ -655,6 +659,66 @@ class TokenUnit(wiring.Component):
         """A token's value as an integer."""
         fields = {"is_token": 1, "data": int(code) | (arg << 8)}
         return self.word.const(fields).as_value().value
+
+
+class InputFIFO(wiring.Component):
+    """A synchronous FIFO whose ``i.ready`` is a register: a unit's input buffer.
+
+    It moves words as Amaranth's ``SyncFIFOBuffered`` of the same depth does, clock for
+    clock (``depth - 1`` words in memory read synchronously, so it maps to LUT RAM or
+    block RAM, and one in the output register), but ``SyncFIFOBuffered`` computes
+    ``w_rdy`` from its level, so its level, the port's ``ready``, the port's write and the
+    level's update form one loop of three LUTs through the port. Here ``i.ready`` is a
+    flip-flop loaded with "not full" from the *next* level, which leaves two LUTs in that
+    loop (the write, then the level and ``ready``) and none between ``ready`` and the port.
+
+    Parameters
+    ----------
+    shape : shape-like
+        The payload's shape.
+    depth : int
+        Number of words held (at least 3, the fewest that stream one word per clock).
+
+    Attributes
+    ----------
+    i : stream of ``shape``, in
+        ``i.ready`` is a register.
+    o : stream of ``shape``, out
+        ``o.valid`` and ``o.payload`` are registers.
+    """
+
+    def __init__(self, shape, *, depth):
+        _check_int("depth", depth, 3)
+        self.shape = shape
+        self.depth = depth
+        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
+
+    def elaborate(self, platform):
+        m = Module()
+        inner = self.depth - 1                  # words in memory; one more in `o.payload`
+        m.submodules.storage = storage = Memory(shape=self.shape, depth=inner, init=[])
+        w_port, r_port = storage.write_port(), storage.read_port()
+        level = Signal(range(inner + 1))        # words in memory
+        produce, consume = Signal(range(inner)), Signal(range(inner))
+        ready = Signal(init=1)                  # level != inner, as a register
+        write, read = Signal(), Signal()        # into and out of memory
+        m.d.comb += [
+            self.i.ready.eq(ready),
+            write.eq(self.i.valid & ready),
+            read.eq((level != 0) & (~self.o.valid | self.o.ready)),
+            w_port.addr.eq(produce), w_port.data.eq(self.i.payload), w_port.en.eq(write),
+            r_port.addr.eq(consume), r_port.en.eq(read), self.o.payload.eq(r_port.data),
+        ]
+        next_level = Signal.like(level)
+        m.d.comb += next_level.eq(level + write - read)
+        m.d.sync += [level.eq(next_level), ready.eq(next_level != inner)]
+        with m.If(write):
+            m.d.sync += produce.eq(_next(produce, inner))
+        with m.If(read):
+            m.d.sync += [consume.eq(_next(consume, inner)), self.o.valid.eq(1)]
+        with m.Elif(self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+        return m
 
 
 class StreamBuffer(wiring.Component):

@@ -6,6 +6,8 @@ import random
 import re
 
 import pytest
+from amaranth.hdl import Module
+from amaranth.lib import fifo
 from amaranth.sim import Simulator
 
 from golden.sync import (REFERENCE_CONFIGS, EventId, Token, UnitModel, data_word,
@@ -137,6 +139,7 @@ def test_zpreset_copies_end_triangle_to_both_outputs():
     (lambda: sync.RegularUnit(inject={1: ()}), "inject[1] must hold 1 to 8 tokens"),
     (lambda: sync.RegularUnit(inject={1: ((Token.SWITCH, 1),)}), "must not hold SWITCH"),
     (lambda: sync.RegularUnit(fifo_depth=2), "fifo_depth must be an integer from 3"),
+    (lambda: sync.InputFIFO(8, depth=2), "depth must be an integer of at least 3, not 2"),
 ])
 def test_bad_parameters_raise_value_error_naming_them(make, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -177,7 +180,7 @@ def test_reference_instances_match_the_spec_configurations(name):
 
 # ---------------------------------------------------------------- RTL in amaranth.sim
 
-def simulate(unit, inputs, seed, cycles=600):
+def simulate(unit, inputs, seed, cycles=400):
     """Run ``unit`` in amaranth.sim with random gaps and stalls; returns its outputs."""
     rnd = random.Random(seed)
     outputs = [[] for _ in unit.o]
@@ -219,6 +222,40 @@ def simulate(unit, inputs, seed, cycles=600):
     sim.add_testbench(run_for)
     sim.run()
     return outputs
+
+
+@pytest.mark.parametrize("depth", [3, 5])
+def test_input_fifo_moves_words_as_sync_fifo_buffered_does(depth):
+    """InputFIFO only registers ``ready``: every clock, its ports must show what
+    Amaranth's SyncFIFOBuffered of the same depth shows under the same random traffic."""
+    ours = sync.InputFIFO(8, depth=depth)
+    theirs = fifo.SyncFIFOBuffered(width=8, depth=depth)
+    top = Module()
+    top.submodules.ours, top.submodules.theirs = ours, theirs
+    rnd = random.Random(depth)
+    seen = set()
+
+    async def bench(ctx):
+        for cycle in range(320):
+            # bursts of writes and of reads, so that the FIFO fills and empties
+            write = rnd.random() < (0.9 if cycle % 80 < 40 else 0.3)
+            read = rnd.random() < (0.3 if cycle % 80 < 40 else 0.9)
+            word = rnd.randrange(256)
+            ctx.set(ours.i.valid, write), ctx.set(theirs.w_en, write)
+            ctx.set(ours.i.payload, word), ctx.set(theirs.w_data, word)
+            ctx.set(ours.o.ready, read), ctx.set(theirs.r_en, read)
+            ready, valid = ctx.get(ours.i.ready), ctx.get(ours.o.valid)
+            assert (ready, valid) == (ctx.get(theirs.w_rdy), ctx.get(theirs.r_rdy)), cycle
+            if valid:
+                assert ctx.get(ours.o.payload) == ctx.get(theirs.r_data), cycle
+            seen.add((ready, valid))
+            await ctx.tick()
+
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert (0, 1) in seen and (1, 0) in seen      # it was full and empty
 
 
 @pytest.mark.parametrize("make", [sync.RegularUnit, lambda: sync.ForkUnit(n_outputs=3),
