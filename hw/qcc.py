@@ -128,13 +128,19 @@ How it is built, and why
   a decided FIFO cannot run empty before its pop (only that pop empties it).
 * **Allocation.** The lowest free record and entity number come from priority encoders
   over the free bits; the lines from a first fit of the length the command asks for
-  (runs of free lines, then the lowest start). The lowest free record, the RAMs and
-  the RAMs are written every clock with what ALLOC or MAP would
-  put there (it is free, so nothing reads it); only the ``valid`` and ``queued``
-  bits and the free-line bits wait for the accept decision. The lines taken are a
-  range from the first fit's base line, like the reaper's (:func:`_range_mask`: in
-  blocks of 8 lines a buffer touches at most two, so each line is one LUT4 of four
-  shared signals).
+  (runs of free lines, then the lowest start). The lowest free record and the RAMs
+  are written every clock with what ALLOC or MAP would put there (it is free, so
+  nothing reads it); only the ``valid`` and ``queued`` bits and the free-line bits
+  wait for the accept decision. The lines taken are a range from the first fit's
+  base line, like the reaper's (:func:`_range_mask`: in blocks of 8 lines a buffer
+  touches at most two, the block of its base and the next one, so each line is one
+  LUT4 of four shared signals, and only the base's offset in its block is added to
+  the length, not the whole base: no carry chain on ALLOC's path from the free lines
+  back to them).
+* **Each record tells an issue from a drop by its own ``tomb`` bit**: the popped
+  head's one-hot goes to every record, and ``busy`` or the tombstone's end follow
+  from the record's own bit, so the pick of the head's ``tomb`` bit (``go``) drives
+  only the issue port and the busy counters, not every record's state.
 * **CONFIG's "type in flight" check** reads one counter per type of its busy
   entities (plus its FIFOs' "not empty" bits) instead of searching every record: an
   entity becomes busy only by an issue and stops only by an accepted completion, and
@@ -385,22 +391,25 @@ def _decode(index, count):
 def _range_mask(m, base, length, count, name):
     """``count`` bits, set from ``base`` to ``base + length - 1`` (``length`` 1..8).
 
-    In blocks of 8 bits such a range touches at most two blocks, the block of its first
-    bit from an offset on and the block of its last bit up to an offset, so each bit is
-    a function of four shared signals (its block is the first or the last, its offset is
-    in range there): one LUT4 per bit instead of a comparison with ``base``.
+    In blocks of 8 bits such a range touches at most two blocks: the block of its first
+    bit from an offset on and, if it crosses, the next block up to an offset. So each
+    bit is a function of four shared signals (its block is the first, the block below
+    is, its offset is in range in the first or in the next block): one LUT4 per bit
+    instead of a comparison with ``base``. Only the offset within a block is added to
+    ``length`` (a 4-bit sum); the next block's one-hot is the first one's, shifted.
     """
     start = Signal(max(len(base), 3), name=f"{name}_start")
     m.d.comb += start.eq(base)
-    end = _sig(m, start + length - 1, f"{name}_end", len(start) + 1)
+    offset = start[:3]
+    end = _sig(m, offset + length - 1, f"{name}_end", 4)       # 0..14: bit 3 = crosses
+    crosses = end[3]
     blocks = -(-count // 8)
-    same = _sig(m, start[3:] == end[3:], f"{name}_one_block")
-    from_start = _sig(m, Cat((o >= start[:3]) & (~same | (o <= end[:3])) for o in range(8)),
-                      f"{name}_in_first")
-    to_end = _sig(m, Cat(o <= end[:3] for o in range(8)), f"{name}_in_last")
+    in_first = _sig(m, Cat((o >= offset) & (crosses | (o <= end[:3])) for o in range(8)),
+                    f"{name}_in_first")
+    in_next = _sig(m, Cat(crosses & (o <= end[:3]) for o in range(8)), f"{name}_in_next")
     first = _sig(m, _decode(start[3:], blocks), f"{name}_first")
-    second = _sig(m, Mux(same, 0, _decode(end[3:], blocks)), f"{name}_last")
-    return Cat((first[i >> 3] & from_start[i & 7]) | (second[i >> 3] & to_end[i & 7])
+    return Cat((first[i >> 3] & in_first[i & 7])
+               | ((first[(i >> 3) - 1] & in_next[i & 7]) if i >= 8 else 0)
                for i in range(count))
 
 
