@@ -75,7 +75,7 @@ def test_scattered_free_lines_deadlock_is_gone():
     less what was taken since (golden decision 13), with the default candidate
     rotation (seeds 1 and 7 did before those changes, 18 before the registered scan,
     34 before the reaper and the commit stage, 5 before decision 13; with these
-    hand-picked minima most seeds deadlock on held data, as the rule of
+    hand-picked minima many seeds deadlock with ``free_run`` too, which the rule of
     ``test_mixed_sizes_with_held_room_minima`` avoids: of seeds 0-39, 1, 10 and 31
     replay the scattered-lines case and complete with ``free_run``, as 5 and 26 did
     before decision 13)."""
