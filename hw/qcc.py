@@ -162,8 +162,9 @@ How it is built, and why
   those 4 clocks (a register updated by a multiplexer on the accept decision). First
   fit takes a buffer from the start of a free run, so that is never more than the
   longest run now and the spreader's minimum check stays safe; the cost is a status
-  that may under-report for 4 clocks after an ALLOC, MAP or reap, and about 300
-  flip-flops and 400 LUT4 at 64 lines (the stage registers; yosys).
+  that may under-report for 4 clocks after an ALLOC, MAP or reap, and the stage
+  registers: the tree alone at 256 lines takes 2326 LUT4 and about 1000 more
+  flip-flops than unpipelined (2210 LUT4; Yosys, ``-nowidelut``).
 * Timing: :class:`QCCTiming` puts a flip-flop on every port so that an out-of-context
   place and route also times the paths from and to the ports.
 * Where it stands (ECP5-85F, Yosys ``synth_ecp5``, ``qcc.qcc_timing``; README, block 2):
@@ -187,8 +188,10 @@ How it is built, and why
   without a carry chain, the longest path between registers of the small build
   (Yosys ``ltp``) fell from 28 to 16 LUT4/CCU2C cells, for 529 more LUT4 and 324
   more flip-flops (9831 and 2802); it is now a port's decision → the FIFO head
-  multiplexer → ``go`` → the busy counters, then ALLOC's first fit (README, block 2,
-  which has the routed and 256-record figures).
+  multiplexer → ``go`` → the busy counters. Routed before the range masks changed,
+  the small build reaches 46.0 MHz, its worst path ALLOC's first fit (the runs of
+  free lines → the lowest start → ``alloc_ok`` → a FIFO's write enable, 21.7 ns,
+  mostly wire), and 256 records took 32011 LUT4 (38 %; README, block 2).
 
 Decisions beyond the golden model
 ---------------------------------
@@ -495,8 +498,10 @@ def _longest_run(m, bits, stages, name):
             if registered:
                 signal = Signal(shape, name=f"{name}{level}_{field}", init=init)
                 m.d.sync += signal.eq(value)
-            else:
-                signal = _sig(m, value, f"{name}{level}_{field}", shape)
+            else:       # (no ``keep``: each node has two users, and logic optimisation
+                        # may merge it into them)
+                signal = Signal(shape, name=f"{name}{level}_{field}")
+                m.d.comb += signal.eq(value)
             out.append(signal)
         return (n, *out)
 
