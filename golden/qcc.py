@@ -112,6 +112,22 @@ Decisions
     t+1: an ALLOC sees them 3 cycles later at best, more while several die at once).
     The reaper frees one record a cycle, as many as ``cmd`` can allocate (one ALLOC
     or MAP a cycle), so it does not fall behind on average.
+13. **``free_run`` is pipelined over** :data:`RUN_DELAY` **(4) cycles, less what was
+    taken since.** The longest run of contiguous free lines is a tree over the whole
+    free-line bitmap (log2(``lines``) levels of adders and comparators), too deep for
+    one clock; the RTL registers it every two levels or so. So ``free_run`` in cycle t
+    is ``max(0, run(S_{t-4}) - n)``, with ``run(S)`` the longest free run of state S
+    (all lines free before cycle 0) and ``n`` the lines ALLOC and MAP took in cycles
+    t-4..t-1. It is never more than the longest free run of ``S_t``: first fit takes
+    a buffer's lines from the start of a free run (a lower start would fit
+    otherwise), so each ALLOC or MAP of k lines shortens the longest run by at most
+    k, and the reaper only adds free lines. So the guarantee holds: with a free
+    record and entity number, an ALLOC of ``n`` lines in cycle t is accepted whenever
+    ``free_run >= n`` in cycle t. The cost: it may also be accepted when ``free_run <
+    n`` (the status lags), lines the reaper frees count in ``free_run`` 4 cycles after
+    they count in ``free_lines``, and a buffer taken from another run than the
+    longest one lowers ``free_run`` for 4 cycles. After 4 cycles with nothing taken
+    or freed, ``free_run`` is the longest free run exactly.
 
 Response codes (:class:`Code`), with the checks of each request in precedence order:
 
@@ -150,10 +166,11 @@ order as listed, first field in the low bits); ``A = max(1, ceil(log2(lines)))``
 * ``n_done``, ``m_done`` (in): ``record 8``; ``ready`` is constant 1.
 * ``status`` (plain outputs): ``free_records``, ``free_entities``, ``free_lines``,
   ``free_run`` (each wide enough for its full count, 9 bits at 256) and the sticky
-  ``error``. ``free_run`` is the longest run of contiguous free lines: with a free
-  record and entity number, an ALLOC of ``n`` lines in cycle t is accepted exactly when
-  ``free_run >= n`` in cycle t (``free_lines`` alone can pass while first fit fails,
-  which deadlocks a system that waits on data holding the scattered lines).
+  ``error``. ``free_run`` is the longest run of contiguous free lines 4 cycles ago
+  less the lines taken since (decision 13): with a free record and entity number, an
+  ALLOC of ``n`` lines in cycle t is accepted whenever ``free_run >= n`` in cycle t
+  (``free_lines`` alone can pass while first fit fails, which deadlocks a system that
+  waits on data holding the scattered lines).
 
 Response fields not listed for an op are 0, and *every* field but ``op`` and ``code``
 is 0 when ``code`` is not OK. ALLOC/MAP: ``entity, record, frame, etype, stage (0),
@@ -171,7 +188,8 @@ rising edge that ends cycle t-1.
   registered issue output. The RTL carries out a decision in cycle t (decision 7) and
   shows the issue from cycle t+1 until it is taken; the decision itself was made in
   an earlier cycle, from the state of that cycle. Responses to requests consumed in cycle t are
-  shown from cycle t+1 (search latency one clock); ``status`` in cycle t shows ``S_t``.
+  shown from cycle t+1 (search latency one clock); ``status`` in cycle t shows ``S_t``
+  (``free_run``: decision 13).
 * Every check and every response of cycle t reads ``S_t``: a SEARCH or TRANSLATE does
   not see this cycle's ALLOC, MAP, DELETE, completion or issue; an entity killed in
   cycle t is gone from t+1 and its records, lines and number are freed by the reaper
@@ -218,13 +236,15 @@ import numpy as np
 __all__ = [
     "Kind", "EType", "Op", "Code", "Stage", "Command", "Response", "Issue", "Status",
     "CycleResult", "RunResult", "QCCModel", "DEFAULT_PROGRAMS", "DONE_STAGE", "DRAIN",
-    "N_TYPES", "MAX_STAGES", "MAX_BUF_LINES", "addr_width",
+    "N_TYPES", "MAX_STAGES", "MAX_BUF_LINES", "RUN_DELAY", "addr_width",
 ]
 
 N_TYPES = 5
 MAX_STAGES = 8
 MAX_BUF_LINES = 8
 DONE_STAGE = 15
+#: Cycles ``status.free_run`` lags the state by (decision 13).
+RUN_DELAY = 4
 
 # Port field widths (bits).
 OP_W, ETYPE_W, ENTITY_W, FRAME_W, LINES_W = 3, 3, 8, 4, 4
@@ -466,9 +486,10 @@ class Issue(NamedTuple):
 class Status(NamedTuple):
     """The ``status`` outputs.
 
-    ``free_run`` is the longest run of contiguous free lines: an ALLOC or MAP of ``n``
-    lines finds its lines exactly when ``free_run >= n`` (first fit), which a count of
-    scattered free lines cannot tell.
+    ``free_run`` is the longest run of contiguous free lines :data:`RUN_DELAY` cycles
+    ago less the lines ALLOC and MAP took since (decision 13): never more than the
+    longest run now, so an ALLOC or MAP of ``n`` lines finds its lines whenever
+    ``free_run >= n`` (first fit), which a count of scattered free lines cannot tell.
     """
     free_records: int
     free_entities: int
@@ -583,6 +604,10 @@ class QCCModel:
         self._killed = []                       # entities that died in this cycle
         self._reaping = None                    # (entity, records left, frame order)
         self._walked = None                     # (record, entity, last): freed next cycle
+        # ``free_run`` (decision 13): the longest free run of S_{t-4} .. S_{t-1} and
+        # the lines taken in cycles t-4 .. t-1 (all free, nothing taken before cycle 0).
+        self._runs = deque([self.lines] * RUN_DELAY, maxlen=RUN_DELAY)
+        self._taken = deque([0] * RUN_DELAY, maxlen=RUN_DELAY)
         self._rr = [N_TYPES - 1, N_TYPES - 1]
         self._decision = [None, None]           # per kind: (type, stage) to pop next
         self.error = False
@@ -612,6 +637,7 @@ class QCCModel:
         for name, rec in (("ncompl", ncompl), ("mcompl", mcompl)):
             if rec is not None:
                 _check_field(name, rec, RECORD_W)
+        run_now = self._longest_free_run()
         # 1. Everything that only reads S_t.
         qresp = self._query(query) if query is not None else None
         ncode = self._check_done(ncompl, Kind.NUMERIC) if ncompl is not None else None
@@ -628,6 +654,9 @@ class QCCModel:
         # 3. The command (sees the records issued now as busy).
         resp = early if early is not None else (self._command(cmd) if cmd is not None
                                                 else None)
+        taken = 0
+        if resp is not None and resp.ok and cmd.op in (Op.ALLOC, Op.MAP):
+            taken = resp.lines
         # 4. Completions (validated on S_t above).
         for code, rec in ((ncode, ncompl), (mcode, mcompl)):
             if code == Code.OK:
@@ -636,6 +665,8 @@ class QCCModel:
             if r is not None:
                 self._tomb[r] = False
         self._reap()
+        self._runs.append(run_now)
+        self._taken.append(taken)
         for c in (ncode, mcode, getattr(resp, "code", None), getattr(qresp, "code", None)):
             if c is not None and c >= 8:
                 self.error = True
@@ -777,7 +808,7 @@ class QCCModel:
         """The ``status`` outputs in the current cycle."""
         return Status(int((~self._valid & ~self._tomb & ~self._dead).sum()),
                       int(self._ent_free.sum()),
-                      int(self._line_free.sum()), self._longest_free_run(), self.error)
+                      int(self._line_free.sum()), self._reported_run(), self.error)
 
     def idle(self):
         """True when no entity is queued or busy, no tombstone waits and the reaper has
@@ -911,6 +942,15 @@ class QCCModel:
                     etype=int(self._etype[r]), stage=int(self._stage[r]),
                     busy=int(self._busy[r]), hold=int(self._hold[r]), buf=r,
                     addr=int(self._base[r]), lines=int(self._len[r]))
+
+    def _reported_run(self):
+        """``status.free_run`` (decision 13)."""
+        return max(0, self._runs[0] - sum(self._taken))
+
+    def longest_free_run(self):
+        """The longest run of contiguous free lines of the current state (``free_run``
+        shows it :data:`RUN_DELAY` cycles later, decision 13)."""
+        return self._longest_free_run()
 
     def _longest_free_run(self):
         edges = np.flatnonzero(np.diff(np.concatenate(([0], self._line_free, [0])).astype(np.int8)))

@@ -36,8 +36,10 @@ Ports
     Completions (a record index); ``ready`` is always 1.
 ``status``
     ``free_records``, ``free_entities``, ``free_lines``, ``free_run`` (the longest run of
-    contiguous free lines: what an ALLOC of a multi-line buffer needs, so a minimum
-    check against it that passes means the ALLOC is accepted) and the sticky ``error``.
+    contiguous free lines, :data:`RUN_DELAY` clocks late less the lines taken since:
+    what an ALLOC of a multi-line buffer needs, never more than the state has, so a
+    minimum check against it that passes means the ALLOC is accepted) and the sticky
+    ``error``.
 
 How it is built, and why
 ------------------------
@@ -126,13 +128,19 @@ How it is built, and why
   a decided FIFO cannot run empty before its pop (only that pop empties it).
 * **Allocation.** The lowest free record and entity number come from priority encoders
   over the free bits; the lines from a first fit of the length the command asks for
-  (runs of free lines, then the lowest start). The lowest free record, the RAMs and
-  the RAMs are written every clock with what ALLOC or MAP would
-  put there (it is free, so nothing reads it); only the ``valid`` and ``queued``
-  bits and the free-line bits wait for the accept decision. The lines taken are a
-  range from the first fit's base line, like the reaper's (:func:`_range_mask`: in
-  blocks of 8 lines a buffer touches at most two, so each line is one LUT4 of four
-  shared signals).
+  (runs of free lines, then the lowest start). The lowest free record and the RAMs
+  are written every clock with what ALLOC or MAP would put there (it is free, so
+  nothing reads it); only the ``valid`` and ``queued`` bits and the free-line bits
+  wait for the accept decision. The lines taken are a range from the first fit's
+  base line, like the reaper's (:func:`_range_mask`: in blocks of 8 lines a buffer
+  touches at most two, the block of its base and the next one, so each line is one
+  LUT4 of four shared signals, and only the base's offset in its block is added to
+  the length, not the whole base: no carry chain on ALLOC's path from the free lines
+  back to them).
+* **Each record tells an issue from a drop by its own ``tomb`` bit**: the popped
+  head's one-hot goes to every record, and ``busy`` or the tombstone's end follow
+  from the record's own bit, so the pick of the head's ``tomb`` bit (``go``) drives
+  only the issue port and the busy counters, not every record's state.
 * **CONFIG's "type in flight" check** reads one counter per type of its busy
   entities (plus its FIFOs' "not empty" bits) instead of searching every record: an
   entity becomes busy only by an issue and stops only by an accepted completion, and
@@ -140,11 +148,23 @@ How it is built, and why
   that type and subtracts its accepted completions.
 * **Responses** go through a two-entry queue with a bypass; ``cmd.ready`` and
   ``query.ready`` come from registers (and ``cmd``'s ``op``), never from
-  ``resp.ready``/``qresp.ready``. ``status`` counts are population counts of the state;
-  ``free_run`` is a balanced tree over the free-line bitmap whose nodes join the
-  free runs at the ends of two halves (log2(lines) levels of small adders).
-  ``free_entities`` is a counter: the reaper frees at most one number a clock and
-  ALLOC takes at most one.
+  ``resp.ready``/``qresp.ready``. ``free_records`` is a population count of the
+  state; ``free_entities`` and ``free_lines`` are counters (the reaper frees at most
+  one number and one buffer a clock, ALLOC or MAP takes at most one), whose next
+  values wait for the accept decision only through a multiplexer.
+* **``free_run`` is pipelined** (golden decision 13). The longest free run is a
+  balanced tree over the free-line bitmap whose nodes join the free runs at the ends
+  of two halves: log2(``lines``) levels of adders, comparators and multiplexers,
+  which was the worst routed path of the small build (24.7 ns). Its levels are cut
+  into :data:`RUN_DELAY` (4) register stages of at most two levels at 256 lines (the
+  reset values are those of all lines free), so the tree gives the run of the state 4
+  clocks ago; the port shows it less ``run_window``, the lines ALLOC and MAP took in
+  those 4 clocks (a register updated by a multiplexer on the accept decision). First
+  fit takes a buffer from the start of a free run, so that is never more than the
+  longest run now and the spreader's minimum check stays safe; the cost is a status
+  that may under-report for 4 clocks after an ALLOC, MAP or reap, and the stage
+  registers: the tree alone at 256 lines takes 2326 LUT4 and about 1000 more
+  flip-flops than unpipelined (2210 LUT4; Yosys, ``-nowidelut``).
 * Timing: :class:`QCCTiming` puts a flip-flop on every port so that an out-of-context
   place and route also times the paths from and to the ports.
 * Where it stands (ECP5-85F, Yosys ``synth_ecp5``, ``qcc.qcc_timing``; README, block 2):
@@ -161,10 +181,17 @@ How it is built, and why
   ``delete_ok`` into the kill comparators of every record. The reaper took the
   comparators out of it and the DELETE check now uses the pop (``carry``), not
   ``go``: 256 records then take 31319 LUT4, 5545 FF, 748 DPR16X4 and 52 DP16KD (37 %
-  of the device's LUT4; the target is 30 %), and the small build routes at 40.4 MHz
+  of the device's LUT4; the target is 30 %), and the small build routed at 40.4 MHz
   with the ``free_run`` tree (line bits to the status port, six levels of adders and
-  comparators) as its worst path; other chains of look-up, choice and update remain
-  (README, block 2).
+  comparators) as its worst path. With ``free_run`` pipelined, issue and drop told
+  apart by each record's ``tomb`` bit, ``free_lines`` a counter and range masks
+  without a carry chain, the longest path between registers of the small build
+  (Yosys ``ltp``) fell from 28 to 16 LUT4/CCU2C cells, for 529 more LUT4 and 324
+  more flip-flops (9831 and 2802); it is now a port's decision → the FIFO head
+  multiplexer → ``go`` → the busy counters. Routed before the range masks changed,
+  the small build reaches 46.0 MHz, its worst path ALLOC's first fit (the runs of
+  free lines → the lowest start → ``alloc_ok`` → a FIFO's write enable, 21.7 ns,
+  mostly wire), and 256 records took 32011 LUT4 (38 %; README, block 2).
 
 Decisions beyond the golden model
 ---------------------------------
@@ -186,7 +213,7 @@ from amaranth.lib.wiring import In, Out
 
 __all__ = [
     "Kind", "EType", "Op", "Code", "DEFAULT_PROGRAMS", "DONE_STAGE", "N_TYPES",
-    "MAX_STAGES", "MAX_BUF_LINES", "COMMAND", "ISSUE", "DONE", "addr_width",
+    "MAX_STAGES", "MAX_BUF_LINES", "RUN_DELAY", "COMMAND", "ISSUE", "DONE", "addr_width",
     "response_layout", "QCC", "QCCTiming", "DESIGNS",
 ]
 
@@ -194,6 +221,8 @@ N_TYPES = 5
 MAX_STAGES = 8
 MAX_BUF_LINES = 8
 DONE_STAGE = 15
+#: Clocks ``status.free_run`` lags the state by (golden decision 13).
+RUN_DELAY = 4
 _SLOTS = 8 * MAX_STAGES        # FIFO index space: type in bits 3-5, stage in bits 0-2
 
 
@@ -370,22 +399,25 @@ def _decode(index, count):
 def _range_mask(m, base, length, count, name):
     """``count`` bits, set from ``base`` to ``base + length - 1`` (``length`` 1..8).
 
-    In blocks of 8 bits such a range touches at most two blocks, the block of its first
-    bit from an offset on and the block of its last bit up to an offset, so each bit is
-    a function of four shared signals (its block is the first or the last, its offset is
-    in range there): one LUT4 per bit instead of a comparison with ``base``.
+    In blocks of 8 bits such a range touches at most two blocks: the block of its first
+    bit from an offset on and, if it crosses, the next block up to an offset. So each
+    bit is a function of four shared signals (its block is the first, the block below
+    is, its offset is in range in the first or in the next block): one LUT4 per bit
+    instead of a comparison with ``base``. Only the offset within a block is added to
+    ``length`` (a 4-bit sum); the next block's one-hot is the first one's, shifted.
     """
     start = Signal(max(len(base), 3), name=f"{name}_start")
     m.d.comb += start.eq(base)
-    end = _sig(m, start + length - 1, f"{name}_end", len(start) + 1)
+    offset = start[:3]
+    end = _sig(m, offset + length - 1, f"{name}_end", 4)       # 0..14: bit 3 = crosses
+    crosses = end[3]
     blocks = -(-count // 8)
-    same = _sig(m, start[3:] == end[3:], f"{name}_one_block")
-    from_start = _sig(m, Cat((o >= start[:3]) & (~same | (o <= end[:3])) for o in range(8)),
-                      f"{name}_in_first")
-    to_end = _sig(m, Cat(o <= end[:3] for o in range(8)), f"{name}_in_last")
+    in_first = _sig(m, Cat((o >= offset) & (crosses | (o <= end[:3])) for o in range(8)),
+                    f"{name}_in_first")
+    in_next = _sig(m, Cat(crosses & (o <= end[:3]) for o in range(8)), f"{name}_in_next")
     first = _sig(m, _decode(start[3:], blocks), f"{name}_first")
-    second = _sig(m, Mux(same, 0, _decode(end[3:], blocks)), f"{name}_last")
-    return Cat((first[i >> 3] & from_start[i & 7]) | (second[i >> 3] & to_end[i & 7])
+    return Cat((first[i >> 3] & in_first[i & 7])
+               | ((first[(i >> 3) - 1] & in_next[i & 7]) if i >= 8 else 0)
                for i in range(count))
 
 
@@ -445,30 +477,62 @@ def _popcount(bits):
     return _tree(lambda a, b: a + b, [bits[i] for i in range(len(bits))])
 
 
-def _longest_run(m, bits, name):
-    """Length of the longest run of set bits, as a balanced tree of segments.
+def _longest_run(m, bits, stages, name):
+    """Length of the longest run of set bits ``stages`` clocks ago, as a balanced tree of
+    segments registered every few levels (``stages`` registers on each path).
 
-    Each segment knows its length, its run from its low end, its run into its high end
-    and its longest run; joining two segments adds the high-end run of the lower one to
-    the low-end run of the upper one (all set: the run goes on through). Every node's
-    values are signals: an expression would be copied into each of its users, doubling
-    the logic with every level.
+    Each segment knows whether it is all set, its run from its low end, its run into
+    its high end and its longest run; joining two segments adds the high-end run of
+    the lower one to the low-end run of the upper one. The levels are cut into
+    ``stages`` groups of as equal depth as can be (fewer levels than stages: the result
+    waits in plain registers), each ending in registers whose reset values are those of
+    all bits set. Every node's values are signals: an expression would be copied into
+    each of its users, doubling the logic with every level.
     """
-    def join(lo, hi):
-        (lo_n, lo_low, lo_high, lo_best), (hi_n, hi_low, hi_high, hi_best) = lo, hi
-        n = lo_n + hi_n
-        shape = range(n + 1)
-        low = Signal(shape, name=f"{name}_low")
-        high = Signal(shape, name=f"{name}_high")
-        best = Signal(shape, name=f"{name}_best")
+    def node(n, level, values, registered):
+        names = ("all", "low", "high", "best")
+        shapes = (1, range(n + 1), range(n + 1), range(n + 1))
+        inits = (1, n, n, n)
+        out = []
+        for field, shape, init, value in zip(names, shapes, inits, values):
+            if registered:
+                signal = Signal(shape, name=f"{name}{level}_{field}", init=init)
+                m.d.sync += signal.eq(value)
+            else:       # (no ``keep``: each node has two users, and logic optimisation
+                        # may merge it into them)
+                signal = Signal(shape, name=f"{name}{level}_{field}")
+                m.d.comb += signal.eq(value)
+            out.append(signal)
+        return (n, *out)
+
+    def join(lo, hi, level, registered):
+        (lo_n, lo_all, lo_low, lo_high, lo_best) = lo
+        (hi_n, hi_all, hi_low, hi_high, hi_best) = hi
         across = lo_high + hi_low
         wider = Mux(lo_best > hi_best, lo_best, hi_best)
-        m.d.comb += [low.eq(Mux(lo_low == lo_n, lo_n + hi_low, lo_low)),
-                     high.eq(Mux(hi_high == hi_n, hi_n + lo_high, hi_high)),
-                     best.eq(Mux(across > wider, across, wider))]
-        return n, low, high, best
-    leaves = [(1, bits[i], bits[i], bits[i]) for i in range(len(bits))]
-    return _tree(join, leaves)[3]
+        return node(lo_n + hi_n, level,
+                    (lo_all & hi_all, Mux(lo_all, lo_n + hi_low, lo_low),
+                     Mux(hi_all, hi_n + lo_high, hi_high),
+                     Mux(across > wider, across, wider)), registered)
+
+    def carry(segment, level, registered):
+        return node(segment[0], level, segment[1:], True) if registered else segment
+
+    segments = [(1, bits[i], bits[i], bits[i], bits[i]) for i in range(len(bits))]
+    levels = (len(bits) - 1).bit_length()
+    done = 0
+    for level in range(1, levels + 1):
+        registered = level * stages // levels > (level - 1) * stages // levels
+        segments = [join(segments[i], segments[i + 1], level, registered)
+                    if i + 1 < len(segments) else carry(segments[i], level, registered)
+                    for i in range(0, len(segments), 2)]
+        done += registered
+    best = segments[0][4]
+    for k in range(done, stages):
+        later = Signal(range(len(bits) + 1), name=f"{name}_wait{k}", init=len(bits))
+        m.d.sync += later.eq(best)
+        best = later
+    return best
 
 
 class _ResponseQueue(wiring.Component):
@@ -543,7 +607,8 @@ class QCC(wiring.Component):
         Completions of NUMERIC and MOVE issues; ``ready`` is always 1.
     status : free_records, free_entities, free_lines, free_run, error; out
         Counts of the state at the start of the clock; ``free_run`` is the longest run of
-        contiguous free lines (an ALLOC of n lines is accepted iff ``free_run >= n``, given a
+        contiguous free lines :data:`RUN_DELAY` clocks ago less the lines taken since
+        (an ALLOC of n lines is accepted if ``free_run >= n``, given a
         free record and entity number); ``error`` is sticky (reset only).
     """
 
@@ -603,7 +668,7 @@ class QCC(wiring.Component):
         for k, port in zip(Kind, (self.n_issue, self.m_issue)):
             self._issue_port(m, s, ev, k, port)
         self._response_ports(m, s, ev)
-        self._status(m, s)
+        self._status(m, s, ev)
         return m
 
     # ------------------------------------------------------------ state
@@ -646,6 +711,7 @@ class QCC(wiring.Component):
         s.to_reap = Signal(self.entities)
         s.free_ent_count = Signal(range(self.entities + 1), init=self.entities)
         s.line_free = Signal(self.lines, init=(1 << self.lines) - 1)
+        s.free_line_count = Signal(range(self.lines + 1), init=self.lines)
         # The stage parser: programs, FIFO lengths, round-robin pointers.
         progs = self.programs
         s.nstages = [Signal(4, init=len(p), name=f"prog{t}_nstages")
@@ -772,9 +838,12 @@ class QCC(wiring.Component):
         for k in Kind:
             self._decide(m, s, ev, k)
         heads = [_sig(m, _decode(ev.head[k], R), f"head_{k.name.lower()}_onehot") for k in Kind]
-        ev.issued = _sig(m, Mux(ev.go[0], heads[0], 0) | Mux(ev.go[1], heads[1], 0), "issued")
-        ev.dropped = _sig(m, Mux(ev.drop[0], heads[0], 0) | Mux(ev.drop[1], heads[1], 0),
-                          "dropped")
+        # Each record tells an issue from a drop by its own ``tomb`` bit: the pick of the
+        # head's bit (``go``) stays off the path into every record's state.
+        popped = _sig(m, Mux(ev.carry[0], heads[0], 0) | Mux(ev.carry[1], heads[1], 0),
+                      "popped")
+        ev.issued = _sig(m, popped & ~s.tomb, "issued")
+        ev.dropped = _sig(m, popped & s.tomb, "dropped")
 
     def _decide(self, m, s, ev, k):
         """The FIFO port ``k`` pops next, decided when it has none or pops now."""
@@ -894,6 +963,7 @@ class QCC(wiring.Component):
         ev.reap_lines = _sig(m, Mux(freeing, _range_mask(m, art.data.base, art.data.length,
                                                          self.lines, "reap_range"), 0),
                              "reap_lines")
+        ev.reap_length = _sig(m, Mux(freeing, art.data.length, 0), "reap_length")
         ev.reap_entity = _sig(m, Mux(freed_last, _decode(freed_entity, E), 0), "reap_number")
         ev.reap_last = freed_last
 
@@ -1138,8 +1208,14 @@ class QCC(wiring.Component):
 
     def _update_lines(self, m, s, ev):
         """Lines taken by ALLOC/MAP, lines of a reaped record freed (never the same)."""
-        taken = _sig(m, Mux(ev.alloc_ok | ev.map_ok, ev.fit_mask, 0), "lines_taken")
+        ok = ev.alloc_ok | ev.map_ok
+        taken = _sig(m, Mux(ok, ev.fit_mask, 0), "lines_taken")
         m.d.sync += s.line_free.eq((s.line_free | ev.reap_lines) & ~taken)
+        # Their count, so that ``status`` needs no population count of the bitmap (only
+        # a multiplexer waits for the accept decision).
+        count = s.free_line_count
+        freed = _sig(m, count + ev.reap_length, "free_lines_freed", len(count))
+        m.d.sync += count.eq(Mux(ok, freed - self.cmd.payload.lines, freed))
 
     # ------------------------------------------------------------ outputs
 
@@ -1248,13 +1324,25 @@ class QCC(wiring.Component):
                          resp.lines.eq(art.data.length)]
         return resp
 
-    def _status(self, m, s):
-        """Counts of free records, entity numbers and lines, and the error flag."""
-        st = self.status
+    def _status(self, m, s, ev):
+        """Counts of free records, entity numbers and lines, the longest free run
+        :data:`RUN_DELAY` clocks ago less the lines taken since, and the error flag."""
+        st, c = self.status, self.cmd.payload
+        run = _longest_run(m, s.line_free, RUN_DELAY, "free_run")
+        # The lines ALLOC and MAP took in the last RUN_DELAY clocks (golden decision 13):
+        # ``taken[j]`` j + 1 clocks ago, ``window`` their sum. Only a multiplexer waits
+        # for the accept decision.
+        taken = [Signal(4, name=f"run_taken{j}") for j in range(RUN_DELAY)]
+        window = Signal(range(RUN_DELAY * MAX_BUF_LINES + 1), name="run_window")
+        ok = ev.alloc_ok | ev.map_ok
+        kept = _sig(m, window - taken[-1], "run_window_kept", len(window))
+        grown = _sig(m, kept + c.lines, "run_window_grown", len(window))
+        m.d.sync += [taken[0].eq(Mux(ok, c.lines, 0)), window.eq(Mux(ok, grown, kept))]
+        m.d.sync += [taken[j].eq(taken[j - 1]) for j in range(1, RUN_DELAY)]
         m.d.comb += [st.free_records.eq(_popcount(~s.valid & ~s.tomb)),
                      st.free_entities.eq(s.free_ent_count),
-                     st.free_lines.eq(_popcount(s.line_free)),
-                     st.free_run.eq(_longest_run(m, s.line_free, "free_run")),
+                     st.free_lines.eq(s.free_line_count),
+                     st.free_run.eq(Mux(run > window, run - window, 0)),
                      st.error.eq(s.error)]
 
 
