@@ -529,8 +529,10 @@ def _report_layout(detail_bits):
 class Configuration(wiring.Component):
     """The configuration registers, written by ``cfg`` words (``ready`` = 1).
 
-    ``lists[t]``/``counts[t]``: type t's priority list; ``min_records[t]``,
-    ``min_lines[t]``: its minimum; ``limit``: the anti-starvation limit. ``written[t]``:
+    ``lists[t]``/``counts[t]``: type t's priority list; ``need_records[t]`` (the
+    minimum records, at least 1: the check's threshold), ``min_lines[t]``: its minimum
+    (``min_lines_next[t]``: the value after this clock's edge); ``limit``: the
+    anti-starvation limit. ``written[t]``:
     this clock's word replaces type t's list (with ``cfg.payload.eus``/``count``, at the
     edge). ``report``: a malformed word (BAD_CONFIG, ignored) or an empty list (NO_EU,
     written).
@@ -544,7 +546,8 @@ class Configuration(wiring.Component):
             "cfg": In(stream.Signature(layout)),
             "lists": Out(data.ArrayLayout(EU_W, n_eus)).array(4),
             "counts": Out(5).array(4),
-            "min_records": Out(SR).array(4), "min_lines": Out(SL).array(4),
+            "need_records": Out(SR).array(4), "min_lines": Out(SL).array(4),
+            "min_lines_next": Out(SL).array(4),
             "limit": Out(8), "written": Out(4),
             "report": Out(_report_layout(detail_bits)),
         })
@@ -560,13 +563,13 @@ class Configuration(wiring.Component):
         lists = [[Signal(EU_W, name=f"list{t}_{k}", init=k) for k in range(N)]
                  for t in range(4)]
         counts = [Signal(5, name=f"count{t}", init=N) for t in range(4)]
-        minr = [Signal(len(self.min_records[0]), name=f"minr{t}", init=1) for t in range(4)]
+        needr = [Signal(len(self.need_records[0]), name=f"needr{t}", init=1) for t in range(4)]
         minl = [Signal(len(self.min_lines[0]), name=f"minl{t}", init=1) for t in range(4)]
         limit = Signal(8, init=self.starve_limit)
         for t in range(4):
             m.d.comb += [self.lists[t][k].eq(lists[t][k]) for k in range(N)]
-            m.d.comb += [self.counts[t].eq(counts[t]), self.min_records[t].eq(minr[t]),
-                         self.min_lines[t].eq(minl[t])]
+            m.d.comb += [self.counts[t].eq(counts[t]), self.need_records[t].eq(needr[t]),
+                         self.min_lines[t].eq(minl[t]), self.min_lines_next[t].eq(minl[t])]
         m.d.comb += [self.limit.eq(limit), self.cfg.ready.eq(1)]
 
         bad, no_eu = Signal(), Signal()
@@ -589,7 +592,9 @@ class Configuration(wiring.Component):
                 m.d.sync += [counts[t].eq(cf.count)]
                 m.d.sync += [lists[t][k].eq(entries[k]) for k in range(N)]
             with m.If(take & (cf.op == CfgOp.MIN) & (cf.etype == t)):
-                m.d.sync += [minr[t].eq(cf.records), minl[t].eq(cf.lines)]
+                m.d.comb += self.min_lines_next[t].eq(cf.lines)
+                m.d.sync += [needr[t].eq(Mux(cf.records == 0, 1, cf.records)),
+                             minl[t].eq(cf.lines)]
         with m.If(take & (cf.op == CfgOp.STARVE)):
             m.d.sync += limit.eq(cf.limit)
         r = self.report
@@ -1211,7 +1216,7 @@ class Spreader(wiring.Component):
         s = _State(self, m)
         self._stage_p(m, s, cfg, chk, arb, cands)
         self._stage_r(m, s, scan, ift)
-        self._advance(m, s, fifos, chk, arb, scan)
+        self._advance(m, s, fifos, cfg, chk, arb, scan)
         self._commit(m, s, fifos, ptab, rot)
         self._commit_stage(m, s, vdt, ptab, ift)
         self._completion(m, s, vdt, ptab, ift)
@@ -1265,10 +1270,10 @@ class Spreader(wiring.Component):
         with m.Switch(win):
             for k in range(4):
                 with m.Case(k):
-                    size, minr, minl = s.src[k].size, cfg.min_records[k], cfg.min_lines[k]
+                    size, needr, minl = s.src[k].size, cfg.need_records[k], cfg.min_lines[k]
                     first = cands[k].first
-                    m.d.comb += [s.w_ev.eq(chk.result[k]),
-                                 s.w_need_r.eq(Mux(minr == 0, 1, minr)),
+                    m.d.comb += [s.w_ev.eq(chk.result[k]), s.w_size.eq(size),
+                                 s.w_need_r.eq(needr),
                                  s.w_need_l.eq(Mux(minl > size, minl, size)),
                                  s.w_cands.eq(cands[k].cands), s.w_ncand.eq(cfg.counts[k]),
                                  s.w_q_v.eq(s.p_q_v[k]), s.w_q_idx.eq(first.index),
@@ -1281,27 +1286,27 @@ class Spreader(wiring.Component):
         """Per stream, the EUs whose status meets its packet's minimum for its first
         request: this clock's status less what stage R's request of this clock would
         take (its EU counts one record, one entity and R's lines less). Every stream's
-        minimum is compared in parallel with the arbiter."""
+        minimum is compared in parallel with the arbiter.
+
+        The debit is not subtracted from the status: each compare is made against a
+        threshold raised by R's request (``need_records`` + 1, 2 entities, the minimum
+        lines + R's size: ``need_lines_debit``, a register), so one carry chain lies
+        between the status and the candidate choice, not a subtraction and a compare
+        in series. ``x - r >= y`` (saturating at 0) is ``y == 0 | x >= y + r``."""
         N = self.n_eus
         meets = [Signal(N, name=f"p_meets{k}") for k in range(4)]
         for e in range(N):
             # R's request is debited in its first clock (or every clock: ``debit_held``)
             st, d = self.status[e], s.q_v[e] & (s.q_first | self.debit_held)
-            fr, fe, fl = (Signal.like(st.free_records, name=f"adj_records{e}"),
-                          Signal.like(st.free_entities, name=f"adj_entities{e}"),
-                          Signal.like(st.free_lines, name=f"adj_lines{e}"))
-            m.d.comb += [
-                fr.eq(Mux(d & (st.free_records != 0), st.free_records - 1, st.free_records)),
-                fe.eq(Mux(d & (st.free_entities != 0), st.free_entities - 1,
-                          st.free_entities)),
-                fl.eq(Mux(d, Mux(st.free_lines >= s.r_size, st.free_lines - s.r_size, 0),
-                          st.free_lines)),
-            ]
+            fr, fl = st.free_records, st.free_lines
             per_type = Signal(4, name=f"meets{e}")
             for k in range(4):
-                minr, minl = cfg.min_records[k], cfg.min_lines[k]
-                m.d.comb += per_type[k].eq((fr >= minr) & (fr != 0) & (fe != 0)
-                                           & (fl >= minl) & (fl >= s.src[k].size))
+                needr, minl, size = cfg.need_records[k], cfg.min_lines[k], s.src[k].size
+                rec_ok = (fr >= needr) & (~d | (fr != needr))
+                ent_ok = Mux(d, st.free_entities[1:].any(), st.free_entities.any())
+                min_ok = Mux(d, (minl == 0) | (fl >= s.need_lines_debit[k]), fl >= minl)
+                size_ok = Mux(d, (size == 0) | (fl >= size + s.r_size), fl >= size)
+                m.d.comb += per_type[k].eq(rec_ok & ent_ok & min_ok & size_ok)
             m.d.comb += [meets[k][e].eq(per_type[k]) for k in range(4)]
         return meets
 
@@ -1313,8 +1318,7 @@ class Spreader(wiring.Component):
         m.d.comb += [scan.cands.eq(s.r_cands), scan.count.eq(s.r_ncand),
                      scan.pos.eq(s.q_idx + 1),
                      scan.need_records.eq(s.r_need_r), scan.need_lines.eq(s.r_need_l)]
-        m.d.comb += [s.r_size.eq(Array(h.size for h in s.held)[s.r_stream]),
-                     s.cur_seq.eq(Array(s.seq)[s.r_stream])]
+        m.d.comb += s.cur_seq.eq(Array(s.seq)[s.r_stream])
         m.d.comb += s.scan_none.eq(s.active & (s.r_ev.outcome == Outcome.ALLOC) & ~s.q_v.any())
         # the answer of the EU asked (at most one ``alloc[e]`` is valid), decided per EU
         # in parallel from the request register
@@ -1345,7 +1349,7 @@ class Spreader(wiring.Component):
         m.d.comb += [r.en.eq(s.consume_err), r.code.eq(ev.code), r.src.eq(s.r_stream),
                      r.seq.eq(s.cur_seq), r.detail.eq(ev.detail)]
 
-    def _advance(self, m, s, fifos, chk, arb, scan):
+    def _advance(self, m, s, fifos, cfg, chk, arb, scan):
         """P -> R: a pass enters R (``load``) when R is free at the edge, the log and move
         FIFOs keep a free entry after this clock's pushes, and it does not overtake R's
         own packet; it brings its first request (P's scan). A refusal loads the request
@@ -1371,7 +1375,8 @@ class Spreader(wiring.Component):
                 if k == PAT:        # its second group, for the triangles' provider check
                     m.d.sync += s.held_pat_g1.eq(s.src[PAT].base[3:] + 1)
         with m.If(load):
-            m.d.sync += [s.r_stream.eq(win), s.r_ev.eq(s.w_ev), s.r_cands.eq(s.w_cands),
+            m.d.sync += [s.r_stream.eq(win), s.r_size.eq(s.w_size), s.r_ev.eq(s.w_ev),
+                         s.r_cands.eq(s.w_cands),
                          s.r_ncand.eq(s.w_ncand), s.r_need_r.eq(s.w_need_r),
                          s.r_need_l.eq(s.w_need_l), s.r_vrn.eq(chk.tri_distinct),
                          s.r_refused.eq(0), s.q_v.eq(s.w_q_v),
@@ -1384,6 +1389,11 @@ class Spreader(wiring.Component):
                          s.q_idx.eq(scan.index), s.q_eu.eq(scan.eu)]
         with m.Elif(s.consumed | s.parks):
             m.d.sync += s.q_v.eq(0)
+        # stage P's debited minimum for the next clock: its minimum lines + R's size,
+        # both outcomes of ``load`` added before it chooses
+        for k in range(4):
+            nxt = cfg.min_lines_next[k]
+            m.d.sync += s.need_lines_debit[k].eq(Mux(load, nxt + s.w_size, nxt + s.r_size))
         m.d.sync += [s.active.eq(load | (s.active & ~s.consumed & ~s.parks)),
                      s.q_first.eq(load | s.refused)]
 
@@ -1535,6 +1545,10 @@ class _State:
         self.r_cands = Signal(data.ArrayLayout(EU_W, N))
         self.r_ncand = Signal(5)
         self.r_need_r, self.r_need_l = Signal(sp.sr), Signal(sp.sl)
+        self.r_size = Signal(SIZE_W)    # R's packet's size (its request's ``lines``)
+        # per type, its minimum lines + ``r_size``: stage P's threshold for R's EU
+        self.need_lines_debit = [Signal(sp.sl + 1, name=f"need_lines_debit{k}")
+                                 for k in range(4)]
         self.r_refused = Signal(MAX_EUS)
         # stage R's request: one-hot EU (``alloc[e].valid``; 0: none), EU, list index
         self.q_v, self.q_eu, self.q_idx = Signal(N), Signal(EU_W), Signal(5)
@@ -1557,7 +1571,7 @@ class _State:
         self.src = [Signal(L[n], name=f"src_{n}") for n in STREAMS]
         self.offer = Signal(4)
         self.w_ev = Signal(_eval_layout(D))
-        self.w_need_r, self.w_need_l = Signal(sp.sr), Signal(sp.sl)
+        self.w_size, self.w_need_r, self.w_need_l = Signal(SIZE_W), Signal(sp.sr), Signal(sp.sl)
         self.w_loc = Signal(data.ArrayLayout(LOC, 3))
         # each stream's first request (one-hot EU), and the winner's list and request
         self.p_q_v = [Signal(N, name=f"p_q_v{k}") for k in range(4)]
@@ -1565,7 +1579,7 @@ class _State:
         self.w_ncand = Signal(5)
         self.w_q_v, self.w_q_eu, self.w_q_idx = Signal(N), Signal(EU_W), Signal(5)
         # stage R
-        self.r_size, self.cur_seq = Signal(SIZE_W), Signal(SEQ_W)
+        self.cur_seq = Signal(SEQ_W)
         self.scan_none = Signal()
         self.ent_in = Signal(ENTITY_W)
         self.taken, self.bad_answer = Signal(), Signal()
