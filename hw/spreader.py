@@ -631,13 +631,16 @@ class Arbiter(wiring.Component):
 
 
 class Rotation(wiring.Component):
-    """Where each type's priority list is walked from (load balance, ``rotate``): the
-    entry after the EU of the type's last allocation (``start[t]``; 0 when there is none,
-    it is not in the list or it is the list's last entry). The register is computed from
-    the next state: the list a LIST word writes (``written[t]``, ``entries``, ``count``)
-    and the EU of an accept (``accepted[t]``, ``eu``), for both outcomes of the accept
-    (``eu`` is a register: the EU asked) and chosen by it last, so that the EU's answer
-    does not precede the list compare. Without ``rotate``, 0."""
+    """Each type's priority list in walk order (load balance, ``rotate``): ``walk[t]``
+    is the list from the entry after the EU of the type's last allocation (from its
+    first entry when there is none, it is not in the list or it is the list's last
+    entry), entry j being the list's entry ``start + j`` modulo its ``count`` (entries
+    from ``count`` on are unused). It is a register, computed from the next state: the
+    list a LIST word writes (``written[t]``, ``entries``, ``count``) and the EU of an
+    accept (``accepted[t]``, ``eu``), for both outcomes of the accept (``eu`` is a
+    register: the EU asked) and chosen by it last, so that the EU's answer does not
+    precede the list compare, and stage P's candidate lists start from registers, not
+    from an adder and a select. Without ``rotate``, the lists themselves."""
 
     def __init__(self, *, n_eus, rotate):
         self.n_eus, self.rotate = n_eus, rotate
@@ -645,38 +648,46 @@ class Rotation(wiring.Component):
             "lists": In(data.ArrayLayout(EU_W, n_eus)).array(4), "counts": In(5).array(4),
             "written": In(4), "entries": In(data.ArrayLayout(EU_W, n_eus)), "count": In(5),
             "accepted": In(4), "eu": In(EU_W),
-            "start": Out(5).array(4),
+            "walk": Out(data.ArrayLayout(EU_W, n_eus)).array(4),
         })
 
     def elaborate(self, platform):
         m = Module()
-        if not self.rotate:
-            return m
         N = self.n_eus
+        if not self.rotate:
+            m.d.comb += [self.walk[t].eq(self.lists[t]) for t in range(4)]
+            return m
         for t in range(4):
             last_eu, last_ok = Signal(EU_W, name=f"last_eu{t}"), Signal(name=f"last_ok{t}")
-            start = Signal(5, name=f"start{t}")
-            m.d.comb += self.start[t].eq(start)
+            walk = Signal(data.ArrayLayout(EU_W, N), name=f"walk{t}",
+                          init=list(range(N)))
+            m.d.comb += self.walk[t].eq(walk)
             with m.If(self.accepted[t]):
                 m.d.sync += [last_eu.eq(self.eu), last_ok.eq(1)]
             wr = self.written[t]
             lst = [Mux(wr, self.entries[k], self.lists[t][k]) for k in range(N)]
             cnt = Mux(wr, self.count, self.counts[t])
-            # the next start for both outcomes (each from registers and the cfg word),
-            # chosen by the accept: the answer is the last multiplexer before ``start``
+            # the next walk for both outcomes (each from registers and the cfg word),
+            # chosen by the accept: the answer is the last multiplexer before ``walk``
             nxt = {}
             for name, last, ok in (("acc", self.eu, 1), ("keep", last_eu, last_ok)):
-                nxt[name] = Signal(5, name=f"start{t}_{name}")
+                start = Signal(5, name=f"start{t}_{name}")
                 for k in range(N):      # the entries are distinct: at most one matches
                     with m.If(ok & (k + 1 < cnt) & (lst[k] == last)):
-                        m.d.comb += nxt[name].eq(k + 1)
-            m.d.sync += start.eq(Mux(self.accepted[t], nxt["acc"], nxt["keep"]))
+                        m.d.comb += start.eq(k + 1)
+                nxt[name] = [Signal(EU_W, name=f"walk{t}_{name}{j}") for j in range(N)]
+                for j in range(N):
+                    at = Signal(6, name=f"walk{t}_{name}_at{j}")
+                    m.d.comb += [at.eq(start + j),
+                                 nxt[name][j].eq(Array(lst)[Mux(at >= cnt, at - cnt, at)[:5]])]
+            m.d.sync += [walk[j].eq(Mux(self.accepted[t], nxt["acc"][j], nxt["keep"][j]))
+                         for j in range(N)]
         return m
 
 
 class CandidateList(wiring.Component):
-    """One type's candidate list: its priority list (``entries``, ``count``) in walk
-    order (from entry ``start``), stably sorted by how many of the packet's data each EU
+    """One type's candidate list: its priority list in walk order (``walk``, from
+    :class:`Rotation`; ``count`` entries), stably sorted by how many of the packet's data each EU
     holds (``holders``: the EUs of a triangle's three vertices, or of a pixel packet's
     triangle; ``n_holders`` of them, 0 for vertex and patch packets, whose list is the
     walk itself). Stage P builds every type's list in parallel, each for its stream's
@@ -690,7 +701,7 @@ class CandidateList(wiring.Component):
     def __init__(self, *, n_eus, n_holders):
         self.n_eus, self.n_holders = n_eus, n_holders
         super().__init__({
-            "entries": In(data.ArrayLayout(EU_W, n_eus)), "count": In(5), "start": In(5),
+            "walk": In(data.ArrayLayout(EU_W, n_eus)), "count": In(5),
             "holders": In(data.ArrayLayout(EU_W, max(1, n_holders))),
             "meets": In(n_eus),
             "cands": Out(data.ArrayLayout(EU_W, n_eus)),
@@ -700,12 +711,7 @@ class CandidateList(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         N = self.n_eus
-        walk = [Signal(EU_W, name=f"walk{j}") for j in range(N)]
-        for j in range(N):
-            at = Signal(6, name=f"walk_at{j}")
-            m.d.comb += at.eq(self.start + j)
-            m.d.comb += walk[j].eq(Array(self.entries[k] for k in range(N))
-                                   [Mux(at >= self.count, at - self.count, at)[:5]])
+        walk = [self.walk[j] for j in range(N)]
         listed = [k < self.count for k in range(N)]
         meets = Signal(N, name="walk_meets")      # the walk's entries that meet the minimum
         m.d.comb += meets.eq(Cat(listed[j] & self.meets.bit_select(walk[j], 1)
@@ -1196,8 +1202,7 @@ class Spreader(wiring.Component):
                                                    detail_bits=D)
         for t in range(4):
             m.d.comb += [rot.lists[t].eq(cfg.lists[t]), rot.counts[t].eq(cfg.counts[t]),
-                         cands[t].entries.eq(cfg.lists[t]), cands[t].count.eq(cfg.counts[t]),
-                         cands[t].start.eq(rot.start[t])]
+                         cands[t].walk.eq(rot.walk[t]), cands[t].count.eq(cfg.counts[t])]
         m.d.comb += [rot.written.eq(cfg.written), rot.count.eq(self.cfg.payload.count),
                      arb.limit.eq(cfg.limit)]
         m.d.comb += [rot.entries[k].eq(e) for k, e in enumerate(cfg.entries()[:N])]
