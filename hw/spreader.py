@@ -43,8 +43,8 @@ Decisions
    reads the input heads or the parked packets (``held``, one register per stream) and
    the tables, and loads the pass registers (``r_*``) of stage R, with the first
    request's scan (``CandidateList.first`` over the status of P's clock less R's
-   request of that clock; every stream's list and scan in parallel, the arbiter's
-   winner choosing among them last); stage R (request, answer, the scan after a refusal, commit)
+   request of that clock, compared with raised thresholds: decision 11; every stream's
+   list and scan in parallel, the arbiter's winner choosing among them last); stage R (request, answer, the scan after a refusal, commit)
    reads only those registers, the status and the answer. Every request comes from a
    register (``q_v``: one-hot ``alloc[e].valid``, ``q_eu``, ``q_idx``) loaded by a
    scan of the clock before: the status compares and the choice of EU are off the path
@@ -136,7 +136,9 @@ Decisions
    now stage P's first-request scan (R's request size, selected from the held packets
    -> its debit from an EU's free lines -> the minimum's compare -> a pass register).
    Registering the answer (cut 2) needs more than one packet of a stream inside the
-   spreader and a new contract (README.md).
+   spreader and a new contract (README.md). Stage P's registers (decision 11) took
+   that path apart; measured with yosys (the longest path after ECP5 mapping 28 -> 24
+   cells), the routed figure is in README.md.
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
    priority list is walked from the entry after the EU of that type's last allocation
    (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
@@ -148,6 +150,18 @@ Decisions
    allocation in its counts from that clock, so debiting the held request again
    counted it twice and made a QCC with one free entity look full (pixel packets
    spilled from their triangle's QCC: locality 0.57 -> 0.61 on the bench's mesh scene).
+11. Stage P's registers (issue 12; contract unchanged): R's request size is a pass
+   register (``r_size``, before a select of the held packets by ``r_stream``); the
+   first-request scan does not subtract R's request from its EU's status but compares
+   the status with thresholds raised by it (``need_records`` + 1, two entities,
+   ``need_lines_debit[t]``: type t's minimum lines + ``r_size``, a register loaded
+   from the next minimum and the next ``r_size``; ``x - r >= y``, saturating at 0, is
+   ``y == 0 | x >= y + r``), so one carry chain lies between a status and the
+   candidate choice; each type's walk order is a register of :class:`Rotation`
+   (before, each :class:`CandidateList` rotated the list with an adder, a modulo and a
+   select); ``parked`` is a register (before, a compare of ``r_stream`` ahead of the
+   source select and the table lookups). Each register's next value is computed for
+   both outcomes of ``load`` or of the accept, which chooses last.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -1379,6 +1393,12 @@ class Spreader(wiring.Component):
                              s.passes[k].eq(_sat_inc(Mux(mine, 0, s.passes[k])))]
                 if k == PAT:        # its second group, for the triangles' provider check
                     m.d.sync += s.held_pat_g1.eq(s.src[PAT].base[3:] + 1)
+        # ``parked`` after the edge, for both outcomes of ``load`` before it chooses
+        stays = s.active & ~s.consumed & ~s.parks      # R keeps its packet
+        for k in range(4):
+            kept = s.held_v[k] & ~(s.consumed & (s.r_stream == k))
+            m.d.sync += s.parked[k].eq(Mux(load, kept & (win != k),
+                                           kept & ~(stays & (s.r_stream == k))))
         with m.If(load):
             m.d.sync += [s.r_stream.eq(win), s.r_size.eq(s.w_size), s.r_ev.eq(s.w_ev),
                          s.r_cands.eq(s.w_cands),
@@ -1570,8 +1590,9 @@ class _State:
         self.c_vr = Signal(data.ArrayLayout(VR, 3))
         self.c_vrn = Signal(3)
         # stage P
-        self.r_is = [self.active & (self.r_stream == k) for k in range(4)]
-        self.parked = [self.held_v[k] & ~self.r_is[k] for k in range(4)]
+        # held and not R's packet: a register (equal to ``held_v`` less R's stream while
+        # R is active), so that stage P's sources do not wait for a compare of R's stream
+        self.parked = Signal(4)
         self.src_v = Signal(4)
         self.src = [Signal(L[n], name=f"src_{n}") for n in STREAMS]
         self.offer = Signal(4)
