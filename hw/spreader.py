@@ -19,8 +19,8 @@ its own signature:
 * :class:`Configuration`: the ``cfg`` words, priority lists, minima, starvation limit;
 * :class:`Arbiter`: which stream's packet gets the next pass (priority, starvation);
 * :class:`PacketChecks`: stage P's checks, table lookups and waits of all four streams;
-* :class:`Rotation` and :class:`CandidateList`: where each list's walk starts (load
-  balance) and a type's candidate list (locality first) with its first request, one
+* :class:`Rotation` and :class:`CandidateList`: each list's walk order (a register;
+  load balance) and a type's candidate list (locality first) with its first request, one
   per stream, built in parallel and chosen by the arbiter's winner;
 * :class:`StatusScan`: stage R's scan after a refusal (the next candidate whose status
   meets the minimum);
