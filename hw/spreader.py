@@ -19,8 +19,8 @@ its own signature:
 * :class:`Configuration`: the ``cfg`` words, priority lists, minima, starvation limit;
 * :class:`Arbiter`: which stream's packet gets the next pass (priority, starvation);
 * :class:`PacketChecks`: stage P's checks, table lookups and waits of all four streams;
-* :class:`Rotation` and :class:`CandidateList`: where each list's walk starts (load
-  balance) and a type's candidate list (locality first) with its first request, one
+* :class:`Rotation` and :class:`CandidateList`: each list's walk order (a register;
+  load balance) and a type's candidate list (locality first) with its first request, one
   per stream, built in parallel and chosen by the arbiter's winner;
 * :class:`StatusScan`: stage R's scan after a refusal (the next candidate whose status
   meets the minimum);
@@ -43,8 +43,8 @@ Decisions
    reads the input heads or the parked packets (``held``, one register per stream) and
    the tables, and loads the pass registers (``r_*``) of stage R, with the first
    request's scan (``CandidateList.first`` over the status of P's clock less R's
-   request of that clock; every stream's list and scan in parallel, the arbiter's
-   winner choosing among them last); stage R (request, answer, the scan after a refusal, commit)
+   request of that clock, compared with raised thresholds: decision 11; every stream's
+   list and scan in parallel, the arbiter's winner choosing among them last); stage R (request, answer, the scan after a refusal, commit)
    reads only those registers, the status and the answer. Every request comes from a
    register (``q_v``: one-hot ``alloc[e].valid``, ``q_eu``, ``q_idx``) loaded by a
    scan of the clock before: the status compares and the choice of EU are off the path
@@ -136,7 +136,11 @@ Decisions
    now stage P's first-request scan (R's request size, selected from the held packets
    -> its debit from an EU's free lines -> the minimum's compare -> a pass register).
    Registering the answer (cut 2) needs more than one packet of a stream inside the
-   spreader and a new contract (README.md).
+   spreader and a new contract (README.md). Stage P's registers (decision 11) took
+   that path apart (the longest path after ECP5 mapping 28 -> 24 cells): 50.8 MHz
+   routed (4 EUs, 32/32, before ``parked``), the critical path still stage P's
+   (``parked`` -> the source's size -> ``size + r_size`` and the status compare ->
+   the first request).
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
    priority list is walked from the entry after the EU of that type's last allocation
    (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
@@ -148,6 +152,18 @@ Decisions
    allocation in its counts from that clock, so debiting the held request again
    counted it twice and made a QCC with one free entity look full (pixel packets
    spilled from their triangle's QCC: locality 0.57 -> 0.61 on the bench's mesh scene).
+11. Stage P's registers (issue 12; contract unchanged): R's request size is a pass
+   register (``r_size``, before a select of the held packets by ``r_stream``); the
+   first-request scan does not subtract R's request from its EU's status but compares
+   the status with thresholds raised by it (``need_records`` + 1, two entities,
+   ``need_lines_debit[t]``: type t's minimum lines + ``r_size``, a register loaded
+   from the next minimum and the next ``r_size``; ``x - r >= y``, saturating at 0, is
+   ``y == 0 | x >= y + r``), so one carry chain lies between a status and the
+   candidate choice; each type's walk order is a register of :class:`Rotation`
+   (before, each :class:`CandidateList` rotated the list with an adder, a modulo and a
+   select); ``parked`` is a register (before, a compare of ``r_stream`` ahead of the
+   source select and the table lookups). Each register's next value is computed for
+   both outcomes of ``load`` or of the accept, which chooses last.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -529,8 +545,10 @@ def _report_layout(detail_bits):
 class Configuration(wiring.Component):
     """The configuration registers, written by ``cfg`` words (``ready`` = 1).
 
-    ``lists[t]``/``counts[t]``: type t's priority list; ``min_records[t]``,
-    ``min_lines[t]``: its minimum; ``limit``: the anti-starvation limit. ``written[t]``:
+    ``lists[t]``/``counts[t]``: type t's priority list; ``need_records[t]`` (the
+    minimum records, at least 1: the check's threshold), ``min_lines[t]``: its minimum
+    (``min_lines_next[t]``: the value after this clock's edge); ``limit``: the
+    anti-starvation limit. ``written[t]``:
     this clock's word replaces type t's list (with ``cfg.payload.eus``/``count``, at the
     edge). ``report``: a malformed word (BAD_CONFIG, ignored) or an empty list (NO_EU,
     written).
@@ -544,7 +562,8 @@ class Configuration(wiring.Component):
             "cfg": In(stream.Signature(layout)),
             "lists": Out(data.ArrayLayout(EU_W, n_eus)).array(4),
             "counts": Out(5).array(4),
-            "min_records": Out(SR).array(4), "min_lines": Out(SL).array(4),
+            "need_records": Out(SR).array(4), "min_lines": Out(SL).array(4),
+            "min_lines_next": Out(SL).array(4),
             "limit": Out(8), "written": Out(4),
             "report": Out(_report_layout(detail_bits)),
         })
@@ -560,13 +579,13 @@ class Configuration(wiring.Component):
         lists = [[Signal(EU_W, name=f"list{t}_{k}", init=k) for k in range(N)]
                  for t in range(4)]
         counts = [Signal(5, name=f"count{t}", init=N) for t in range(4)]
-        minr = [Signal(len(self.min_records[0]), name=f"minr{t}", init=1) for t in range(4)]
+        needr = [Signal(len(self.need_records[0]), name=f"needr{t}", init=1) for t in range(4)]
         minl = [Signal(len(self.min_lines[0]), name=f"minl{t}", init=1) for t in range(4)]
         limit = Signal(8, init=self.starve_limit)
         for t in range(4):
             m.d.comb += [self.lists[t][k].eq(lists[t][k]) for k in range(N)]
-            m.d.comb += [self.counts[t].eq(counts[t]), self.min_records[t].eq(minr[t]),
-                         self.min_lines[t].eq(minl[t])]
+            m.d.comb += [self.counts[t].eq(counts[t]), self.need_records[t].eq(needr[t]),
+                         self.min_lines[t].eq(minl[t]), self.min_lines_next[t].eq(minl[t])]
         m.d.comb += [self.limit.eq(limit), self.cfg.ready.eq(1)]
 
         bad, no_eu = Signal(), Signal()
@@ -589,7 +608,9 @@ class Configuration(wiring.Component):
                 m.d.sync += [counts[t].eq(cf.count)]
                 m.d.sync += [lists[t][k].eq(entries[k]) for k in range(N)]
             with m.If(take & (cf.op == CfgOp.MIN) & (cf.etype == t)):
-                m.d.sync += [minr[t].eq(cf.records), minl[t].eq(cf.lines)]
+                m.d.comb += self.min_lines_next[t].eq(cf.lines)
+                m.d.sync += [needr[t].eq(Mux(cf.records == 0, 1, cf.records)),
+                             minl[t].eq(cf.lines)]
         with m.If(take & (cf.op == CfgOp.STARVE)):
             m.d.sync += limit.eq(cf.limit)
         r = self.report
@@ -626,13 +647,16 @@ class Arbiter(wiring.Component):
 
 
 class Rotation(wiring.Component):
-    """Where each type's priority list is walked from (load balance, ``rotate``): the
-    entry after the EU of the type's last allocation (``start[t]``; 0 when there is none,
-    it is not in the list or it is the list's last entry). The register is computed from
-    the next state: the list a LIST word writes (``written[t]``, ``entries``, ``count``)
-    and the EU of an accept (``accepted[t]``, ``eu``), for both outcomes of the accept
-    (``eu`` is a register: the EU asked) and chosen by it last, so that the EU's answer
-    does not precede the list compare. Without ``rotate``, 0."""
+    """Each type's priority list in walk order (load balance, ``rotate``): ``walk[t]``
+    is the list from the entry after the EU of the type's last allocation (from its
+    first entry when there is none, it is not in the list or it is the list's last
+    entry), entry j being the list's entry ``start + j`` modulo its ``count`` (entries
+    from ``count`` on are unused). It is a register, computed from the next state: the
+    list a LIST word writes (``written[t]``, ``entries``, ``count``) and the EU of an
+    accept (``accepted[t]``, ``eu``), for both outcomes of the accept (``eu`` is a
+    register: the EU asked) and chosen by it last, so that the EU's answer does not
+    precede the list compare, and stage P's candidate lists start from registers, not
+    from an adder and a select. Without ``rotate``, the lists themselves."""
 
     def __init__(self, *, n_eus, rotate):
         self.n_eus, self.rotate = n_eus, rotate
@@ -640,38 +664,46 @@ class Rotation(wiring.Component):
             "lists": In(data.ArrayLayout(EU_W, n_eus)).array(4), "counts": In(5).array(4),
             "written": In(4), "entries": In(data.ArrayLayout(EU_W, n_eus)), "count": In(5),
             "accepted": In(4), "eu": In(EU_W),
-            "start": Out(5).array(4),
+            "walk": Out(data.ArrayLayout(EU_W, n_eus)).array(4),
         })
 
     def elaborate(self, platform):
         m = Module()
-        if not self.rotate:
-            return m
         N = self.n_eus
+        if not self.rotate:
+            m.d.comb += [self.walk[t].eq(self.lists[t]) for t in range(4)]
+            return m
         for t in range(4):
             last_eu, last_ok = Signal(EU_W, name=f"last_eu{t}"), Signal(name=f"last_ok{t}")
-            start = Signal(5, name=f"start{t}")
-            m.d.comb += self.start[t].eq(start)
+            walk = Signal(data.ArrayLayout(EU_W, N), name=f"walk{t}",
+                          init=list(range(N)))
+            m.d.comb += self.walk[t].eq(walk)
             with m.If(self.accepted[t]):
                 m.d.sync += [last_eu.eq(self.eu), last_ok.eq(1)]
             wr = self.written[t]
             lst = [Mux(wr, self.entries[k], self.lists[t][k]) for k in range(N)]
             cnt = Mux(wr, self.count, self.counts[t])
-            # the next start for both outcomes (each from registers and the cfg word),
-            # chosen by the accept: the answer is the last multiplexer before ``start``
+            # the next walk for both outcomes (each from registers and the cfg word),
+            # chosen by the accept: the answer is the last multiplexer before ``walk``
             nxt = {}
             for name, last, ok in (("acc", self.eu, 1), ("keep", last_eu, last_ok)):
-                nxt[name] = Signal(5, name=f"start{t}_{name}")
+                start = Signal(5, name=f"start{t}_{name}")
                 for k in range(N):      # the entries are distinct: at most one matches
                     with m.If(ok & (k + 1 < cnt) & (lst[k] == last)):
-                        m.d.comb += nxt[name].eq(k + 1)
-            m.d.sync += start.eq(Mux(self.accepted[t], nxt["acc"], nxt["keep"]))
+                        m.d.comb += start.eq(k + 1)
+                nxt[name] = [Signal(EU_W, name=f"walk{t}_{name}{j}") for j in range(N)]
+                for j in range(N):
+                    at = Signal(6, name=f"walk{t}_{name}_at{j}")
+                    m.d.comb += [at.eq(start + j),
+                                 nxt[name][j].eq(Array(lst)[Mux(at >= cnt, at - cnt, at)[:5]])]
+            m.d.sync += [walk[j].eq(Mux(self.accepted[t], nxt["acc"][j], nxt["keep"][j]))
+                         for j in range(N)]
         return m
 
 
 class CandidateList(wiring.Component):
-    """One type's candidate list: its priority list (``entries``, ``count``) in walk
-    order (from entry ``start``), stably sorted by how many of the packet's data each EU
+    """One type's candidate list: its priority list in walk order (``walk``, from
+    :class:`Rotation`; ``count`` entries), stably sorted by how many of the packet's data each EU
     holds (``holders``: the EUs of a triangle's three vertices, or of a pixel packet's
     triangle; ``n_holders`` of them, 0 for vertex and patch packets, whose list is the
     walk itself). Stage P builds every type's list in parallel, each for its stream's
@@ -685,7 +717,7 @@ class CandidateList(wiring.Component):
     def __init__(self, *, n_eus, n_holders):
         self.n_eus, self.n_holders = n_eus, n_holders
         super().__init__({
-            "entries": In(data.ArrayLayout(EU_W, n_eus)), "count": In(5), "start": In(5),
+            "walk": In(data.ArrayLayout(EU_W, n_eus)), "count": In(5),
             "holders": In(data.ArrayLayout(EU_W, max(1, n_holders))),
             "meets": In(n_eus),
             "cands": Out(data.ArrayLayout(EU_W, n_eus)),
@@ -695,12 +727,7 @@ class CandidateList(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         N = self.n_eus
-        walk = [Signal(EU_W, name=f"walk{j}") for j in range(N)]
-        for j in range(N):
-            at = Signal(6, name=f"walk_at{j}")
-            m.d.comb += at.eq(self.start + j)
-            m.d.comb += walk[j].eq(Array(self.entries[k] for k in range(N))
-                                   [Mux(at >= self.count, at - self.count, at)[:5]])
+        walk = [self.walk[j] for j in range(N)]
         listed = [k < self.count for k in range(N)]
         meets = Signal(N, name="walk_meets")      # the walk's entries that meet the minimum
         m.d.comb += meets.eq(Cat(listed[j] & self.meets.bit_select(walk[j], 1)
@@ -1191,8 +1218,7 @@ class Spreader(wiring.Component):
                                                    detail_bits=D)
         for t in range(4):
             m.d.comb += [rot.lists[t].eq(cfg.lists[t]), rot.counts[t].eq(cfg.counts[t]),
-                         cands[t].entries.eq(cfg.lists[t]), cands[t].count.eq(cfg.counts[t]),
-                         cands[t].start.eq(rot.start[t])]
+                         cands[t].walk.eq(rot.walk[t]), cands[t].count.eq(cfg.counts[t])]
         m.d.comb += [rot.written.eq(cfg.written), rot.count.eq(self.cfg.payload.count),
                      arb.limit.eq(cfg.limit)]
         m.d.comb += [rot.entries[k].eq(e) for k, e in enumerate(cfg.entries()[:N])]
@@ -1211,7 +1237,7 @@ class Spreader(wiring.Component):
         s = _State(self, m)
         self._stage_p(m, s, cfg, chk, arb, cands)
         self._stage_r(m, s, scan, ift)
-        self._advance(m, s, fifos, chk, arb, scan)
+        self._advance(m, s, fifos, cfg, chk, arb, scan)
         self._commit(m, s, fifos, ptab, rot)
         self._commit_stage(m, s, vdt, ptab, ift)
         self._completion(m, s, vdt, ptab, ift)
@@ -1265,10 +1291,10 @@ class Spreader(wiring.Component):
         with m.Switch(win):
             for k in range(4):
                 with m.Case(k):
-                    size, minr, minl = s.src[k].size, cfg.min_records[k], cfg.min_lines[k]
+                    size, needr, minl = s.src[k].size, cfg.need_records[k], cfg.min_lines[k]
                     first = cands[k].first
-                    m.d.comb += [s.w_ev.eq(chk.result[k]),
-                                 s.w_need_r.eq(Mux(minr == 0, 1, minr)),
+                    m.d.comb += [s.w_ev.eq(chk.result[k]), s.w_size.eq(size),
+                                 s.w_need_r.eq(needr),
                                  s.w_need_l.eq(Mux(minl > size, minl, size)),
                                  s.w_cands.eq(cands[k].cands), s.w_ncand.eq(cfg.counts[k]),
                                  s.w_q_v.eq(s.p_q_v[k]), s.w_q_idx.eq(first.index),
@@ -1281,27 +1307,27 @@ class Spreader(wiring.Component):
         """Per stream, the EUs whose status meets its packet's minimum for its first
         request: this clock's status less what stage R's request of this clock would
         take (its EU counts one record, one entity and R's lines less). Every stream's
-        minimum is compared in parallel with the arbiter."""
+        minimum is compared in parallel with the arbiter.
+
+        The debit is not subtracted from the status: each compare is made against a
+        threshold raised by R's request (``need_records`` + 1, 2 entities, the minimum
+        lines + R's size: ``need_lines_debit``, a register), so one carry chain lies
+        between the status and the candidate choice, not a subtraction and a compare
+        in series. ``x - r >= y`` (saturating at 0) is ``y == 0 | x >= y + r``."""
         N = self.n_eus
         meets = [Signal(N, name=f"p_meets{k}") for k in range(4)]
         for e in range(N):
             # R's request is debited in its first clock (or every clock: ``debit_held``)
             st, d = self.status[e], s.q_v[e] & (s.q_first | self.debit_held)
-            fr, fe, fl = (Signal.like(st.free_records, name=f"adj_records{e}"),
-                          Signal.like(st.free_entities, name=f"adj_entities{e}"),
-                          Signal.like(st.free_lines, name=f"adj_lines{e}"))
-            m.d.comb += [
-                fr.eq(Mux(d & (st.free_records != 0), st.free_records - 1, st.free_records)),
-                fe.eq(Mux(d & (st.free_entities != 0), st.free_entities - 1,
-                          st.free_entities)),
-                fl.eq(Mux(d, Mux(st.free_lines >= s.r_size, st.free_lines - s.r_size, 0),
-                          st.free_lines)),
-            ]
+            fr, fl = st.free_records, st.free_lines
             per_type = Signal(4, name=f"meets{e}")
             for k in range(4):
-                minr, minl = cfg.min_records[k], cfg.min_lines[k]
-                m.d.comb += per_type[k].eq((fr >= minr) & (fr != 0) & (fe != 0)
-                                           & (fl >= minl) & (fl >= s.src[k].size))
+                needr, minl, size = cfg.need_records[k], cfg.min_lines[k], s.src[k].size
+                rec_ok = (fr >= needr) & (~d | (fr != needr))
+                ent_ok = Mux(d, st.free_entities[1:].any(), st.free_entities.any())
+                min_ok = Mux(d, (minl == 0) | (fl >= s.need_lines_debit[k]), fl >= minl)
+                size_ok = Mux(d, (size == 0) | (fl >= size + s.r_size), fl >= size)
+                m.d.comb += per_type[k].eq(rec_ok & ent_ok & min_ok & size_ok)
             m.d.comb += [meets[k][e].eq(per_type[k]) for k in range(4)]
         return meets
 
@@ -1313,8 +1339,7 @@ class Spreader(wiring.Component):
         m.d.comb += [scan.cands.eq(s.r_cands), scan.count.eq(s.r_ncand),
                      scan.pos.eq(s.q_idx + 1),
                      scan.need_records.eq(s.r_need_r), scan.need_lines.eq(s.r_need_l)]
-        m.d.comb += [s.r_size.eq(Array(h.size for h in s.held)[s.r_stream]),
-                     s.cur_seq.eq(Array(s.seq)[s.r_stream])]
+        m.d.comb += s.cur_seq.eq(Array(s.seq)[s.r_stream])
         m.d.comb += s.scan_none.eq(s.active & (s.r_ev.outcome == Outcome.ALLOC) & ~s.q_v.any())
         # the answer of the EU asked (at most one ``alloc[e]`` is valid), decided per EU
         # in parallel from the request register
@@ -1345,7 +1370,7 @@ class Spreader(wiring.Component):
         m.d.comb += [r.en.eq(s.consume_err), r.code.eq(ev.code), r.src.eq(s.r_stream),
                      r.seq.eq(s.cur_seq), r.detail.eq(ev.detail)]
 
-    def _advance(self, m, s, fifos, chk, arb, scan):
+    def _advance(self, m, s, fifos, cfg, chk, arb, scan):
         """P -> R: a pass enters R (``load``) when R is free at the edge, the log and move
         FIFOs keep a free entry after this clock's pushes, and it does not overtake R's
         own packet; it brings its first request (P's scan). A refusal loads the request
@@ -1370,8 +1395,15 @@ class Spreader(wiring.Component):
                              s.passes[k].eq(_sat_inc(Mux(mine, 0, s.passes[k])))]
                 if k == PAT:        # its second group, for the triangles' provider check
                     m.d.sync += s.held_pat_g1.eq(s.src[PAT].base[3:] + 1)
+        # ``parked`` after the edge, for both outcomes of ``load`` before it chooses
+        stays = s.active & ~s.consumed & ~s.parks      # R keeps its packet
+        for k in range(4):
+            kept = s.held_v[k] & ~(s.consumed & (s.r_stream == k))
+            m.d.sync += s.parked[k].eq(Mux(load, kept & (win != k),
+                                           kept & ~(stays & (s.r_stream == k))))
         with m.If(load):
-            m.d.sync += [s.r_stream.eq(win), s.r_ev.eq(s.w_ev), s.r_cands.eq(s.w_cands),
+            m.d.sync += [s.r_stream.eq(win), s.r_size.eq(s.w_size), s.r_ev.eq(s.w_ev),
+                         s.r_cands.eq(s.w_cands),
                          s.r_ncand.eq(s.w_ncand), s.r_need_r.eq(s.w_need_r),
                          s.r_need_l.eq(s.w_need_l), s.r_vrn.eq(chk.tri_distinct),
                          s.r_refused.eq(0), s.q_v.eq(s.w_q_v),
@@ -1384,6 +1416,11 @@ class Spreader(wiring.Component):
                          s.q_idx.eq(scan.index), s.q_eu.eq(scan.eu)]
         with m.Elif(s.consumed | s.parks):
             m.d.sync += s.q_v.eq(0)
+        # stage P's debited minimum for the next clock: its minimum lines + R's size,
+        # both outcomes of ``load`` added before it chooses
+        for k in range(4):
+            nxt = cfg.min_lines_next[k]
+            m.d.sync += s.need_lines_debit[k].eq(Mux(load, nxt + s.w_size, nxt + s.r_size))
         m.d.sync += [s.active.eq(load | (s.active & ~s.consumed & ~s.parks)),
                      s.q_first.eq(load | s.refused)]
 
@@ -1535,6 +1572,10 @@ class _State:
         self.r_cands = Signal(data.ArrayLayout(EU_W, N))
         self.r_ncand = Signal(5)
         self.r_need_r, self.r_need_l = Signal(sp.sr), Signal(sp.sl)
+        self.r_size = Signal(SIZE_W)    # R's packet's size (its request's ``lines``)
+        # per type, its minimum lines + ``r_size``: stage P's threshold for R's EU
+        self.need_lines_debit = [Signal(sp.sl + 1, name=f"need_lines_debit{k}")
+                                 for k in range(4)]
         self.r_refused = Signal(MAX_EUS)
         # stage R's request: one-hot EU (``alloc[e].valid``; 0: none), EU, list index
         self.q_v, self.q_eu, self.q_idx = Signal(N), Signal(EU_W), Signal(5)
@@ -1551,13 +1592,14 @@ class _State:
         self.c_vr = Signal(data.ArrayLayout(VR, 3))
         self.c_vrn = Signal(3)
         # stage P
-        self.r_is = [self.active & (self.r_stream == k) for k in range(4)]
-        self.parked = [self.held_v[k] & ~self.r_is[k] for k in range(4)]
+        # held and not R's packet: a register (equal to ``held_v`` less R's stream while
+        # R is active), so that stage P's sources do not wait for a compare of R's stream
+        self.parked = Signal(4)
         self.src_v = Signal(4)
         self.src = [Signal(L[n], name=f"src_{n}") for n in STREAMS]
         self.offer = Signal(4)
         self.w_ev = Signal(_eval_layout(D))
-        self.w_need_r, self.w_need_l = Signal(sp.sr), Signal(sp.sl)
+        self.w_size, self.w_need_r, self.w_need_l = Signal(SIZE_W), Signal(sp.sr), Signal(sp.sl)
         self.w_loc = Signal(data.ArrayLayout(LOC, 3))
         # each stream's first request (one-hot EU), and the winner's list and request
         self.p_q_v = [Signal(N, name=f"p_q_v{k}") for k in range(4)]
@@ -1565,7 +1607,7 @@ class _State:
         self.w_ncand = Signal(5)
         self.w_q_v, self.w_q_eu, self.w_q_idx = Signal(N), Signal(EU_W), Signal(5)
         # stage R
-        self.r_size, self.cur_seq = Signal(SIZE_W), Signal(SEQ_W)
+        self.cur_seq = Signal(SEQ_W)
         self.scan_none = Signal()
         self.ent_in = Signal(ENTITY_W)
         self.taken, self.bad_answer = Signal(), Signal()
