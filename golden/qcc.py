@@ -233,6 +233,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from golden.params import check_field, check_int
+
 __all__ = [
     "Kind", "EType", "Op", "Code", "Stage", "Command", "Response", "Issue", "Status",
     "CycleResult", "RunResult", "QCCModel", "DEFAULT_PROGRAMS", "DONE_STAGE", "DRAIN",
@@ -325,18 +327,6 @@ def addr_width(lines):
     return max(1, math.ceil(math.log2(lines)))
 
 
-def _check_int(name, value, lo, hi):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, not {type(value).__name__!r}")
-    if not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer in {lo}..{hi}, not {value}")
-    return int(value)
-
-
-def _check_field(name, value, width):
-    return _check_int(name, value, 0, (1 << width) - 1)
-
-
 @dataclass(frozen=True)
 class Command:
     """A request on the ``cmd`` or ``query`` port.
@@ -370,9 +360,9 @@ class Command:
         for name, width in (("op", OP_W), ("etype", ETYPE_W), ("lines", LINES_W),
                             ("entity", ENTITY_W), ("frame", FRAME_W), ("buf", BUF_W),
                             ("offset", OFFSET_W), ("nstages", NSTAGES_W)):
-            object.__setattr__(self, name, _check_field(name, getattr(self, name), width))
+            object.__setattr__(self, name, check_field(name, getattr(self, name), width))
         hold = int(self.hold) if isinstance(self.hold, bool) else self.hold
-        object.__setattr__(self, "hold", _check_field("hold", hold, 1))
+        object.__setattr__(self, "hold", check_field("hold", hold, 1))
         prog = tuple(self.program)
         if len(prog) > MAX_STAGES:
             raise ValueError(f"program must have at most {MAX_STAGES} stages, not {len(prog)}")
@@ -382,8 +372,8 @@ class Command:
                 kind, desc = st
             except (TypeError, ValueError):
                 raise TypeError(f"program[{i}] must be a (kind, desc) pair, not {st!r}") from None
-            kind = Kind(_check_field(f"program[{i}].kind", kind, 1))
-            checked.append(Stage(kind, _check_field(f"program[{i}].desc", desc, DESC_W)))
+            kind = Kind(check_field(f"program[{i}].kind", kind, 1))
+            checked.append(Stage(kind, check_field(f"program[{i}].desc", desc, DESC_W)))
         checked += [Stage(Kind.NUMERIC, 0)] * (MAX_STAGES - len(checked))
         object.__setattr__(self, "program", tuple(checked))
 
@@ -566,10 +556,10 @@ class QCCModel:
     """
 
     def __init__(self, records=256, entities=256, lines=256, frames=16, programs=None):
-        self.records = _check_int("records", records, 1, 256)
-        self.entities = _check_int("entities", entities, 1, 256)
-        self.lines = _check_int("lines", lines, 1, 65536)
-        self.frames = _check_int("frames", frames, 1, 16)
+        self.records = check_int("records", records, 1, 256)
+        self.entities = check_int("entities", entities, 1, 256)
+        self.lines = check_int("lines", lines, 1, 65536)
+        self.frames = check_int("frames", frames, 1, 16)
         if programs is None:
             programs = DEFAULT_PROGRAMS
         programs = list(programs)
@@ -636,7 +626,7 @@ class QCCModel:
                 raise TypeError(f"{name} must be a Command or None, not {type(c).__name__!r}")
         for name, rec in (("ncompl", ncompl), ("mcompl", mcompl)):
             if rec is not None:
-                _check_field(name, rec, RECORD_W)
+                check_field(name, rec, RECORD_W)
         run_now = self._longest_free_run()
         # 1. Everything that only reads S_t.
         qresp = self._query(query) if query is not None else None
@@ -755,7 +745,7 @@ class QCCModel:
         if callable(latency):
             lat_of = latency
         elif isinstance(latency, (int, np.integer)) and not isinstance(latency, bool):
-            _check_int("latency", latency, 1, 1 << 30)
+            check_int("latency", latency, 1, 1 << 30)
             lat_of = lambda issue: latency  # noqa: E731
         else:
             lats = iter(list(latency))
@@ -797,7 +787,7 @@ class QCCModel:
             if cmd is not None:
                 responses.append((now, cmd, res.resp))
             for iss in res.issues:
-                lat = _check_int("latency", lat_of(iss), 1, 1 << 30)
+                lat = check_int("latency", lat_of(iss), 1, 1 << 30)
                 heapq.heappush(pending[iss.kind], (now + lat, seq, iss.record))
                 seq += 1
                 issues.append((now, iss))
@@ -822,7 +812,7 @@ class QCCModel:
 
     def program(self, etype):
         """The current stage program of ``etype`` as a tuple of :class:`Stage`."""
-        return self._prog[_check_int("etype", etype, 0, N_TYPES - 1)]
+        return self._prog[check_int("etype", etype, 0, N_TYPES - 1)]
 
     def queue(self, etype, stage):
         """The record indices of the entities in the logical FIFO (etype, stage), head

@@ -114,6 +114,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from golden.params import check_int
+
 __all__ = [
     "SUBPIX", "INT_BITS", "SAMPLE_COUNTS", "EMPTY", "FULL", "PARTIAL",
     "CULL_NONE", "CULL_ZERO_AREA", "CULL_BACK_FACE", "CULL_OUTSIDE",
@@ -153,13 +155,6 @@ _CHUNK = 1 << 20          # elements per vectorised evaluation chunk
 
 # ------------------------------------------------------------------ parameter checks
 
-def _check_int(name, value, lo, hi):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if not lo <= value <= hi:
-        raise ValueError(f"{name} must be in {lo}..{hi}, not {value}")
-    return int(value)
-
 
 def _check_bool(name, value):
     if not isinstance(value, (bool, np.bool_)):
@@ -177,8 +172,8 @@ def _check_samples(samples):
 
 
 def _check_format(subpix, int_bits):
-    subpix = _check_int("subpix", subpix, 4, 12)
-    int_bits = _check_int("int_bits", int_bits, 4, 16)
+    subpix = check_int("subpix", subpix, 4, 12)
+    int_bits = check_int("int_bits", int_bits, 4, 16)
     return subpix, int_bits
 
 
@@ -197,8 +192,8 @@ class _Config:
 def _config(width, height, samples=1, scissor=None, cull_back=False, front_ccw=False,
             subpix=SUBPIX, int_bits=INT_BITS):
     subpix, int_bits = _check_format(subpix, int_bits)
-    width = _check_int("width", width, 1, 1 << int_bits)
-    height = _check_int("height", height, 1, 1 << int_bits)
+    width = check_int("width", width, 1, 1 << int_bits)
+    height = check_int("height", height, 1, 1 << int_bits)
     samples = _check_samples(samples)
     cull_back = _check_bool("cull_back", cull_back)
     front_ccw = _check_bool("front_ccw", front_ccw)
@@ -212,10 +207,10 @@ def _config(width, height, samples=1, scissor=None, cull_back=False, front_ccw=F
                             f"not {type(scissor).__name__}") from None
         if len(items) != 4:
             raise ValueError(f"scissor must be (left, top, right, bottom), not {items!r}")
-        left = _check_int("scissor left", items[0], 0, width)
-        top = _check_int("scissor top", items[1], 0, height)
-        right = _check_int("scissor right", items[2], left, width)
-        bottom = _check_int("scissor bottom", items[3], top, height)
+        left = check_int("scissor left", items[0], 0, width)
+        top = check_int("scissor top", items[1], 0, height)
+        right = check_int("scissor right", items[2], left, width)
+        bottom = check_int("scissor bottom", items[3], top, height)
         scissor = (left, top, right, bottom)
     return _Config(width, height, samples, scissor, cull_back, front_ccw, subpix, int_bits)
 
@@ -263,7 +258,7 @@ def sample_positions(samples, subpix=SUBPIX):
     numpy.ndarray
         ``(samples, 2)`` int64: ``(1 << (subpix-1)) + (offset << (subpix-4))``.
     """
-    subpix = _check_int("subpix", subpix, 4, 12)
+    subpix = check_int("subpix", subpix, 4, 12)
     return (1 << (subpix - 1)) + (sample_offsets(samples) << (subpix - 4))
 
 
@@ -813,7 +808,7 @@ def rasterize_block(A, B, lo16, bias, bbox, bx, by, samples=1, subpix=SUBPIX):
         ``(16, 16, samples)`` bool, ``[y, x, s]``.
     """
     samples = _check_samples(samples)
-    subpix = _check_int("subpix", subpix, 4, 12)
+    subpix = check_int("subpix", subpix, 4, 12)
     A = np.asarray(A, dtype=np.int64)
     B = np.asarray(B, dtype=np.int64)
     lo16 = np.asarray(lo16, dtype=np.int64)
@@ -1071,7 +1066,7 @@ def hierarchical_model(records, samples, subpix=SUBPIX, stages=HIERARCHICAL_STAG
         (``256 * blocks / clocks``) and ``items_per_level`` (passes 1-4).
     """
     samples = _check_samples(samples)
-    stages = _check_int("stages", stages, 1, 1000)
+    stages = check_int("stages", stages, 1, 1000)
     if not records:
         return dict(blocks=0, items=0, clocks=0, pixels_per_clock=0.0,
                     items_per_level=[0, 0, 0, 0])
@@ -1172,7 +1167,7 @@ def benchmark_coverage(width=1024, height=1024, n_triangles=10000, samples=4, sc
         ``covered_samples``.
     """
     from golden import scenes
-    repeat = _check_int("repeat", repeat, 1, 1000)
+    repeat = check_int("repeat", repeat, 1, 1000)
     cfg = _config(width, height, samples)
     verts = scenes.scene(scene, width, height, n_triangles, seed)
     best = math.inf

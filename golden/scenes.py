@@ -24,20 +24,21 @@ from pathlib import Path
 
 import numpy as np
 
-from golden.raster import INT_BITS, SUBPIX, _check_int, snap
+from golden.raster import INT_BITS, SUBPIX, snap
+from golden.params import check_int
 
 __all__ = ["SCENES", "scene", "mesh", "random_triangles", "slivers", "fan", "wide_lines",
            "line_quad", "load"]
 
 
 def _rng(seed):
-    return np.random.default_rng(_check_int("seed", seed, 0, 2**63 - 1))
+    return np.random.default_rng(check_int("seed", seed, 0, 2**63 - 1))
 
 
 def _frame_args(width, height, n, name="n_triangles"):
-    width = _check_int("width", width, 1, 1 << 16)
-    height = _check_int("height", height, 1, 1 << 16)
-    n = _check_int(name, n, 0, 1 << 24)
+    width = check_int("width", width, 1, 1 << 16)
+    height = check_int("height", height, 1, 1 << 16)
+    n = check_int(name, n, 0, 1 << 24)
     return width, height, n
 
 

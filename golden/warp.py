@@ -87,6 +87,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from golden.params import check_int, check_pow2
+
 __all__ = ["PROGRAMS", "Op", "Error", "RESULT_MODES", "PER_LANE_BANK_OPS", "WARP_WIDE_OPS",
            "encode", "assemble", "check_parameters", "WarpModel", "WarpResult",
            "random_program"]
@@ -142,17 +144,12 @@ WRITES_RD = (Op.LI, Op.ADD, Op.SUB, Op.ADDI, Op.SEQ, Op.SNE, Op.SLT, Op.LANE, Op
 
 
 def check_parameters(warps, lanes, words, imem, result):
-    """Raise ``TypeError``/``ValueError`` naming a bad parameter and its allowed range.
-    The RTL's constructor uses the same rules (it has its own copy)."""
-    for name, value, low, high, power in (("warps", warps, 1, 8, False),
-                                          ("lanes", lanes, 1, 8, False),
-                                          ("words", words, 2, 4096, True),
-                                          ("imem", imem, 2, 4096, True)):
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"{name} must be an integer, not {value!r}")
-        kind = "a power of two" if power else "an integer"
-        if not low <= value <= high or (power and value & (value - 1)):
-            raise ValueError(f"{name} must be {kind} from {low} to {high}, not {value}")
+    """Raise ``TypeError``/``ValueError`` naming a bad parameter and its allowed range
+    (the RTL's constructor checks the same ranges)."""
+    check_int("warps", warps, 1, 8)
+    check_int("lanes", lanes, 1, 8)
+    check_pow2("words", words, 2, 4096)
+    check_pow2("imem", imem, 2, 4096)
     if result not in RESULT_MODES:
         raise ValueError(f"result must be one of {', '.join(map(repr, RESULT_MODES))}, "
                          f"not {result!r}")

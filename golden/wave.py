@@ -62,6 +62,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from golden.params import check_int, check_pow2
+
 __all__ = [
     "Topology", "Mode", "RESTART", "MAX_N", "Draw", "Fiber", "Wave", "Result",
     "check_wave_size", "check_max_k", "vertices_per_primitive", "draw_problem", "assemble",
@@ -95,23 +97,14 @@ class Mode:
     AUTOMATIC = 2
 
 
-def _check_int(name, value, low, high):
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be an integer from {low} to {high}, not {value}")
-
-
 def check_wave_size(wave_size):
     """``wave_size`` (L) must be a power of two from 4 to 64."""
-    _check_int("wave_size", wave_size, 4, 64)
-    if wave_size & (wave_size - 1):
-        raise ValueError(f"wave_size must be a power of two from 4 to 64, not {wave_size}")
+    check_pow2("wave_size", wave_size, 4, 64)
 
 
 def check_max_k(max_k):
     """``max_k`` (the largest patch the unit takes) must be from 3 to 32."""
-    _check_int("max_k", max_k, 3, MAX_K)
+    check_int("max_k", max_k, 3, MAX_K)
 
 
 @dataclass(frozen=True)
@@ -132,7 +125,7 @@ class Draw:
         for name, bits in (("topology", 4), ("k", 6), ("mode", 2), ("n", 11),
                            ("vs_size", 8), ("gs_size", 8), ("first", 32), ("count", 32),
                            ("threshold", 32)):
-            _check_int(name, getattr(self, name), 0, (1 << bits) - 1)
+            check_int(name, getattr(self, name), 0, (1 << bits) - 1)
         if not isinstance(self.indexed, bool):
             raise TypeError(f"indexed must be a bool, not {self.indexed!r}")
 

@@ -123,7 +123,8 @@ from amaranth.lib.wiring import In, Out
 from hw import raster as raster_block
 from hw import sync as sync_block
 from hw.qcc import DEFAULT_PROGRAMS, DONE, ISSUE, EType as QType, Kind
-from hw.spreader import CfgOp, SpreaderQCC, _check_int, _check_pow2
+from hw.spreader import CfgOp, SpreaderQCC
+from hw.params import check_int, check_pow2
 
 __all__ = ["Frontend", "FrontendBoard", "BOARD_PARAMS", "DEFAULT_COMMANDS", "CommandParser", "PixelEngine", "Framebuffer", "Group", "PrimOp",
            "StateOp", "SUBPIX", "DESIGNS"]
@@ -541,13 +542,13 @@ class Frontend(wiring.Component):
     def __init__(self, *, n_eus=4, width=128, height=128, modes=(1, 2, 4, 8, 16),
                  prid_bits=8, records=8, entities=8, lines=16, vdt_records=8, pt_records=4,
                  fifo_depth=2, latency=2):
-        self.n_eus = _check_int("n_eus", n_eus, 1, 16)
-        self.width = _check_pow2("width", width, 16, 2048)
-        self.height = _check_pow2("height", height, 16, 2048)
+        self.n_eus = check_int("n_eus", n_eus, 1, 16)
+        self.width = check_pow2("width", width, 16, 2048)
+        self.height = check_pow2("height", height, 16, 2048)
         self.modes = raster_block._check_modes(modes)
-        self.prid_bits = _check_int("prid_bits", prid_bits, 2, 16)
-        _check_int("records", records, 4, 256)
-        self.latency = _check_int("latency", latency, 0, 255)
+        self.prid_bits = check_int("prid_bits", prid_bits, 2, 16)
+        check_int("records", records, 4, 256)
+        self.latency = check_int("latency", latency, 0, 255)
         self.max_samples = max(self.modes)
         # int_bits: the frame's right and bottom edges (width.0) must be representable
         self.int_bits = max(5, _log2(max(width, height)) + 1)
@@ -867,9 +868,9 @@ class FrontendBoard(wiring.Component):
             raise TypeError(f"commands must be a non-empty tuple of command words, "
                             f"not {commands!r}")
         for w in commands:
-            _check_int("commands[i]", w, 0, (1 << 33) - 1)
+            check_int("commands[i]", w, 0, (1 << 33) - 1)
         self.commands = tuple(commands)
-        self.divisor = _check_int("divisor", divisor, 2, 65535)
+        self.divisor = check_int("divisor", divisor, 2, 65535)
         if not isinstance(autostart, bool):
             raise TypeError(f"autostart must be a bool, not {autostart!r}")
         self.autostart = autostart

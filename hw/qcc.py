@@ -211,6 +211,8 @@ from amaranth.lib import enum as hdl_enum
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from hw.params import check_int
+
 __all__ = [
     "Kind", "EType", "Op", "Code", "DEFAULT_PROGRAMS", "DONE_STAGE", "N_TYPES",
     "MAX_STAGES", "MAX_BUF_LINES", "RUN_DELAY", "COMMAND", "ISSUE", "DONE", "addr_width",
@@ -313,13 +315,6 @@ def response_layout(lines):
     })
 
 
-def _check_int(name, value, minimum, maximum):
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    if not minimum <= value <= maximum:
-        raise ValueError(f"{name} must be an integer from {minimum} to {maximum}, not {value}")
-
-
 def _check_programs(programs):
     """The reset programs as a tuple of 5 tuples of ``(kind, desc)``."""
     if not isinstance(programs, (tuple, list)):
@@ -337,8 +332,8 @@ def _check_programs(programs):
             if not isinstance(stage, (tuple, list)) or len(stage) != 2:
                 raise TypeError(f"programs[{t}][{s}] must be a (kind, desc) pair, "
                                 f"not {stage!r}")
-            _check_int(f"programs[{t}][{s}] kind", stage[0], 0, 1)
-            _check_int(f"programs[{t}][{s}] desc", stage[1], 0, 255)
+            check_int(f"programs[{t}][{s}] kind", stage[0], 0, 1)
+            check_int(f"programs[{t}][{s}] desc", stage[1], 0, 255)
             stages.append((Kind(stage[0]), int(stage[1])))
         checked.append(tuple(stages))
     return tuple(checked)
@@ -613,10 +608,10 @@ class QCC(wiring.Component):
     """
 
     def __init__(self, *, records=256, entities=256, lines=256, frames=16, programs=None):
-        _check_int("records", records, 1, 256)
-        _check_int("entities", entities, 1, 256)
-        _check_int("lines", lines, 1, 1024)
-        _check_int("frames", frames, 1, 16)
+        check_int("records", records, 1, 256)
+        check_int("entities", entities, 1, 256)
+        check_int("lines", lines, 1, 1024)
+        check_int("frames", frames, 1, 16)
         self.records = records
         self.entities = entities
         self.lines = lines

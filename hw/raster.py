@@ -188,6 +188,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.sync import StreamBuffer
+from hw.params import check_int
 
 __all__ = ["SAMPLE_COUNTS", "SAMPLE_PATTERNS", "BlockRasterizer", "TriangleSetup", "BlockTraversal",
            "PixelPacker", "RasterPipeline", "DESIGNS"]
@@ -215,14 +216,6 @@ _CORNER_PAIRS = tuple((i, i % 5 - 2, i // 5 - 2) for i in range(13, 25))
 # Pixels p = 8..15 (py = 2, 3): pixel-centre offset = ((2px-3)*A + (2py-3)*B) << (subpix-1),
 # span-centre offset of span k = same for k << (subpix+1); p and 15-p are opposite.
 _HALF = tuple((p, 2 * (p % 4) - 3, 2 * (p // 4) - 3) for p in range(8, 16))
-
-
-def _check_int(name, value, minimum, maximum):
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    if not minimum <= value <= maximum:
-        raise ValueError(f"{name} must be an integer from {minimum} to {maximum}, not {value}")
-    return value
 
 
 def _check_modes(modes):
@@ -454,11 +447,11 @@ class BlockRasterizer(wiring.Component):
     """
 
     def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16):
-        self.edges = _check_int("edges", edges, 3, 4)
+        self.edges = check_int("edges", edges, 3, 4)
         self.modes = _check_modes(modes)
-        self.subpix = _check_int("subpix", subpix, 4, 12)
-        self.int_bits = _check_int("int_bits", int_bits, 5, 16)
-        self.tag_bits = _check_int("tag_bits", tag_bits, 1, 64)
+        self.subpix = check_int("subpix", subpix, 4, 12)
+        self.int_bits = check_int("int_bits", int_bits, 5, 16)
+        self.tag_bits = check_int("tag_bits", tag_bits, 1, 64)
         w = int_bits + subpix
         self.coef_bits = w + 1                  # A, B
         self.lo16_bits = 2 * w + 2              # lo16
@@ -1122,11 +1115,11 @@ class _Format:
     """
 
     def _format(self, edges, modes, subpix, int_bits, tag_bits):
-        self.edges = _check_int("edges", edges, 3, 4)
+        self.edges = check_int("edges", edges, 3, 4)
         self.modes = _check_modes(modes)
-        self.subpix = _check_int("subpix", subpix, 4, 12)
-        self.int_bits = _check_int("int_bits", int_bits, 5, 16)
-        self.tag_bits = _check_int("tag_bits", tag_bits, 1, 64)
+        self.subpix = check_int("subpix", subpix, 4, 12)
+        self.int_bits = check_int("int_bits", int_bits, 5, 16)
+        self.tag_bits = check_int("tag_bits", tag_bits, 1, 64)
         w = int_bits + subpix
         self.coord_bits = w + 2                 # port coordinates: signed, range-checked
         self.coef_bits = w + 1                  # A, B
@@ -1557,7 +1550,7 @@ class PixelPacker(_Format, wiring.Component):
     def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16,
                  packets=16):
         self._format(edges, modes, subpix, int_bits, tag_bits)
-        self.packets = _check_int("packets", packets, 1, 16)
+        self.packets = check_int("packets", packets, 1, 16)
         super().__init__({
             "i": In(stream.Signature(self.result_layout())),
             "o": Out(stream.Signature(self.word_layout())),
@@ -1709,7 +1702,7 @@ class RasterPipeline(_Format, wiring.Component):
     def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16,
                  packets=16):
         self._format(edges, modes, subpix, int_bits, tag_bits)
-        self.packets = _check_int("packets", packets, 1, 16)
+        self.packets = check_int("packets", packets, 1, 16)
         kwargs = dict(edges=edges, modes=modes, subpix=subpix, int_bits=int_bits,
                       tag_bits=tag_bits)
         self.setup = TriangleSetup(**kwargs)

@@ -173,6 +173,8 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from hw.params import check_int, check_pow2
+
 __all__ = ["Spreader", "VertexTable", "PrimitiveTable", "SpreaderQCC", "EType", "Err", "Src",
            "Kind", "Ref", "CfgOp", "Outcome", "DESIGNS"]
 
@@ -243,21 +245,6 @@ PRIORITY = (PIX, TRI, VTX, PAT)
 SAT = 255
 STREAMS = ("i_vtx", "i_tri", "i_pix", "i_pat")      # the packet inputs, in type order
 RELEASE = data.StructLayout({"eu": EU_W, "entity": ENTITY_W, "etype": 2, "rec": 8})
-
-
-def _check_int(name, value, lo, hi):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer from {lo} to {hi}, not {value!r}")
-    if not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer from {lo} to {hi}, not {value!r}")
-    return value
-
-
-def _check_pow2(name, value, lo, hi):
-    _check_int(name, value, lo, hi)
-    if value & (value - 1):
-        raise ValueError(f"{name} must be a power of two from {lo} to {hi}, not {value!r}")
-    return value
 
 
 def _sat_inc(x):
@@ -1119,19 +1106,19 @@ class Spreader(wiring.Component):
     def __init__(self, *, n_eus=4, vdt_records=256, pt_records=256, index_bits=16,
                  prid_bits=16, coord_bits=12, max_lines=8, eu_records=256, eu_lines=256,
                  starve_limit=8, fifo_depth=4, rotate=True, debit_held=False):
-        self.n_eus = _check_int("n_eus", n_eus, 1, MAX_EUS)
-        self.vdt_records = _check_pow2("vdt_records", vdt_records, 2, 256)
-        self.pt_records = _check_pow2("pt_records", pt_records, 1, 256)
+        self.n_eus = check_int("n_eus", n_eus, 1, MAX_EUS)
+        self.vdt_records = check_pow2("vdt_records", vdt_records, 2, 256)
+        self.pt_records = check_pow2("pt_records", pt_records, 1, 256)
         self.vbits = vdt_records.bit_length() - 1
         self.pbits = pt_records.bit_length() - 1
-        self.index_bits = _check_int("index_bits", index_bits, 3 + self.vbits, 32)
-        self.prid_bits = _check_int("prid_bits", prid_bits, max(1, self.pbits), 32)
-        self.coord_bits = _check_int("coord_bits", coord_bits, 4, 16)
-        self.eu_records = _check_int("eu_records", eu_records, 1, 256)
-        self.eu_lines = _check_int("eu_lines", eu_lines, 1, 65536)
-        self.max_lines = _check_int("max_lines", max_lines, 1, min(15, eu_lines))
-        self.starve_limit = _check_int("starve_limit", starve_limit, 0, SAT)
-        self.fifo_depth = _check_int("fifo_depth", fifo_depth, 1, 64)
+        self.index_bits = check_int("index_bits", index_bits, 3 + self.vbits, 32)
+        self.prid_bits = check_int("prid_bits", prid_bits, max(1, self.pbits), 32)
+        self.coord_bits = check_int("coord_bits", coord_bits, 4, 16)
+        self.eu_records = check_int("eu_records", eu_records, 1, 256)
+        self.eu_lines = check_int("eu_lines", eu_lines, 1, 65536)
+        self.max_lines = check_int("max_lines", max_lines, 1, min(15, eu_lines))
+        self.starve_limit = check_int("starve_limit", starve_limit, 0, SAT)
+        self.fifo_depth = check_int("fifo_depth", fifo_depth, 1, 64)
         if not isinstance(rotate, bool):
             raise TypeError(f"rotate must be a bool, not {rotate!r}")
         self.rotate = rotate
@@ -1698,7 +1685,7 @@ class SpreaderQCC(wiring.Component):
     def __init__(self, *, n_eus=2, records=8, entities=8, lines=16, vdt_records=8,
                  pt_records=4, fifo_depth=2, starve_limit=8, rotate=True):
         from hw.qcc import DONE, ISSUE, QCC     # only here: the plain spreader needs none
-        self.n_eus = _check_int("n_eus", n_eus, 1, MAX_EUS)
+        self.n_eus = check_int("n_eus", n_eus, 1, MAX_EUS)
         self.spreader_params, self.qcc_params = self.split_params(
             n_eus=n_eus, records=records, entities=entities, lines=lines,
             vdt_records=vdt_records, pt_records=pt_records, fifo_depth=fifo_depth,

@@ -101,6 +101,8 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from hw.params import check_int
+
 __all__ = [
     "Token", "EventId", "stream_word", "EventWireSignature",
     "TokenFIFO", "InputFIFO", "StreamBuffer", "TokenUnit", "RegularUnit", "ForkUnit", "JoinUnit",
@@ -144,20 +146,12 @@ EventWireSignature = wiring.Signature({
 """Event wire: ``start`` and ``end`` strobes (one cycle each) with the event ``id``."""
 
 
-def _check_int(name, value, minimum, maximum=None):
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    if value < minimum or (maximum is not None and value > maximum):
-        allowed = f"of at least {minimum}" if maximum is None else f"from {minimum} to {maximum}"
-        raise ValueError(f"{name} must be an integer {allowed}, not {value}")
-
-
 def stream_word(width=32):
     """Layout of a pipeline stream word: ``is_token`` (bit 0), then ``data`` (``width`` bits).
 
     A token's ``data`` holds its ``code`` in bits 0-7 and its ``arg`` in bits 8-15.
     """
-    _check_int("width", width, 16, 64)
+    check_int("width", width, 16, 64)
     return data.StructLayout({"is_token": 1, "data": width})
 
 
@@ -182,7 +176,7 @@ def _check_inject(inject):
         if not 1 <= len(sequence) <= 8:
             raise ValueError(f"inject[{event}] must hold 1 to 8 tokens, not {len(sequence)}")
         for _, arg in sequence:
-            _check_int("inject token arg", arg, 0, 255)
+            check_int("inject token arg", arg, 0, 255)
         checked[EventId(event)] = sequence
     return checked
 
@@ -235,8 +229,8 @@ class TokenFIFO(wiring.Component):
     """
 
     def __init__(self, *, width=32, depth=16):
-        _check_int("width", width, 16, 64)
-        _check_int("depth", depth, 2)
+        check_int("width", width, 16, 64)
+        check_int("depth", depth, 2)
         self.width = width
         self.depth = depth
         word = stream_word(width)
@@ -299,15 +293,15 @@ class TokenUnit(wiring.Component):
 
     def __init__(self, *, n_inputs, n_outputs, width=32, route_lo=None,
                  broadcast=(), inject=None, fifo_depth=3):
-        _check_int("n_inputs", n_inputs, 1, 16)
-        _check_int("fifo_depth", fifo_depth, 3, 4096)
+        check_int("n_inputs", n_inputs, 1, 16)
+        check_int("fifo_depth", fifo_depth, 3, 4096)
         self.fifo_depth = fifo_depth
-        _check_int("n_outputs", n_outputs, 1, 16)
-        _check_int("width", width, 16, 64)
+        check_int("n_outputs", n_outputs, 1, 16)
+        check_int("width", width, 16, 64)
         self.route_bits = (n_outputs - 1).bit_length()
         if route_lo is None:
             route_lo = width - self.route_bits
-        _check_int("route_lo", route_lo, 0, width - self.route_bits)
+        check_int("route_lo", route_lo, 0, width - self.route_bits)
         self.broadcast = tuple(sorted({_check_code("broadcast", code) for code in broadcast}))
         self.inject = _check_inject(inject if inject is not None else {})
         self.n_inputs = n_inputs
@@ -688,7 +682,7 @@ class InputFIFO(wiring.Component):
     """
 
     def __init__(self, shape, *, depth):
-        _check_int("depth", depth, 3)
+        check_int("depth", depth, 3)
         self.shape = shape
         self.depth = depth
         super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
@@ -783,7 +777,7 @@ class ForkUnit(TokenUnit):
 
     def __init__(self, *, n_outputs=2, width=32, route_lo=None, broadcast=(), inject=None,
                  fifo_depth=3):
-        _check_int("n_outputs", n_outputs, 2, 16)
+        check_int("n_outputs", n_outputs, 2, 16)
         super().__init__(n_inputs=1, n_outputs=n_outputs, width=width, route_lo=route_lo,
                          broadcast=broadcast, inject=inject, fifo_depth=fifo_depth)
 
@@ -792,7 +786,7 @@ class JoinUnit(TokenUnit):
     """A unit with ``n_inputs`` ≥ 2 inputs and one output (Fig. 7); see :class:`TokenUnit`."""
 
     def __init__(self, *, n_inputs=2, width=32, broadcast=(), inject=None, fifo_depth=3):
-        _check_int("n_inputs", n_inputs, 2, 16)
+        check_int("n_inputs", n_inputs, 2, 16)
         super().__init__(n_inputs=n_inputs, n_outputs=1, width=width, broadcast=broadcast,
                          inject=inject, fifo_depth=fifo_depth)
 
@@ -805,8 +799,8 @@ class JoinForkUnit(TokenUnit):
 
     def __init__(self, *, n_inputs=2, n_outputs=2, width=32, route_lo=None, broadcast=(),
                  inject=None, fifo_depth=3):
-        _check_int("n_inputs", n_inputs, 2, 16)
-        _check_int("n_outputs", n_outputs, 2, 16)
+        check_int("n_inputs", n_inputs, 2, 16)
+        check_int("n_outputs", n_outputs, 2, 16)
         super().__init__(n_inputs=n_inputs, n_outputs=n_outputs, width=width,
                          route_lo=route_lo, broadcast=(*broadcast, *JOIN_FORK_BROADCAST),
                          inject=inject, fifo_depth=fifo_depth)

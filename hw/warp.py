@@ -66,6 +66,8 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from hw.params import check_int, check_pow2
+
 __all__ = ["Op", "Error", "HostOp", "imem_write_layout", "host_layout", "TraceSignature",
            "WarpUnit", "DESIGNS"]
 
@@ -129,14 +131,6 @@ def TraceSignature(lanes, pc_bits):
                              "mask": Out(lanes)})
 
 
-def _check(name, value, low, high, power=False):
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    kind = "a power of two" if power else "an integer"
-    if not low <= value <= high or (power and value & (value - 1)):
-        raise ValueError(f"{name} must be {kind} from {low} to {high}, not {value}")
-
-
 def _minimum(values):
     """The smallest of ``values`` as a balanced tree of comparators."""
     while len(values) > 1:
@@ -177,10 +171,10 @@ class WarpUnit(wiring.Component):
     """
 
     def __init__(self, *, warps=2, lanes=4, words=256, imem=256, result="lanes"):
-        _check("warps", warps, 1, 8)
-        _check("lanes", lanes, 1, 8)
-        _check("words", words, 2, 4096, power=True)
-        _check("imem", imem, 2, 4096, power=True)
+        check_int("warps", warps, 1, 8)
+        check_int("lanes", lanes, 1, 8)
+        check_pow2("words", words, 2, 4096)
+        check_pow2("imem", imem, 2, 4096)
         if result not in ("lanes", "shared"):
             raise ValueError(f"result must be one of 'lanes', 'shared', not {result!r}")
         self.warps, self.lanes, self.words, self.imem = warps, lanes, words, imem

@@ -71,6 +71,8 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from hw.params import check_int, check_pow2
+
 __all__ = ["Topology", "Mode", "Kind", "RESTART", "draw_layout", "index_layout", "prim_layout",
            "record_layout", "Assembler", "Builder", "Scheduler", "DESIGNS"]
 
@@ -104,18 +106,9 @@ class Kind:
     END = 2
 
 
-def _check_int(name, value, low, high):
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be an integer from {low} to {high}, not {value}")
-
-
 def _check_params(wave_size, max_k):
-    _check_int("wave_size", wave_size, 4, 64)
-    if wave_size & (wave_size - 1):
-        raise ValueError(f"wave_size must be a power of two from 4 to 64, not {wave_size}")
-    _check_int("max_k", max_k, 3, 32)
+    check_pow2("wave_size", wave_size, 4, 64)
+    check_int("max_k", max_k, 3, 32)
 
 
 def draw_layout():
@@ -185,7 +178,7 @@ class Assembler(wiring.Component):
     """
 
     def __init__(self, *, max_k=32):
-        _check_int("max_k", max_k, 3, 32)
+        check_int("max_k", max_k, 3, 32)
         self.max_k = max_k
         super().__init__({
             "draw": In(stream.Signature(draw_layout())),

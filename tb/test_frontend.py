@@ -87,7 +87,7 @@ def test_board(simulator):
 @pytest.mark.parametrize("kwargs, error, message", [
     ({"n_eus": 0}, ValueError, r"n_eus must be an integer from 1 to 16, not 0"),
     ({"width": 48}, ValueError, r"width must be a power of two from 16 to 2048, not 48"),
-    ({"height": 8}, ValueError, r"height must be an integer from 16 to 2048, not 8"),
+    ({"height": 8}, ValueError, r"height must be a power of two from 16 to 2048, not 8"),
     ({"modes": (3,)}, ValueError, r"modes must hold sample counts"),
     ({"prid_bits": 1}, ValueError, r"prid_bits must be an integer from 2 to 16, not 1"),
     ({"latency": "2"}, TypeError, r"latency must be an integer from 0 to 255, not '2'"),

@@ -82,7 +82,7 @@ def test_block_full(build, simulator):
 @pytest.mark.parametrize("kwargs, error, message", [
     ({"edges": 5}, ValueError, r"edges must be an integer from 3 to 4, not 5"),
     ({"edges": 2}, ValueError, r"edges must be an integer from 3 to 4, not 2"),
-    ({"edges": 3.0}, TypeError, r"edges must be an integer, not 3\.0"),
+    ({"edges": 3.0}, TypeError, r"edges must be an integer from 3 to 4, not 3\.0"),
     ({"modes": (1, 3)}, ValueError, r"modes must hold sample counts from 1, 2, 4, 8, 16, not 3"),
     ({"modes": ()}, ValueError, r"modes must hold 1 to 5 distinct sample counts"),
     ({"modes": (4, 4)}, ValueError, r"modes must hold 1 to 5 distinct sample counts"),
@@ -91,11 +91,11 @@ def test_block_full(build, simulator):
     ({"modes": (1, 32)}, ValueError, r"modes must hold sample counts from 1, 2, 4, 8, 16, not 32"),
     ({"subpix": 3}, ValueError, r"subpix must be an integer from 4 to 12, not 3"),
     ({"subpix": 13}, ValueError, r"subpix must be an integer from 4 to 12, not 13"),
-    ({"subpix": "8"}, TypeError, r"subpix must be an integer, not '8'"),
+    ({"subpix": "8"}, TypeError, r"subpix must be an integer from 4 to 12, not '8'"),
     ({"int_bits": 17}, ValueError, r"int_bits must be an integer from 5 to 16, not 17"),
     ({"int_bits": 4}, ValueError, r"int_bits must be an integer from 5 to 16, not 4"),
-    ({"int_bits": 12.0}, TypeError, r"int_bits must be an integer, not 12\.0"),
-    ({"tag_bits": True}, TypeError, r"tag_bits must be an integer, not True"),
+    ({"int_bits": 12.0}, TypeError, r"int_bits must be an integer from 5 to 16, not 12\.0"),
+    ({"tag_bits": True}, TypeError, r"tag_bits must be an integer from 1 to 64, not True"),
     ({"tag_bits": 0}, ValueError, r"tag_bits must be an integer from 1 to 64, not 0"),
     ({"tag_bits": 65}, ValueError, r"tag_bits must be an integer from 1 to 64, not 65"),
 ])

@@ -79,7 +79,7 @@ def test_unit_slow(build, simulator):
     ({"edges": 5}, ValueError, r"edges must be an integer from 3 to 4, not 5"),
     ({"modes": (1, 3)}, ValueError, r"modes must hold sample counts from 1, 2, 4, 8, 16, not 3"),
     ({"int_bits": 4}, ValueError, r"int_bits must be an integer from 5 to 16, not 4"),
-    ({"tag_bits": "8"}, TypeError, r"tag_bits must be an integer, not '8'"),
+    ({"tag_bits": "8"}, TypeError, r"tag_bits must be an integer from 1 to 64, not '8'"),
 ])
 def test_parameter_errors(design, kwargs, error, message):
     from hw.raster import DESIGNS

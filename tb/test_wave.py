@@ -62,12 +62,12 @@ def test_scheduler_soak(build, simulator):
     ("wave.builder", {"wave_size": 24}, ValueError,
      "wave_size must be a power of two from 4 to 64, not 24"),
     ("wave.builder", {"wave_size": 128}, ValueError,
-     "wave_size must be an integer from 4 to 64, not 128"),
+     "wave_size must be a power of two from 4 to 64, not 128"),
     ("wave.scheduler", {"wave_size": 2}, ValueError,
-     "wave_size must be an integer from 4 to 64, not 2"),
+     "wave_size must be a power of two from 4 to 64, not 2"),
     ("wave.scheduler", {"max_k": 33}, ValueError, "max_k must be an integer from 3 to 32, not 33"),
     ("wave.assembler", {"max_k": 2}, ValueError, "max_k must be an integer from 3 to 32, not 2"),
-    ("wave.assembler", {"max_k": "8"}, TypeError, "max_k must be an integer, not '8'"),
+    ("wave.assembler", {"max_k": "8"}, TypeError, "max_k must be an integer from 3 to 32, not '8'"),
 ])
 def test_parameter_errors(design, kwargs, error, message):
     from hw.gen import build

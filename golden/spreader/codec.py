@@ -4,8 +4,9 @@
 from golden.spreader.types import (
     AllocRequest, Answer, CODE_W, Config, Done, ELEM_W, ENTITY_W, EUStatus, EU_W,
     ErrorReport, Loc, LogEntry, MAX_EUS, MoveCmd, PatchPacket, PixelPacket, ReleaseCmd,
-    SEQ_W, SIZE_W, TrianglePacket, VertexPacket, _field,
+    SEQ_W, SIZE_W, TrianglePacket, VertexPacket,
 )
+from golden.params import check_field
 
 
 class Codec:
@@ -75,7 +76,7 @@ class Codec:
         d = self.fields(port, obj)
         word, pos = 0, 0
         for name, width in self.layout(port):
-            word |= _field(f"{port}.{name}", d.get(name, 0), width) << pos
+            word |= check_field(f"{port}.{name}", d.get(name, 0), width) << pos
             pos += width
         return word
 

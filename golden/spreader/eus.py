@@ -7,8 +7,9 @@ from collections import deque
 import numpy as np
 
 from golden.spreader.types import (
-    Answer, Done, ENTITIES, EUStatus, _check_int,
+    Answer, Done, ENTITIES, EUStatus,
 )
+from golden.params import check_int
 
 
 class _EUBase:
@@ -25,7 +26,7 @@ class _EUBase:
     """
 
     def __init__(self, entities=ENTITIES):
-        self.entities = _check_int("entities", entities, 1, ENTITIES)
+        self.entities = check_int("entities", entities, 1, ENTITIES)
         self.completions = deque()
         self.t = 0
         self.live = {}          # entity -> AllocRequest, allocated and not finished
@@ -153,13 +154,13 @@ class ScriptedEU(_EUBase):
         if callable(value):
             return value
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-            v = _check_int(name, value, lo, 1 << 30)
+            v = check_int(name, value, lo, 1 << 30)
             return lambda req: v
         it = iter(value)
 
         def nxt(req):
             try:
-                return _check_int(name, next(it), lo, 1 << 30)
+                return check_int(name, next(it), lo, 1 << 30)
             except StopIteration:
                 raise ValueError(f"{name} sequence is shorter than the requests") from None
         return nxt
@@ -225,8 +226,8 @@ class RandomEU(_EUBase):
                  work=(1, 20), stall=0.0):
         super().__init__(entities)
         self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-        self.records = _check_int("records", records, 1, 256)
-        self.lines = _check_int("lines", lines, 1, 65536)
+        self.records = check_int("records", records, 1, 256)
+        self.lines = check_int("lines", lines, 1, 65536)
         self.latency, self.refuse, self.work, self.stall = latency, refuse, work, stall
         self.free_records, self.free_lines = self.records, self.lines
         self._due = []

@@ -9,7 +9,7 @@ from golden.spreader.types import (
     AllocRequest, Answer, CfgOp, Config, CycleResult, Done, ENTITIES, ENTITY_W, EType,
     EUStatus, EU_W, Err, ErrorReport, GROUP, Kind, Loc, LogEntry, MAX_EUS, MoveCmd,
     NO_SRC, PACKET_TYPES, PATCH_POINTS, PRIORITY, Ref, ReleaseCmd, ReqRecord, RunResult,
-    SAT, Src, _check_int, _check_pow2, _field,
+    SAT, Src,
 )
 from golden.spreader.codec import Codec
 from golden.spreader.eus import (
@@ -18,6 +18,7 @@ from golden.spreader.eus import (
 from golden.spreader.workloads import (
     Feeder,
 )
+from golden.params import check_field, check_int, check_pow2
 
 
 class _Fifo:
@@ -104,19 +105,19 @@ class Spreader(Codec):
     def __init__(self, n_eus=4, vdt_records=256, pt_records=256, index_bits=16,
                  prid_bits=16, coord_bits=12, max_lines=8, eu_records=256, eu_lines=256,
                  starve_limit=8, fifo_depth=4, rotate=True, debit_held=False):
-        self.n_eus = _check_int("n_eus", n_eus, 1, MAX_EUS)
-        self.vdt_records = _check_pow2("vdt_records", vdt_records, 2, 256)
-        self.pt_records = _check_pow2("pt_records", pt_records, 1, 256)
+        self.n_eus = check_int("n_eus", n_eus, 1, MAX_EUS)
+        self.vdt_records = check_pow2("vdt_records", vdt_records, 2, 256)
+        self.pt_records = check_pow2("pt_records", pt_records, 1, 256)
         self._vbits = self.vdt_records.bit_length() - 1
         self._pbits = self.pt_records.bit_length() - 1
-        self.index_bits = _check_int("index_bits", index_bits, 3 + self._vbits, 32)
-        self.prid_bits = _check_int("prid_bits", prid_bits, max(1, self._pbits), 32)
-        self.coord_bits = _check_int("coord_bits", coord_bits, 4, 16)
-        self.eu_records = _check_int("eu_records", eu_records, 1, 256)
-        self.eu_lines = _check_int("eu_lines", eu_lines, 1, 65536)
-        self.max_lines = _check_int("max_lines", max_lines, 1, min(15, self.eu_lines))
-        self.starve_limit = _check_int("starve_limit", starve_limit, 0, SAT)
-        self.fifo_depth = _check_int("fifo_depth", fifo_depth, 1, 64)
+        self.index_bits = check_int("index_bits", index_bits, 3 + self._vbits, 32)
+        self.prid_bits = check_int("prid_bits", prid_bits, max(1, self._pbits), 32)
+        self.coord_bits = check_int("coord_bits", coord_bits, 4, 16)
+        self.eu_records = check_int("eu_records", eu_records, 1, 256)
+        self.eu_lines = check_int("eu_lines", eu_lines, 1, 65536)
+        self.max_lines = check_int("max_lines", max_lines, 1, min(15, self.eu_lines))
+        self.starve_limit = check_int("starve_limit", starve_limit, 0, SAT)
+        self.fifo_depth = check_int("fifo_depth", fifo_depth, 1, 64)
         if not isinstance(rotate, (bool, np.bool_)):
             raise TypeError(f"rotate must be a bool, not {rotate!r}")
         self.rotate = bool(rotate)
@@ -512,7 +513,7 @@ class Spreader(Codec):
         if cfg is not None:
             self.pack("cfg", cfg)
         if done is not None:
-            done = Done(_field("done.eu", done[0], EU_W), _field("done.entity", done[1], ENTITY_W))
+            done = Done(check_field("done.eu", done[0], EU_W), check_field("done.entity", done[1], ENTITY_W))
         if status is None:
             status = [EUStatus(self.eu_records, ENTITIES, self.eu_lines)] * self.n_eus
         status = [EUStatus(*st) for st in status]
@@ -565,7 +566,7 @@ class Spreader(Codec):
                 if ans is None:
                     writes.append(lambda p=p: setattr(p, "fresh", False))
                 else:
-                    ans = Answer(bool(ans[0]), _field("entity", ans[1], ENTITY_W))
+                    ans = Answer(bool(ans[0]), check_field("entity", ans[1], ENTITY_W))
                     if ans.accept and self._in_flight((e, ans.entity)):
                         errors.append(ErrorReport(Err.BAD_ANSWER, Src.ANSWER, p.seq, e,
                                                   ans.entity))

@@ -7,6 +7,8 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
+from golden.params import check_field, check_int, check_pow2
+
 
 MAX_EUS = 16
 GROUP = 8
@@ -70,24 +72,6 @@ class CfgOp(enum.IntEnum):
 
 
 # ------------------------------------------------------------------ parameter checks
-
-def _check_int(name, value, lo, hi):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer from {lo} to {hi}, not {value!r}")
-    if not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer from {lo} to {hi}, not {value!r}")
-    return int(value)
-
-
-def _check_pow2(name, value, lo, hi):
-    v = _check_int(name, value, lo, hi)
-    if v & (v - 1):
-        raise ValueError(f"{name} must be a power of two from {lo} to {hi}, not {value!r}")
-    return v
-
-
-def _field(name, value, width):
-    return _check_int(name, value, 0, (1 << width) - 1)
 
 
 # ------------------------------------------------------------------ payload records
@@ -221,13 +205,13 @@ class Config:
 
     def __post_init__(self):
         object.__setattr__(self, "eus", tuple(int(e) for e in self.eus))
-        _field("op", self.op, 2)
-        _field("etype", self.etype, 2)
-        _field("limit", self.limit, 8)
+        check_field("op", self.op, 2)
+        check_field("etype", self.etype, 2)
+        check_field("limit", self.limit, 8)
         if len(self.eus) > MAX_EUS:
             raise ValueError(f"eus must hold at most {MAX_EUS} entries, not {len(self.eus)}")
         for e in self.eus:
-            _field("eus entry", e, EU_W)
+            check_field("eus entry", e, EU_W)
 
     @classmethod
     def priority(cls, etype, eus):
@@ -271,7 +255,7 @@ def held_room_minima(max_lines):
     list of :class:`Config`
         MIN words for VERTEX, PATCH and TRIANGLE (pixels keep the reset minimum).
     """
-    max_lines = _check_int("max_lines", max_lines, 1, 15)
+    max_lines = check_int("max_lines", max_lines, 1, 15)
     return [Config.minimum(EType.VERTEX, 3, 3 * max_lines),
             Config.minimum(EType.PATCH, 3, 3 * max_lines),
             Config.minimum(EType.TRIANGLE, 2, 2 * max_lines)]

@@ -7,8 +7,8 @@ import numpy as np
 
 from golden.spreader.types import (
     EType, GROUP, PACKET_TYPES, PatchPacket, PixelPacket, TrianglePacket, VertexPacket,
-    _check_int,
 )
+from golden.params import check_int
 
 
 @dataclass(frozen=True)
@@ -221,9 +221,9 @@ def synthetic_workload(seed=0, n_triangles=64, cols=8, max_pixels=4, n_patches=2
     -------
     Workload
     """
-    rng = np.random.default_rng(_check_int("seed", seed, 0, 2**63 - 1))
-    n_triangles = _check_int("n_triangles", n_triangles, 0, 1 << 16)
-    cols = _check_int("cols", cols, 1, 1 << 10)
+    rng = np.random.default_rng(check_int("seed", seed, 0, 2**63 - 1))
+    n_triangles = check_int("n_triangles", n_triangles, 0, 1 << 16)
+    cols = check_int("cols", cols, 1, 1 << 10)
     tris = []
     w = cols + 1
     c = 0

@@ -66,14 +66,14 @@ def run_one(m, record, max_cycles=100):
 # ---------------------------------------------------------------- parameters
 
 @pytest.mark.parametrize("kw, exc, msg", [
-    (dict(records=0), ValueError, "records must be an integer in 1..256, not 0"),
-    (dict(records=257), ValueError, "records must be an integer in 1..256, not 257"),
-    (dict(records="8"), TypeError, "records must be an integer, not 'str'"),
-    (dict(records=True), TypeError, "records must be an integer, not 'bool'"),
-    (dict(entities=0), ValueError, "entities must be an integer in 1..256, not 0"),
-    (dict(lines=0), ValueError, "lines must be an integer in 1..65536, not 0"),
-    (dict(lines=1.5), TypeError, "lines must be an integer, not 'float'"),
-    (dict(frames=17), ValueError, "frames must be an integer in 1..16, not 17"),
+    (dict(records=0), ValueError, "records must be an integer from 1 to 256, not 0"),
+    (dict(records=257), ValueError, "records must be an integer from 1 to 256, not 257"),
+    (dict(records="8"), TypeError, "records must be an integer from 1 to 256, not '8'"),
+    (dict(records=True), TypeError, "records must be an integer from 1 to 256, not True"),
+    (dict(entities=0), ValueError, "entities must be an integer from 1 to 256, not 0"),
+    (dict(lines=0), ValueError, "lines must be an integer from 1 to 65536, not 0"),
+    (dict(lines=1.5), TypeError, "lines must be an integer from 1 to 65536, not 1.5"),
+    (dict(frames=17), ValueError, "frames must be an integer from 1 to 16, not 17"),
     (dict(programs=DEFAULT_PROGRAMS[:4]), ValueError, "programs must have 5 entries, not 4"),
     (dict(programs=DEFAULT_PROGRAMS[:4] + ((),)), ValueError,
      r"programs\[4\] must have 1..8 stages, not 0"),
@@ -84,16 +84,16 @@ def test_bad_parameters(kw, exc, msg):
 
 
 @pytest.mark.parametrize("make, exc, msg", [
-    (lambda: Command.alloc(0, 16), ValueError, "lines must be an integer in 0..15, not 16"),
-    (lambda: Command.alloc(8, 1), ValueError, "etype must be an integer in 0..7, not 8"),
-    (lambda: Command.search(256), ValueError, "entity must be an integer in 0..255, not 256"),
-    (lambda: Command.search(0, -1), ValueError, "frame must be an integer in 0..15, not -1"),
-    (lambda: Command(8), ValueError, "op must be an integer in 0..7, not 8"),
+    (lambda: Command.alloc(0, 16), ValueError, "lines must be an integer from 0 to 15, not 16"),
+    (lambda: Command.alloc(8, 1), ValueError, "etype must be an integer from 0 to 7, not 8"),
+    (lambda: Command.search(256), ValueError, "entity must be an integer from 0 to 255, not 256"),
+    (lambda: Command.search(0, -1), ValueError, "frame must be an integer from 0 to 15, not -1"),
+    (lambda: Command(8), ValueError, "op must be an integer from 0 to 7, not 8"),
     (lambda: Command.config(0, [(2, 0)]), ValueError, r"program\[0\].kind"),
     (lambda: Command.config(0, [(0, 256)]), ValueError, r"program\[0\].desc"),
     (lambda: Command.config(0, [(0, 0)] * 9), ValueError, "at most 8 stages, not 9"),
     (lambda: Command.config(0, [0]), TypeError, r"program\[0\] must be a \(kind, desc\)"),
-    (lambda: Command.translate(0, 16), ValueError, "offset must be an integer in 0..15"),
+    (lambda: Command.translate(0, 16), ValueError, "offset must be an integer from 0 to 15"),
 ])
 def test_bad_command_fields(make, exc, msg):
     with pytest.raises(exc, match=msg):
@@ -104,9 +104,9 @@ def test_bad_cycle_arguments():
     m = small()
     with pytest.raises(TypeError, match="cmd must be a Command or None, not 'str'"):
         m.cycle(cmd="alloc")
-    with pytest.raises(ValueError, match="ncompl must be an integer in 0..255, not 256"):
+    with pytest.raises(ValueError, match="ncompl must be an integer from 0 to 255, not 256"):
         m.cycle(ncompl=256)
-    with pytest.raises(ValueError, match="latency must be an integer in 1"):
+    with pytest.raises(ValueError, match="latency must be an integer from 1"):
         m.run([Command.alloc(S, 1)], latency=0)
     with pytest.raises(ValueError, match="latency sequence is shorter"):
         m.run([Command.alloc(S, 1)], latency=[])

@@ -147,7 +147,7 @@ def test_bad_parameters_raise_value_error_naming_them(make, message):
 
 
 def test_non_integer_parameter_raises_type_error():
-    with pytest.raises(TypeError, match="depth must be an integer, not '16'"):
+    with pytest.raises(TypeError, match="depth must be an integer of at least 2, not '16'"):
         sync.TokenFIFO(depth="16")
 
 

@@ -42,7 +42,7 @@ def test_parameter_errors_name_parameter_and_range(name, value, message):
 
 
 def test_parameter_types():
-    with pytest.raises(TypeError, match="lanes must be an integer, not 2.0"):
+    with pytest.raises(TypeError, match="lanes must be an integer from 1 to 8, not 2.0"):
         WarpModel(lanes=2.0)
 
 

@@ -89,9 +89,11 @@ def test_parameter_errors(name, value, message):
         WarpUnit(**{name: value})
 
 
-@pytest.mark.parametrize("name", ["warps", "lanes", "words", "imem"])
-def test_parameter_types(name):
-    with pytest.raises(TypeError, match=f"{name} must be an integer, not '4'"):
+@pytest.mark.parametrize("name, allowed", [
+    ("warps", "an integer from 1 to 8"), ("lanes", "an integer from 1 to 8"),
+    ("words", "a power of two from 2 to 4096"), ("imem", "a power of two from 2 to 4096")])
+def test_parameter_types(name, allowed):
+    with pytest.raises(TypeError, match=f"{name} must be {allowed}, not '4'"):
         WarpUnit(**{name: "4"})
 
 

@@ -261,10 +261,10 @@ def test_a_primitive_that_just_fits_is_not_an_error():
 # ---------------------------------------------------------------- parameters
 
 @pytest.mark.parametrize("value, error, message", [
-    (0, ValueError, "wave_size must be an integer from 4 to 64, not 0"),
-    (128, ValueError, "wave_size must be an integer from 4 to 64, not 128"),
+    (0, ValueError, "wave_size must be a power of two from 4 to 64, not 0"),
+    (128, ValueError, "wave_size must be a power of two from 4 to 64, not 128"),
     (24, ValueError, "wave_size must be a power of two from 4 to 64, not 24"),
-    ("32", TypeError, "wave_size must be an integer, not '32'"),
+    ("32", TypeError, "wave_size must be a power of two from 4 to 64, not '32'"),
 ])
 def test_wave_size_checks(value, error, message):
     with pytest.raises(error, match=message):
