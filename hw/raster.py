@@ -115,11 +115,12 @@ of ``o.ready`` and registers, and the malformed check of the input buffer is dec
 a block enters it (a bubble-squeezing pipeline chains the enables through every stage,
 which was the critical path on the ECP5). One enable for a whole stage would fan out to
 thousands of flip-flops across the device, so each group of registers has an enable of
-its own, from its own copy of the state (:class:`_Flow`): in stages 1-3 an edge's
-registers of one stage, in stages 3-5 a quad of lanes' of one edge, an edge's class
-registers in stages 4-6, a quarter of the output word, the rest of each stage, and each
-of the input buffer's 14 parts (the box, the other block fields, and each edge's
-``lo16``, ``A`` and ``B``): 75 copies, each two to four flip-flops and two to four LUTs.
+its own, from its own copy of the state (:class:`_Flow`): an edge's registers of one of
+stages 1-3, a quad of lanes' of one edge (one copy in stage 3, one in stages 4-5), an
+edge's class registers in stages 4-6, a quarter of the output word, the rest of each
+stage, and each of the input buffer's 14 parts (the box, the other block fields, and
+each edge's ``lo16``, ``A`` and ``B``): 75 copies, each two to four flip-flops and a few
+LUTs.
 The one signal every copy reads, "stage 5 holds a block's last batch", is a register
 that each copy loads into a ``done`` register of its own, so its net runs from register
 to register. A bubble inside the pipeline stays while the output is stalled; with the
