@@ -155,10 +155,15 @@ changes for the 1x build: the lane-mask stage 6 (latency 6 -> 7, the spec allows
 ``lo16 - bias`` beside the saturation's range test, the span-in-box bits registered in
 stage 2, "edge unused" folded in stage 3, ``|half_j|`` per quad of lanes, a ``done``
 register per flow copy and the combined classes formed in stage 5 at 1x (from per-edge
-copies registered in stage 4). So the 1x build routes at 82.15 MHz; its critical path is
-the input buffer's: one part's ``move`` enable, which drives the clock enables of that
-part's 85-bit head and spare registers spread across the device, into its copy's ``ok``
-register (12.2 ns, 11.2 ns of it routing).
+copies registered in stage 4). So the 1x build routed at 82.15 MHz, its critical path
+the input buffer's: one part's ``move`` enable, built by yosys as two LUTs (``~ok |
+adv``) and driving the clock enables of that part's 85-bit head and spare registers
+spread across the device, into its copy's ``ok`` register (12.2 ns, 11.2 ns of it
+routing). Hence ``move`` is now one LUT of a register ``hold`` (:class:`_Flow`), the
+input buffer is in 14 parts with flags of their own and a spare with no enable, an
+edge's stages 1-3 have a flow copy per stage, and constants are not registered (a
+constant register is one net to all its users). Not yet routed: nextpnr's placement
+estimate rose from 53.77 to 82.52 MHz.
 
 The MSAA builds are harder to route (the lane multiplexers of stage 4 and the crossbar
 into the output mask). Before issue 16 the ``(1, 4)`` build routed at 33.8 MHz, its
@@ -463,9 +468,13 @@ class BlockRasterizer(wiring.Component):
     ============================  ==================  ==============  ==================
     build                         LUT4                flip-flops      Fmax
     ============================  ==================  ==============  ==================
-    ``modes=(1,)``                25,325 (30.3 %)     12,836          82.15 MHz
-    every mode (default)          58,445 (69.88 %)    20,527          not measured
+    ``modes=(1,)``                25,285 (30.2 %)     12,849          not routed (*)
+    every mode (default)          57,873 (69.19 %)    20,575          not measured
     ============================  ==================  ==============  ==================
+
+    (*) Not routed within 40 minutes on a heavily loaded machine; nextpnr's placement
+    estimate is 82.52 MHz. The RTL before the input buffer's rework (README, issue 16
+    step 4) routed at 82.15 MHz (placement estimate 53.77).
 
     Per mode (the schedule, any build): 1x 1.000 block / 256 samples per clock, 2x
     0.889 / 455, 4x 0.679 / 696, 8x 0.440 / 902, 16x 0.251 / 1030 on the bench's mixed
