@@ -114,14 +114,18 @@ batches of its block to issue (a register, ``more``). Every register enable is o
 of ``o.ready`` and registers, and the malformed check of the input buffer is decoded as
 a block enters it (a bubble-squeezing pipeline chains the enables through every stage,
 which was the critical path on the ECP5). One enable for a whole stage would fan out to
-thousands of flip-flops across the device, so each group of registers -- an edge's, a
-quad of lanes' of one edge, a quarter of the output word, the input buffer's fields and
-each edge's part of it -- has an enable of its own, from its own copy of the state
-(:class:`_Flow`): about 50 copies, each two or three flip-flops and two LUTs. The
-one signal every copy reads, "stage 5 holds a block's last batch", is a register that
-each copy loads into a ``done`` register of its own, so its net runs from register to
-register. A bubble inside the pipeline stays while the output is stalled; with the
-output ready a block per clock goes through. ``i.ready`` is the input buffer's registered "not full".
+thousands of flip-flops across the device, so each group of registers has an enable of
+its own, from its own copy of the state (:class:`_Flow`): an edge's registers of one of
+stages 1-3, a quad of lanes' of one edge (one copy in stage 3, one in stages 4-5), an
+edge's class registers in stages 4-6, a quarter of the output word, the rest of each
+stage, and each of the input buffer's 14 parts (the box, the other block fields, and
+each edge's ``lo16``, ``A`` and ``B``): 75 copies, each two to four flip-flops and a few
+LUTs.
+The one signal every copy reads, "stage 5 holds a block's last batch", is a register
+that each copy loads into a ``done`` register of its own, so its net runs from register
+to register. A bubble inside the pipeline stays while the output is stalled; with the
+output ready a block per clock goes through. ``i.ready`` is the input buffer's
+registered "not full".
 
 Exact arithmetic in few bits
 ----------------------------
@@ -151,10 +155,15 @@ changes for the 1x build: the lane-mask stage 6 (latency 6 -> 7, the spec allows
 ``lo16 - bias`` beside the saturation's range test, the span-in-box bits registered in
 stage 2, "edge unused" folded in stage 3, ``|half_j|`` per quad of lanes, a ``done``
 register per flow copy and the combined classes formed in stage 5 at 1x (from per-edge
-copies registered in stage 4). So the 1x build routes at 82.15 MHz; its critical path is
-the input buffer's: one part's ``move`` enable, which drives the clock enables of that
-part's 85-bit head and spare registers spread across the device, into its copy's ``ok``
-register (12.2 ns, 11.2 ns of it routing).
+copies registered in stage 4). So the 1x build routed at 82.15 MHz, its critical path
+the input buffer's: one part's ``move`` enable, built by yosys as two LUTs (``~ok |
+adv``) and driving the clock enables of that part's 85-bit head and spare registers
+spread across the device, into its copy's ``ok`` register (12.2 ns, 11.2 ns of it
+routing). Hence ``move`` is now one LUT of a register ``hold`` (:class:`_Flow`), the
+input buffer is in 14 parts with flags of their own and a spare with no enable, an
+edge's stages 1-3 have a flow copy per stage, and constants are not registered (a
+constant register is one net to all its users). Not yet routed: nextpnr's placement
+estimate rose from 53.77 to 82.52 MHz.
 
 The MSAA builds are harder to route (the lane multiplexers of stage 4 and the crossbar
 into the output mask). Before issue 16 the ``(1, 4)`` build routed at 33.8 MHz, its
@@ -326,7 +335,10 @@ class _Stage:
         self.loads = {}                         # group -> assignments
 
     def reg(self, value, name, shape=None, group="misc"):
-        """A register loaded with ``value`` (its shape unless given)."""
+        """A register loaded with ``value`` (its shape unless given); a constant is
+        passed on as it is (a constant register would be one net to all its users)."""
+        if isinstance(value, Const):
+            return value
         if shape is None:
             shape = value.shape() if hasattr(value, "shape") else unsigned(1)
         sig = Signal(shape, name=f"{self.name}_{name}", reset_less=True)
@@ -352,15 +364,23 @@ class _Flow:
     o.ready``), ``load`` (stages 1-3: ``adv & ~more``) and ``move`` (the input buffer's
     head: ``load | ~ok``) -- would each drive the clock enables of thousands of flip-flops
     spread across the device, and such a net's long routes were the timing budget. So
-    each group of registers (an edge's, a quad of lanes', ...) gets an enable of its own:
-    one LUT of ``o.ready`` and the registers of its own copy of the state (``full``: the
-    output word is complete, ``done``: stage 6 holds a block's last batch, ``more``:
-    stage 3 has batches left, ``ok``: a well-formed block is at the input buffer's head).
+    each group of registers (an edge's in one stage, a quad of lanes', a field of the
+    input buffer, ...) gets an enable of its own: one LUT of ``o.ready`` and the
+    registers of its own copy of the state (``full``: the output word is complete,
+    ``done``: stage 6 holds a block's last batch, ``more``: stage 3 has batches left).
     Every copy follows the same next-state rule from the same inputs, so all are equal at
     every clock; as each copy's next state reads its own registers, yosys does not merge
     them. Each copy's ``done`` loads ``ending`` (a register: stage 5 holds a block's last
     batch) directly, so the one net that reaches every copy goes from a register to the
     copies' registers with no logic on the way.
+
+    A ``move`` copy keeps ``hold`` = ``ok & (more | full)`` (``ok``: a well-formed block
+    is at the input buffer's head) instead of ``ok``, so that ``move = ~hold | (~more &
+    o.ready)`` is one LUT that shares nothing with ``adv``. (Kept as ``ok``, yosys built
+    ``move`` as ``~ok | adv``, two LUTs with a long route between them: the 1x build's
+    critical path.) Its next state needs no ``ok``: the head holds only while ``ok``.
+    The copy's ``ok_in`` (a well-formed block enters the head when it moves) comes from
+    its own part of the input buffer.
     """
 
     def __init__(self, m, ready, batches):
@@ -368,38 +388,42 @@ class _Flow:
         self.ending = Signal()      # a register: stage 5 holds the last batch of a block
         self.more_in = Signal()     # the block entering stage 3 has batches after its first
         self.more_on = Signal()     # the block in stage 3 has batches after this one
-        self.ok_in = Signal()       # a well-formed block enters the input buffer's head
         self.copies = {}
 
-    def enable(self, kind, group):
-        """The enable ``kind`` ("adv", "load" or "move") of the registers of ``group``."""
-        return self.copy(kind, group)["enable"]
+    def enable(self, kind, group, ok_in=None):
+        """The enable ``kind`` ("adv", "load" or "move") of the registers of ``group``;
+        a "move" copy needs its ``ok_in`` when first asked for."""
+        return self.copy(kind, group, ok_in)["enable"]
 
-    def copy(self, kind, group):
+    def copy(self, kind, group, ok_in=None):
         """The copy of the state behind ``enable(kind, group)``: its ``enable``, ``full``
         and ``more`` (a constant 0 in a 1x-only build, which has no batches)."""
         key = (kind, group)
         if key not in self.copies:
             self.copies[key] = self._new_copy(kind, "_".join(map(str, (kind,) + (
-                group if isinstance(group, tuple) else (group,)))))
+                group if isinstance(group, tuple) else (group,)))), ok_in)
         return self.copies[key]
 
-    def _new_copy(self, kind, name):
+    def _new_copy(self, kind, name, ok_in):
         m, ready = self.m, self.ready
         full = Signal(name=f"{name}_full")
         done = Signal(name=f"{name}_done")
         more = Signal(name=f"{name}_more") if self.batches and kind != "adv" else Const(0, 1)
-        ok = Signal(name=f"{name}_ok") if kind == "move" else Const(1, 1)
         adv = ~full | ready
-        load = ~more & (~full | ready)
-        move = ~ok | (~more & (~full | ready))
-        enable = _wire(m, {"adv": adv, "load": load, "move": move}[kind], name)
-        with m.If(adv):
-            m.d.sync += [done.eq(self.ending), full.eq(done)]
+        load = ~more & adv
+        full_next = Mux(adv, done, full)
+        more_next = Const(0, 1)
+        m.d.sync += [done.eq(Mux(adv, self.ending, done)), full.eq(full_next)]
         if isinstance(more, Signal):
-            m.d.sync += more.eq(Mux(load, self.more_in, Mux(adv, self.more_on, more)))
-        if isinstance(ok, Signal):
-            m.d.sync += ok.eq(Mux(move, self.ok_in, ok))
+            more_next = Mux(load, self.more_in, Mux(adv, self.more_on, more))
+            m.d.sync += more.eq(more_next)
+        if kind == "move":
+            hold = Signal(name=f"{name}_hold")  # ok & (more | full): the head stays
+            enable = _wire(m, ~hold | (~more & ready), name)
+            # ok after this clock: ok_in if the head moves, else ok (= 1 while it holds)
+            m.d.sync += hold.eq((~enable | ok_in) & (more_next | full_next))
+        else:
+            enable = _wire(m, adv if kind == "adv" else load, name)
         return {"enable": enable, "full": full, "more": more}
 
 
@@ -437,9 +461,13 @@ class BlockRasterizer(wiring.Component):
     ============================  ==================  ==============  ==================
     build                         LUT4                flip-flops      Fmax
     ============================  ==================  ==============  ==================
-    ``modes=(1,)``                25,325 (30.3 %)     12,836          82.15 MHz
-    every mode (default)          58,445 (69.88 %)    20,527          not measured
+    ``modes=(1,)``                25,285 (30.2 %)     12,849          not routed (*)
+    every mode (default)          57,873 (69.19 %)    20,575          not measured
     ============================  ==================  ==============  ==================
+
+    (*) Not routed within 40 minutes on a heavily loaded machine; nextpnr's placement
+    estimate is 82.52 MHz. The RTL before the input buffer's rework (README, issue 16
+    step 4) routed at 82.15 MHz (placement estimate 53.77).
 
     Per mode (the schedule, any build): 1x 1.000 block / 256 samples per clock, 2x
     0.889 / 455, 4x 0.679 / 696, 8x 0.440 / 902, 16x 0.251 / 1030 on the bench's mixed
@@ -566,7 +594,8 @@ class BlockRasterizer(wiring.Component):
                      self.o.valid.eq(flow.copy("adv", "out")["full"])]
         for stage, kind in ((s1, "load"), (s2, "load"), (s3, "load"), (s4, "adv"),
                             (s5, "adv"), (s6, "adv")):
-            stage.commit(m, lambda group, kind=kind: flow.enable(kind, group))
+            stage.commit(m, lambda group, kind=kind, stage=stage:
+                         flow.enable(kind, self._flow_group(stage, kind, group)))
         load, adv = misc["enable"], flow.enable("adv", "misc")
         with m.If(load):
             m.d.sync += [v1.eq(head_ok), v2.eq(v1), v3.eq(v2), batch.eq(0)]
@@ -582,6 +611,17 @@ class BlockRasterizer(wiring.Component):
                     for n in self.msaa_modes})) for j in range(SPANS)]
         return m
 
+    @staticmethod
+    def _flow_group(stage, kind, group):
+        """The flow copy (:class:`_Flow`) of a stage's register group: in stages 1-3 each
+        edge's registers and the rest, in stages 4-6 the rest, have one per stage (an
+        edge's stages 1-3 were 739 flip-flops on one enable at 1x); lane quads, the
+        edges' class registers of stages 4-6 and the output word's quarters have one
+        across their stages."""
+        if group == "misc" or (kind == "load" and isinstance(group, int)):
+            return (stage.name, group)
+        return group
+
     def _input(self, m, flow):
         """The two-entry input buffer and the malformed-block filter.
 
@@ -590,47 +630,64 @@ class BlockRasterizer(wiring.Component):
         register "the spare is empty". (With a LUT-RAM FIFO here the long route from its
         read pointer to the RAM was the critical path.) Each entry's "malformed" bit is
         decoded as it enters. ``move`` (stage 1 takes the head, or the head is empty or
-        malformed) refills the head. The buffer is kept in parts (the block fields, then
-        each edge's), each with its own copy of ``move`` and of "the spare is full", which
-        choose between the spare and the input for every bit of the part.
+        malformed) refills the head. The buffer is kept in parts (:meth:`_input_parts`:
+        the box, the other block fields, and each edge's ``lo16``, ``A``, ``B``), each
+        with its own copy of ``move`` (:class:`_Flow`), of "the spare is full" (which
+        chooses between the spare and the input for every bit of the part) and of the
+        spare's "malformed" bit, from which the part's copy of the flow state learns
+        whether a well-formed block enters the head. An empty spare takes the input at
+        every clock (its clock enable is "the spare is empty", a register), so only the
+        head's registers hang on ``move``.
 
         Returns ``(head, ok)``: the block at the head and whether it is a well-formed
         block.
         """
         layout = self.in_layout()
-        edge_at, edge_size = layout["edge"].offset, self.edge_layout().size
-        bounds = [0] + [edge_at + e * edge_size for e in range(self.edges + 1)]
         head_bits = Signal(layout.size, reset_less=True)
         spare_bits = Signal(layout.size, reset_less=True)
         head_ok, head_bad = Signal(), Signal()  # a well-formed / malformed block at the head
-        spare_bad = Signal()
         payload, bad_in = self.i.payload.as_value(), self._malformed(self.i.payload)
-        for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
-            move = flow.enable("move", ("in", k))
+        for k, ranges in enumerate(self._input_parts()):
             spare_valid = Signal(name=f"spare_valid{k}")
-            push = self.i.valid & ~spare_valid
+            spare_bad = Signal(name=f"spare_bad{k}")
+            src_bad = Mux(spare_valid, spare_bad, bad_in)   # what enters the head
+            src_valid = spare_valid | self.i.valid
+            move = flow.enable("move", ("in", k), ok_in=src_valid & ~src_bad)
+            with m.If(~spare_valid):
+                m.d.sync += [spare_bits[lo:hi].eq(payload[lo:hi]) for lo, hi in ranges]
+                m.d.sync += spare_bad.eq(bad_in)
             with m.If(move):
                 m.d.sync += [head_bits[lo:hi].eq(Mux(spare_valid, spare_bits[lo:hi],
-                                                     payload[lo:hi])),
-                             spare_valid.eq(0)]
-            with m.Elif(push):
-                m.d.sync += [spare_bits[lo:hi].eq(payload[lo:hi]), spare_valid.eq(1)]
+                                                     payload[lo:hi])) for lo, hi in ranges]
+                m.d.sync += spare_valid.eq(0)
+            with m.Elif(self.i.valid):          # taken only while the spare is empty
+                m.d.sync += spare_valid.eq(1)
             if k == 0:                          # the block fields' part: flags and ready
                 m.d.comb += self.i.ready.eq(~spare_valid)
-                src_valid = spare_valid | push  # what enters the head when it moves
-                src_bad = Mux(spare_valid, spare_bad, bad_in)
-                m.d.comb += flow.ok_in.eq(src_valid & ~src_bad)
                 with m.If(move):
                     m.d.sync += [head_ok.eq(src_valid & ~src_bad),
                                  head_bad.eq(src_valid & src_bad)]
-                with m.Elif(push):
-                    m.d.sync += spare_bad.eq(bad_in)
 
         error = Signal()
         with m.If(head_bad):
             m.d.sync += error.eq(1)
         m.d.comb += self.error.eq(error)
         return layout(head_bits), head_ok
+
+    def _input_parts(self):
+        """The input buffer's parts, each a list of ``(lo, hi)`` bit ranges of a block:
+        the block fields but the box (with the flags and ``i.ready``), the box, and per
+        edge ``lo16``, ``A`` and ``B`` with ``bias``."""
+        layout, edge = self.in_layout(), self.edge_layout()
+        box_at, box_end = layout["bbox"].offset, layout["bbox"].offset + layout["bbox"].shape.size
+        edge_at = layout["edge"].offset
+        parts = [[(0, box_at), (box_end, edge_at)], [(box_at, box_end)]]
+        for e in range(self.edges):
+            base = edge_at + e * edge.size
+            parts += [[(base + edge[f].offset, base + edge[f].offset + edge[f].shape.width)]
+                      for f in ("lo16", "A")]
+            parts.append([(base + edge["B"].offset, base + edge.size)])    # B, bias
+        return parts
 
     def _malformed(self, block):
         """An ``msaa`` code the build lacks, or an ``n_edges`` it does not take."""
@@ -687,7 +744,7 @@ class BlockRasterizer(wiring.Component):
         """Stage 2: the 25 corner signs, pixel offsets, lane sample offsets, box masks."""
         s = self.subpix
         edges = []
-        mode = r1["meta"].mode
+        mode, used = r1["meta"].mode, r1["meta"].used
         for e, edge in enumerate(r1["edges"]):
             lo = edge["lo"]
             pos = [None] * 25
@@ -700,6 +757,8 @@ class BlockRasterizer(wiring.Component):
                 "pos": st.reg(Cat(pos), f"pos{e}", group=e),
                 "half": st.regs(half, f"half{e}_", signed(self.coef_bits + 3), e),
                 "lo": st.reg(lo[:self.lane_bits], f"lo{e}", group=e),
+                # edge 3 may be unused (a triangle): its flag with the edge's registers
+                "used": st.reg(used[e], f"used{e}", group=e) if e == 3 else Const(1, 1),
                 "lane_msaa": self._lane_msaa(m, edge, mode, st, e),
             })
         box = r1["box"]
@@ -735,7 +794,7 @@ class BlockRasterizer(wiring.Component):
         for e, edge in enumerate(r2["edges"]):
             full, part = (_wire(m, v, f"{n}{e}") for v, n in
                           zip(self._classes(edge["pos"], inbox), ("full", "part")))
-            used = meta.used[e]
+            used = edge["used"]
             fulls.append(full | ~used.replicate(SPANS))
             empties.append(~(full | part) & used.replicate(SPANS))
             quad = lambda lane, e=e: (e, self._quad(lane))
@@ -1007,13 +1066,16 @@ class BlockRasterizer(wiring.Component):
         with more than one), ``wr``, whether this batch writes it from the lanes, and
         ``fill``, whether the first batch fills it with the box mask (a FULL span)."""
         mode, write, group = r4["meta"].mode, r4["write"], r4["group"]
-        # A 1x-only build writes every chunk from its lane (wr = 1): no fill, and its
-        # combined classes are formed in stage 5 (_span_classes).
+        # A 1x-only build writes every chunk from its lane: wr and fill are constants (no
+        # registers), and its combined classes are formed in stage 5 (_span_classes).
         full, first = r4.get("span_full", Const(0, SPANS)), r4["first"]
         src, wr, fill = [], [], []
         for c in range(16 * self.max_samples):
             here = self._chunk_modes(c)
             sources = self._chunk_sources(c)
+            if not self.msaa_modes:
+                src.append(None), wr.append(Const(1, 1)), fill.append(Const(0, 1))
+                continue
             # (a one-mode build has only well-formed blocks of its mode)
             on = {n: mode[self.modes.index(n)] if len(self.modes) > 1 else Const(1, 1)
                   for n in here}
