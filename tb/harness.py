@@ -58,7 +58,8 @@ WIDE_DESIGN = {"ports_only": True,
                "verilator_make": {"OPT_FAST": "-O0", "OPT_SLOW": "-O0", "OPT_GLOBAL": "-O0"}}
 
 __all__ = [
-    "simulators", "run_cocotb", "params", "start", "reset", "StreamDriver", "StreamMonitor",
+    "simulators", "split_simulators", "run_cocotb", "params", "start", "reset",
+    "StreamDriver", "StreamMonitor",
     "check_equal", "wait_until", "venv_tools_first", "WIDE_DESIGN", "output_to",
 ]
 
@@ -83,6 +84,17 @@ def simulators():
             raise ValueError(f"SIM must be one of {', '.join(SIMULATORS)}, not {chosen!r}")
         return [chosen]
     return list(SIMULATORS)
+
+
+def split_simulators(fast):
+    """pytest parameters for a long test: simulator ``fast`` in ``make test``, the other in
+    ``make regress`` only (marked slow), so that each case still runs on both simulators
+    in the full regression. With ``$SIM`` set, that one simulator runs fast."""
+    import pytest
+    sims = simulators()
+    if fast not in sims:
+        fast = sims[0]
+    return [s if s == fast else pytest.param(s, marks=pytest.mark.slow) for s in sims]
 
 
 def _seed():

@@ -10,9 +10,10 @@ coverage from :func:`golden.raster.coverage`. All runs have random input gaps an
 back-pressure; the seed is printed (``SEED=N`` reruns it).
 
 The pipeline runs at a small coordinate format (7.4: frames up to 128 pixels) with the
-1x and 4x modes in the fast tests, because the block rasterizer at every MSAA mode is slow
-to build and simulate; the ``slow`` tests run it in every mode at 7.4, a 256x256 scene
-per mode at 9.4 and the default 12.8 format.
+1x and 4x modes in the fast tests, on Verilator only (its Icarus compile and run are the
+longest of the fast regression; that run is in ``make regress``), because the block
+rasterizer at every MSAA mode is slow to build and simulate; the ``slow`` tests run it in
+every mode at 7.4, a 256x256 scene per mode at 9.4 and the default 12.8 format.
 """
 
 import math
@@ -26,7 +27,7 @@ from golden import raster as R
 from golden import scenes as S
 from hw.raster import TriangleSetup
 from tb.harness import (WIDE_DESIGN, StreamDriver, StreamMonitor, params, run_cocotb,
-                        simulators, start, wait_until)
+                        simulators, split_simulators, start, wait_until)
 
 SMALL = {"int_bits": 7, "subpix": 4, "tag_bits": 12}
 
@@ -36,10 +37,11 @@ PIPELINE_TESTS = ["pipeline_scenes", "pipeline_culled_scissor", "pipeline_huge",
 BUILDS = {
     "setup": ("raster.setup", {}, ["setup_records", "setup_malformed"]),
     "traversal": ("raster.traversal", {}, ["traversal_records"]),
-    # two modes: the every-mode pipeline's Verilator build takes minutes (regress below)
-    "pipeline": ("raster.pipeline", {**SMALL, "packets": 4, "modes": (1, 4)},
-                 PIPELINE_TESTS),
 }
+#: ... the pipeline's (two modes: the every-mode pipeline's Verilator build takes
+#: minutes; it is in the regress builds below) ...
+PIPELINE = ("raster.pipeline", {**SMALL, "packets": 4, "modes": (1, 4)},
+            PIPELINE_TESTS)
 #: ... and of ``make regress`` only (the pipeline tests the packer too).
 SLOW_BUILDS = {
     "setup_tri": ("raster.setup", {"edges": 3, "modes": (1, 4)}, ["setup_records",
@@ -55,7 +57,7 @@ SLOW_BUILDS = {
 
 
 def _run(build, simulator):
-    design, build_params, tests = {**BUILDS, **SLOW_BUILDS}[build]
+    design, build_params, tests = {**BUILDS, "pipeline": PIPELINE, **SLOW_BUILDS}[build]
     # The testbenches touch the ports only: Verilator builds them fast (WIDE_DESIGN).
     run_cocotb(design, "tb.test_raster_pipeline", simulator, build_params, testcase=tests,
                **WIDE_DESIGN)
@@ -65,6 +67,11 @@ def _run(build, simulator):
 @pytest.mark.parametrize("build", list(BUILDS))
 def test_unit(build, simulator):
     _run(build, simulator)
+
+
+@pytest.mark.parametrize("simulator", split_simulators("verilator"))
+def test_pipeline(simulator):
+    _run("pipeline", simulator)
 
 
 @pytest.mark.slow

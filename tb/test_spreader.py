@@ -34,7 +34,8 @@ from golden.spreader import (Config, Done, Err, EType, EUStatus, Item, Kind, Pat
                              TrianglePacket, VertexPacket, Workload, scene_workload,
                              synthetic_workload)
 from golden.spreader.codec import Codec
-from tb.harness import StreamDriver, StreamMonitor, params, run_cocotb, simulators, start
+from tb.harness import (StreamDriver, StreamMonitor, params, run_cocotb, simulators,
+                        split_simulators, start)
 
 PORTS = ("i_vtx", "i_tri", "i_pix", "i_pat")
 OUTS = ("move", "log", "release", "err")
@@ -54,14 +55,7 @@ def test_spreader(simulator):
     run_cocotb("spreader.spreader", "tb.test_spreader", simulator, SMALL, testcase=TESTS)
 
 
-def split_simulators(fast_index):
-    """One simulator fast, the other(s) in ``make regress`` (the fast run's time cap)."""
-    sims = simulators()
-    fast = sims[fast_index % len(sims)]
-    return [s if s == fast else pytest.param(s, marks=pytest.mark.slow) for s in sims]
-
-
-@pytest.mark.parametrize("simulator", split_simulators(0))
+@pytest.mark.parametrize("simulator", split_simulators("icarus"))
 def test_spreader_one_eu(simulator):
     """One EU, one-record primitive table, one-deep FIFOs: the narrow corners."""
     run_cocotb("spreader.spreader", "tb.test_spreader", simulator,
@@ -70,7 +64,7 @@ def test_spreader_one_eu(simulator):
                testcase=["random_traffic", "bad_inputs"])
 
 
-@pytest.mark.parametrize("simulator", split_simulators(1))
+@pytest.mark.parametrize("simulator", split_simulators("icarus"))
 def test_spreader_eight_eu(simulator):
     """Eight EUs, an aggressive anti-starvation limit, dedicated lists."""
     run_cocotb("spreader.spreader", "tb.test_spreader", simulator,

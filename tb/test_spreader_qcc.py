@@ -30,16 +30,16 @@ import pytest
 from golden.spreader import (Config, EType, EUStatus, Scoreboard, Spreader, Workload,
                              held_room_minima)
 from hw.spreader import SpreaderQCC
-from tb.harness import WIDE_DESIGN, params, run_cocotb, simulators, start
+from tb.harness import WIDE_DESIGN, params, run_cocotb, simulators, split_simulators, start
 from tb.test_spreader import (PORTS, SOAK_ENV, PortCodec, mesh_scene, min_config,
-                              run_spreader, soak, split_simulators, traffic)
+                              run_spreader, soak, traffic)
 
 OUTS = ("move", "log", "err")
 QCC_SMALL = {"n_eus": 3, "records": 8, "entities": 8, "lines": 16, "vdt_records": 8,
              "pt_records": 4, "fifo_depth": 2}
 
 
-@pytest.mark.parametrize("simulator", split_simulators(0))
+@pytest.mark.parametrize("simulator", split_simulators("icarus"))
 def test_spreader_qcc(simulator):
     """Icarus in the fast run, Verilator in ``make regress`` (the fast run's time cap:
     the wide design's Verilator build is the longest of the block)."""
