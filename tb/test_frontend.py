@@ -28,23 +28,13 @@ SMALL = {"n_eus": 2, "width": 32, "height": 32, "modes": (1, 2, 4, 8, 16), "prid
          "records": 8, "entities": 8, "lines": 16, "vdt_records": 8, "pt_records": 4,
          "fifo_depth": 2, "latency": 2}
 TESTS = ["frontend_modes", "frontend_full_eus", "frontend_malformed"]
-#: the fast regression's build: modes 1, 2 and 4 only (the every-mode design is the
-#: suite's longest build); :func:`test_frontend_every_mode` runs :data:`SMALL` in regress.
-SMALL_FAST = {**SMALL, "modes": (1, 2, 4)}
 
 
 @pytest.mark.parametrize("simulator", split_simulators("verilator"))
 def test_frontend(simulator):
-    """Small scenes in modes 1, 2 and 4, full EUs, malformed commands: on Verilator in
-    ``make test``, on Icarus in ``make regress`` (the fast regression's time cap)."""
-    run_cocotb("frontend.frontend", "tb.test_frontend", simulator, SMALL_FAST,
-               testcase=TESTS, **WIDE_DESIGN)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("simulator", simulators())
-def test_frontend_every_mode(simulator):
-    """``make regress``: :func:`test_frontend`'s cases on the every-mode build."""
+    """Small scenes in every mode of the build, full EUs, malformed commands: on
+    Verilator in ``make test``, on Icarus in ``make regress`` (the every-mode design is
+    the suite's longest Icarus build)."""
     run_cocotb("frontend.frontend", "tb.test_frontend", simulator, SMALL, testcase=TESTS,
                **WIDE_DESIGN)
 
