@@ -393,36 +393,42 @@ class TokenUnit(wiring.Component):
         heads = [buf.payload for buf in inputs]
         inj_head, inj_valid, hold_next, inj_taken, ev_in_error = self._injector(m)
         room, room_next, load, load_word, load_targets = self._emit_stage(m)
-        # Inputs may move: no ev_in strobe is being served and the emit stage has room.
-        # One register (the AND of two registers' next values), so that taking a word is
-        # one LUT: its current input, its head's valid and event bits, and this.
-        inputs_go = Signal(init=1)
-        m.d.sync += inputs_go.eq(~hold_next & room_next)
+        # In the next clock, inputs may move: no ev_in strobe is being served and the emit
+        # stage has room.
+        go_next = Signal()
+        m.d.comb += go_next.eq(~hold_next & room_next)
+        # Per input: it is the current one and inputs may move, as one register loaded
+        # from both next values. So a head buffer's `ready` is one LUT of three flip-flops
+        # (this, its head's event bit and the barrier's pop), and that LUT with the reset
+        # is the one LUT4 in front of the head buffer's set/reset and clock enables.
+        cur_go = Signal(n_in, init=1)
+        if n_in > 1:
+            all_at_event, fire, pops, barrier_bad = self._barrier(m, inputs, go_next)
+            cur_next = self._next_input(m, cur, cur_go, inputs, all_at_event)
+            m.d.sync += [cur.eq(cur_next), cur_go.eq(Mux(go_next, cur_next, 0))]
+        else:
+            fire, pops, barrier_bad = Const(0), [Const(0)], Const(0)
+            m.d.sync += cur_go.eq(go_next)
 
-        # --- Whether each input's head word is taken, from a few registers (`cur`,
-        # `inputs_go`, the head buffer's valid and event bits): no multiplexer, no output's
-        # ready and no decision on the word on the way to a head buffer's ready. So every
-        # word taken, even one that is dropped or consumed, waits for room in the emit
-        # stage. ---
+        # --- Whether each input's head word is taken, from registers only (`cur_go`, the
+        # head buffer's valid and event bits): no multiplexer, no output's ready and no
+        # decision on the word on the way to a head buffer's ready. So every word taken,
+        # even one that is dropped or consumed, waits for room in the emit stage. ---
         reads, taken, kept = [], [], []     # would take a head; taken; taken and kept
         for k, (buf, head) in enumerate(zip(inputs, heads)):
             drops = head.drop | head.switch | (head.data & discarding)
             waits = head.event if n_in > 1 else Const(0)    # events cross a join as barriers
             read = Signal(name=f"read_{k}")
             take, keep = Signal(name=f"take_{k}"), Signal(name=f"keep_{k}")
-            m.d.comb += [read.eq(cur[k] & inputs_go & ~waits), take.eq(read & buf.valid),
+            m.d.comb += [read.eq(cur_go[k] & ~waits), take.eq(read & buf.valid),
                          keep.eq(take & ~drops)]
             reads.append(read)
             taken.append(take)
             kept.append(keep)
         inj_go = Signal()                       # an injected token goes to the emit stage
         m.d.comb += [inj_go.eq(inj_valid & room), inj_taken.eq(inj_go)]
-        if n_in > 1:
-            barrier, fire, pops, barrier_bad = self._barrier(m, inputs, inputs_go)
-        else:
-            fire, pops, barrier_bad = Const(0), [Const(0)], Const(0)
         # A head buffer's `ready` leaves out its own `valid` (which `take` has): a buffer
-        # ignores `ready` while empty, and so `ready` is one LUT of four registers.
+        # ignores `ready` while empty.
         for buf, read, pop in zip(inputs, reads, pops):
             m.d.comb += buf.ready.eq(read | pop)
 
@@ -451,8 +457,6 @@ class TokenUnit(wiring.Component):
             m.d.sync += error.eq(1)
         with m.If(Cat(keep & h.data for keep, h in zip(kept, heads)).any()):
             m.d.sync += last_route.eq(head.targets)
-        if n_in > 1:
-            self._next_input(m, cur, inputs, inputs_go, barrier)
         loads_event = (inj_go & inj_head.event) | fire
         if n_in == 1:
             loads_event |= kept[0] & heads[0].event
@@ -540,44 +544,46 @@ class TokenUnit(wiring.Component):
         m.d.sync += skid_valid.eq(skid_next)
         return ~skid_valid, ~skid_next, load, word, targets
 
-    def _barrier(self, m, inputs, inputs_go):
+    def _barrier(self, m, inputs, go_next):
         """A join's event barrier: go on only once every input has an event at its head.
 
         Whether every input has one, and which of them equal input 0's, are registered a
         clock ahead of the pops: the heads cannot change in between, because no input is
-        read while the current one holds an event. Returns ``(ready, fire, pops, bad)``:
-        the barrier is complete (a register); it fires now; per input, it pops it; it fires
-        with an event that differs from input 0's.
+        read while the current one holds an event. The barrier fires in the first clock
+        after it is complete in which inputs may move (``go_next`` is that register's next
+        value), so whether it fires and which inputs it pops are registers. Returns
+        ``(complete, fire, pops, bad)``: every input has an event at its head; the barrier
+        fires now; per input, it pops it now; it fires with an event that differs from
+        input 0's.
         """
         heads = [buf.payload for buf in inputs]
-        ready, fire = Signal(), Signal()
-        # per input: the barrier is ready and its head is the same event as input 0's (one
-        # register, not two, on the pop path)
-        pop_ready = Signal(len(inputs))
-        all_at_event = Signal()
-        m.d.comb += [
-            all_at_event.eq(Cat(buf.valid & head.event for buf, head in zip(inputs, heads)).all()),
-            fire.eq(ready & inputs_go),
-        ]
-        now_same = Cat(head.event_key == heads[0].event_key for head in heads)
-        m.d.sync += [ready.eq(all_at_event & ~fire),
-                     pop_ready.eq(Mux(all_at_event & ~fire, now_same, 0))]
-        pops = [pop_ready[k] & inputs_go for k in range(len(inputs))]
-        return all_at_event, fire, pops, fire & ~pop_ready.all()
+        fire = Signal()
+        pops = Signal(len(inputs))
+        complete = Signal()
+        m.d.comb += complete.eq(Cat(buf.valid & head.event for buf, head in zip(inputs, heads)).all())
+        same = Cat(head.event_key == heads[0].event_key for head in heads)
+        arm = complete & ~fire & go_next
+        m.d.sync += [fire.eq(arm), pops.eq(Mux(arm, same, 0))]
+        return complete, fire, list(pops), fire & ~pops.all()
 
-    def _next_input(self, m, cur, inputs, inputs_go, barrier):
-        """Move a join's one-hot ``cur``: to input 0 once every input has an event at its
-        head (the barrier emits input 0's, and reading resumes there), else, when the
-        current input's head is taken or is an event that waits, to its ``next_input``.
+    def _next_input(self, m, cur, cur_go, inputs, complete):
+        """The next value of a join's one-hot ``cur``: input 0 once every input has an
+        event at its head (the barrier emits input 0's, and reading resumes there), else,
+        when the current input's head is taken or is an event that waits, its
+        ``next_input``.
 
-        An event steps on only when the emit stage has room, as a taken word does: that
-        keeps the condition short, and the stage has room unless the outputs stall.
+        An event steps on only when inputs may move (``cur_go``), as a taken word does:
+        that keeps the condition short, and they may unless the outputs stall.
         """
-        moves = Cat(cur[k] & buf.valid for k, buf in enumerate(inputs)).any() & inputs_go
-        with m.If(barrier):
-            m.d.sync += cur.eq(1)
+        cur_next = Signal.like(cur)
+        moves = Cat(cur_go[k] & buf.valid for k, buf in enumerate(inputs)).any()
+        with m.If(complete):
+            m.d.comb += cur_next.eq(1)
         with m.Elif(moves):
-            m.d.sync += cur.eq(_one_hot_mux(cur, [buf.payload.next_input for buf in inputs]))
+            m.d.comb += cur_next.eq(_one_hot_mux(cur, [buf.payload.next_input for buf in inputs]))
+        with m.Else():
+            m.d.comb += cur_next.eq(cur)
+        return cur_next
 
     def _events_out(self, m, emitted, word, open_events, discarding):
         """Strobe ``ev_out`` for an emitted event token and open or close its mode."""
@@ -746,9 +752,13 @@ class StreamBuffer(wiring.Component):
         out_free = ~self.o.valid | self.o.ready
         with m.If(out_free):
             m.d.sync += [self.o.valid.eq(spare_valid | self.i.valid),
-                         self.o.payload.eq(Mux(spare_valid, spare, self.i.payload)),
-                         spare_valid.eq(0)]
-        with m.Elif(self.i.valid & self.i.ready):
+                         self.o.payload.eq(Mux(spare_valid, spare, self.i.payload))]
+        # The spare entry empties on `o.ready` alone, not on `out_free`: it is only ever
+        # full while `o.valid` is, so this is the same, and the spare's valid bit then
+        # needs one LUT (the reset and `o.ready`) in front of its set/reset pin.
+        with m.If(self.o.ready):
+            m.d.sync += spare_valid.eq(0)
+        with m.Elif(self.i.valid & self.i.ready & self.o.valid):
             m.d.sync += spare_valid.eq(1)
         with m.If(~spare_valid):
             m.d.sync += spare.eq(self.i.payload)
