@@ -336,6 +336,9 @@ class TokenUnit(wiring.Component):
             "event": 1,         # EVENT_START / EVENT_END with a valid id
             "event_key": 4,     # of an event: END or START (bit 0 of the code), then the id
             "switch": 1,        # SWITCH at a join: consumed
+            # Taken into the emit stage when read, unless it is data while discarding:
+            # not malformed, not a consumed SWITCH, not an event at a join (a barrier).
+            "keep": 1,
             # One-hot: the input a join reads after taking this word, or steps to while
             # this word (an event) waits for its barrier: `arg` after a SWITCH, the next
             # input after END_BATCH or an event, else the same input.
@@ -356,7 +359,8 @@ class TokenUnit(wiring.Component):
         all_outputs = Const((1 << n_out) - 1, n_out)
         is_join = n_in > 1
         here, after = Const(1 << index, n_in), Const(1 << (index + 1) % n_in, n_in)
-        m.d.comb += [dec.word.eq(word), dec.next_input.eq(here)]
+        m.d.comb += [dec.word.eq(word), dec.next_input.eq(here),
+                     dec.keep.eq(~dec.drop & ~dec.switch & ~(dec.event if is_join else 0))]
         with m.If(~word.is_token):
             m.d.comb += [dec.data.eq(route < n_out), dec.drop.eq(route >= n_out),
                          dec.targets.eq(1 << route)]
@@ -393,42 +397,40 @@ class TokenUnit(wiring.Component):
         heads = [buf.payload for buf in inputs]
         inj_head, inj_valid, hold_next, inj_taken, ev_in_error = self._injector(m)
         room, room_next, load, load_word, load_targets = self._emit_stage(m)
-        # In the next clock, inputs may move: no ev_in strobe is being served and the emit
-        # stage has room.
-        go_next = Signal()
-        m.d.comb += go_next.eq(~hold_next & room_next)
-        # Per input: it is the current one and inputs may move, as one register loaded
-        # from both next values. So a head buffer's `ready` is one LUT of three flip-flops
-        # (this, its head's event bit and the barrier's pop), and that LUT with the reset
-        # is the one LUT4 in front of the head buffer's set/reset and clock enables.
-        cur_go = Signal(n_in, init=1)
-        if n_in > 1:
-            all_at_event, fire, pops, barrier_bad = self._barrier(m, inputs, go_next)
-            cur_next = self._next_input(m, cur, cur_go, inputs, all_at_event)
-            m.d.sync += [cur.eq(cur_next), cur_go.eq(Mux(go_next, cur_next, 0))]
-        else:
-            fire, pops, barrier_bad = Const(0), [Const(0)], Const(0)
-            m.d.sync += cur_go.eq(go_next)
+        # Inputs may move: no ev_in strobe is being served and the emit stage has room.
+        # One register (the AND of two registers' next values), so that taking a word is
+        # one LUT: its current input, its head's valid and event bits, and this.
+        inputs_go = Signal(init=1)
+        m.d.sync += inputs_go.eq(~hold_next & room_next)
 
-        # --- Whether each input's head word is taken, from registers only (`cur_go`, the
-        # head buffer's valid and event bits): no multiplexer, no output's ready and no
-        # decision on the word on the way to a head buffer's ready. So every word taken,
-        # even one that is dropped or consumed, waits for room in the emit stage. ---
-        reads, taken, kept = [], [], []     # would take a head; taken; taken and kept
-        for k, (buf, head) in enumerate(zip(inputs, heads)):
-            drops = head.drop | head.switch | (head.data & discarding)
+        # --- Whether each input's head word is taken, from a few registers (`cur`,
+        # `inputs_go`, the head buffer's valid and event bits): no multiplexer, no output's
+        # ready and no decision on the word on the way to a head buffer's ready. So every
+        # word taken, even one that is dropped or consumed, waits for room in the emit
+        # stage. ---
+        reads = []
+        for k, head in enumerate(heads):
             waits = head.event if n_in > 1 else Const(0)    # events cross a join as barriers
             read = Signal(name=f"read_{k}")
-            take, keep = Signal(name=f"take_{k}"), Signal(name=f"keep_{k}")
-            m.d.comb += [read.eq(cur_go[k] & ~waits), take.eq(read & buf.valid),
-                         keep.eq(take & ~drops)]
+            m.d.comb += read.eq(cur[k] & inputs_go & ~waits)
             reads.append(read)
-            taken.append(take)
-            kept.append(keep)
+        # Per input, a LUT of its head's registers, then a one-hot choice by `cur`: so a
+        # flag over the inputs is three LUT levels, not a LUT per input and flag after the
+        # take (that chain held a join to 189 MHz).
+        def taken_with(flag):
+            """Whether the head taken now has ``flag(buffer, head)`` (false for an event
+            that waits at a join: those flags exclude events)."""
+            return inputs_go & Cat(cur[k] & buf.valid & flag(buf, head)
+                                   for k, (buf, head) in enumerate(zip(inputs, heads))).any()
+        kept = taken_with(lambda buf, head: head.keep & ~(head.data & discarding))
         inj_go = Signal()                       # an injected token goes to the emit stage
         m.d.comb += [inj_go.eq(inj_valid & room), inj_taken.eq(inj_go)]
+        if n_in > 1:
+            barrier, fire, pops, barrier_bad = self._barrier(m, inputs, inputs_go)
+        else:
+            fire, pops, barrier_bad = Const(0), [Const(0)], Const(0)
         # A head buffer's `ready` leaves out its own `valid` (which `take` has): a buffer
-        # ignores `ready` while empty.
+        # ignores `ready` while empty, and so `ready` is one LUT of four registers.
         for buf, read, pop in zip(inputs, reads, pops):
             m.d.comb += buf.ready.eq(read | pop)
 
@@ -441,25 +443,27 @@ class TokenUnit(wiring.Component):
         with m.Else():
             m.d.comb += head.eq(_one_hot_mux(cur, heads))
         m.d.comb += [
-            load.eq(inj_go | fire | Cat(kept).any()),
+            load.eq(inj_go | fire | kept),
             load_word.eq(head.word),
             # Every word loaded has at least one target: with one output, that one.
             load_targets.eq(head.targets | Mux(head.to_last, last_route, 0)
                             if self.n_outputs > 1 else 1),
         ]
 
-        dropped = Cat(take & h.drop for take, h in zip(taken, heads)).any()
+        dropped = taken_with(lambda buf, head: head.drop)
         # Each clock's error sources are registered before they set the sticky flag, so the
         # wide OR over the inputs does not feed the flag's enable in the clock of the take.
         errors_now = Signal(3)
         m.d.sync += errors_now.eq(Cat(dropped, barrier_bad, ev_in_error))
         with m.If(errors_now.any()):
             m.d.sync += error.eq(1)
-        with m.If(Cat(keep & h.data for keep, h in zip(kept, heads)).any()):
+        with m.If(taken_with(lambda buf, head: head.data & ~discarding)):
             m.d.sync += last_route.eq(head.targets)
+        if n_in > 1:
+            self._next_input(m, cur, inputs, inputs_go, barrier)
         loads_event = (inj_go & inj_head.event) | fire
         if n_in == 1:
-            loads_event |= kept[0] & heads[0].event
+            loads_event |= kept & heads[0].event
         # An event token taken is injected or input 0's head (a barrier's event, or the
         # one input's): a two-way choice, not the one-hot multiplexer over the inputs.
         event_word = self.word(Mux(inj_valid, inj_head.word, heads[0].word))
@@ -544,46 +548,44 @@ class TokenUnit(wiring.Component):
         m.d.sync += skid_valid.eq(skid_next)
         return ~skid_valid, ~skid_next, load, word, targets
 
-    def _barrier(self, m, inputs, go_next):
+    def _barrier(self, m, inputs, inputs_go):
         """A join's event barrier: go on only once every input has an event at its head.
 
         Whether every input has one, and which of them equal input 0's, are registered a
         clock ahead of the pops: the heads cannot change in between, because no input is
-        read while the current one holds an event. The barrier fires in the first clock
-        after it is complete in which inputs may move (``go_next`` is that register's next
-        value), so whether it fires and which inputs it pops are registers. Returns
-        ``(complete, fire, pops, bad)``: every input has an event at its head; the barrier
-        fires now; per input, it pops it now; it fires with an event that differs from
-        input 0's.
+        read while the current one holds an event. Returns ``(ready, fire, pops, bad)``:
+        the barrier is complete (a register); it fires now; per input, it pops it; it fires
+        with an event that differs from input 0's.
         """
         heads = [buf.payload for buf in inputs]
-        fire = Signal()
-        pops = Signal(len(inputs))
-        complete = Signal()
-        m.d.comb += complete.eq(Cat(buf.valid & head.event for buf, head in zip(inputs, heads)).all())
-        same = Cat(head.event_key == heads[0].event_key for head in heads)
-        arm = complete & ~fire & go_next
-        m.d.sync += [fire.eq(arm), pops.eq(Mux(arm, same, 0))]
-        return complete, fire, list(pops), fire & ~pops.all()
+        ready, fire = Signal(), Signal()
+        # per input: the barrier is ready and its head is the same event as input 0's (one
+        # register, not two, on the pop path)
+        pop_ready = Signal(len(inputs))
+        all_at_event = Signal()
+        m.d.comb += [
+            all_at_event.eq(Cat(buf.valid & head.event for buf, head in zip(inputs, heads)).all()),
+            fire.eq(ready & inputs_go),
+        ]
+        now_same = Cat(head.event_key == heads[0].event_key for head in heads)
+        m.d.sync += [ready.eq(all_at_event & ~fire),
+                     pop_ready.eq(Mux(all_at_event & ~fire, now_same, 0))]
+        pops = [pop_ready[k] & inputs_go for k in range(len(inputs))]
+        return all_at_event, fire, pops, fire & ~pop_ready.all()
 
-    def _next_input(self, m, cur, cur_go, inputs, complete):
-        """The next value of a join's one-hot ``cur``: input 0 once every input has an
-        event at its head (the barrier emits input 0's, and reading resumes there), else,
-        when the current input's head is taken or is an event that waits, its
-        ``next_input``.
+    def _next_input(self, m, cur, inputs, inputs_go, barrier):
+        """Move a join's one-hot ``cur``: to input 0 once every input has an event at its
+        head (the barrier emits input 0's, and reading resumes there), else, when the
+        current input's head is taken or is an event that waits, to its ``next_input``.
 
-        An event steps on only when inputs may move (``cur_go``), as a taken word does:
-        that keeps the condition short, and they may unless the outputs stall.
+        An event steps on only when the emit stage has room, as a taken word does: that
+        keeps the condition short, and the stage has room unless the outputs stall.
         """
-        cur_next = Signal.like(cur)
-        moves = Cat(cur_go[k] & buf.valid for k, buf in enumerate(inputs)).any()
-        with m.If(complete):
-            m.d.comb += cur_next.eq(1)
+        moves = Cat(cur[k] & buf.valid for k, buf in enumerate(inputs)).any() & inputs_go
+        with m.If(barrier):
+            m.d.sync += cur.eq(1)
         with m.Elif(moves):
-            m.d.comb += cur_next.eq(_one_hot_mux(cur, [buf.payload.next_input for buf in inputs]))
-        with m.Else():
-            m.d.comb += cur_next.eq(cur)
-        return cur_next
+            m.d.sync += cur.eq(_one_hot_mux(cur, [buf.payload.next_input for buf in inputs]))
 
     def _events_out(self, m, emitted, word, open_events, discarding):
         """Strobe ``ev_out`` for an emitted event token and open or close its mode."""
@@ -647,10 +649,15 @@ class TokenUnit(wiring.Component):
                     m.d.sync += [left.eq(len(sequence)),
                                  *(slot.eq(decoded[token]) for slot, token in zip(slots, sequence))]
         # Inputs wait while a strobe is pending or its tokens are being injected, and for
-        # one clock after (the caller registers this, computed from this clock's state and
-        # not the next one's, which would chain the id decode and the priority choice).
+        # one clock after (the caller registers this). `active` is `busy | (pending != 0)`
+        # as a register of its own, so that `hold_next` is an OR of five bits; its next
+        # value skips the id decode and the priority choice of `next_pending`: a pending
+        # strobe makes the injector busy, and one is pending next only if one is now or
+        # a strobe comes.
+        active = Signal()
+        m.d.sync += active.eq(next_busy | (pending != 0) | (strobes != 0))
         hold_next = Signal()
-        m.d.comb += hold_next.eq(busy | (pending != 0) | strobe_start | strobe_end
+        m.d.comb += hold_next.eq(active | strobe_start | strobe_end
                                  | self.ev_in.start | self.ev_in.end)
         m.d.sync += [pending.eq(next_pending), busy.eq(next_busy)]
         return slots[0], busy, hold_next, taken, bad_id
@@ -709,9 +716,12 @@ class InputFIFO(wiring.Component):
             w_port.addr.eq(produce), w_port.data.eq(self.i.payload), w_port.en.eq(write),
             r_port.addr.eq(consume), r_port.en.eq(read), self.o.payload.eq(r_port.data),
         ]
-        next_level = Signal.like(level)
-        m.d.comb += next_level.eq(level + write - read)
-        m.d.sync += [level.eq(next_level), ready.eq(next_level != inner)]
+        # Full next clock: no read, and full now or one short with a word coming (then
+        # `ready` is set, so `i.valid` is the write). Not `level + write - read`: that would
+        # put `write` (the port's valid AND `ready`) and the level's adder between `ready`
+        # and its next value.
+        full_next = ~read & ((level == inner) | ((level == inner - 1) & self.i.valid))
+        m.d.sync += [level.eq(level + write - read), ready.eq(~full_next)]
         with m.If(write):
             m.d.sync += produce.eq(_next(produce, inner))
         with m.If(read):
@@ -755,7 +765,7 @@ class StreamBuffer(wiring.Component):
                          self.o.payload.eq(Mux(spare_valid, spare, self.i.payload))]
         # The spare entry empties on `o.ready` alone, not on `out_free`: it is only ever
         # full while `o.valid` is, so this is the same, and the spare's valid bit then
-        # needs one LUT (the reset and `o.ready`) in front of its set/reset pin.
+        # needs one LUT fewer (the reset and `o.ready`) in front of its set/reset pin.
         with m.If(self.o.ready):
             m.d.sync += spare_valid.eq(0)
         with m.Elif(self.i.valid & self.i.ready & self.o.valid):
