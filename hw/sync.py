@@ -397,49 +397,52 @@ class TokenUnit(wiring.Component):
         heads = [buf.payload for buf in inputs]
         inj_head, inj_valid, hold_next, inj_taken, ev_in_error = self._injector(m)
         room, room_next, load, load_word, load_targets = self._emit_stage(m)
-        # Inputs may move: no ev_in strobe is being served and the emit stage has room.
-        # One register (the AND of two registers' next values), so that taking a word is
-        # one LUT: its current input, its head's valid and event bits, and this.
-        inputs_go = Signal(init=1)
-        m.d.sync += inputs_go.eq(~hold_next & room_next)
+        # In the next clock, inputs may move: no ev_in strobe is being served and the emit
+        # stage has room.
+        go_next = Signal()
+        m.d.comb += go_next.eq(~hold_next & room_next)
+        # `cur_go`, per input: it is the current one and inputs may move, one register
+        # loaded from both next values. With the barrier's `pops` (registers too), a head
+        # buffer's `ready` is a LUT of three flip-flops, so its clock enable and set/reset
+        # are one LUT4 each. (ANDs, not multiplexers to 0: yosys would make `go_next` a
+        # set/reset input, one LUT more on its path.)
+        cur_go = Signal(n_in, init=1)
+        if n_in > 1:
+            fire, pops, barrier_bad = self._barrier(m, inputs, go_next)
+            cur_next = self._next_input(m, cur, cur_go, inputs, fire)
+            m.d.sync += [cur.eq(cur_next), cur_go.eq(Cat(go_next & bit for bit in cur_next))]
+        else:
+            fire, pops, barrier_bad = Const(0), Const(0, 1), Const(0)
+            m.d.sync += cur_go.eq(go_next)
 
-        # --- Whether each input's head word is taken, from a few registers (`cur`,
-        # `inputs_go`, the head buffer's valid and event bits): no multiplexer, no output's
+        # --- Whether each input's head word is taken, from registers only (`cur_go`,
+        # `fire`, the head buffer's valid and event bits): no multiplexer, no output's
         # ready and no decision on the word on the way to a head buffer's ready. So every
         # word taken, even one that is dropped or consumed, waits for room in the emit
         # stage. ---
-        reads = []
-        for k, head in enumerate(heads):
-            waits = head.event if n_in > 1 else Const(0)    # events cross a join as barriers
-            read = Signal(name=f"read_{k}")
-            m.d.comb += read.eq(cur[k] & inputs_go & ~waits)
-            reads.append(read)
-        # Per input, a LUT of its head's registers, then a one-hot choice by `cur`: so a
-        # flag over the inputs is three LUT levels, not a LUT per input and flag after the
-        # take (that chain held a join to 189 MHz).
+        for k, (buf, head) in enumerate(zip(inputs, heads)):
+            # Events cross a join as barriers: only a barrier takes them. A head buffer's
+            # `ready` leaves out its own `valid`: a buffer ignores `ready` while empty.
+            waits = head.event if n_in > 1 else Const(0)
+            m.d.comb += buf.ready.eq(cur_go[k] & ~waits | pops[k])
+        # Per input, a LUT of its head's registers, then a one-hot choice by `cur_go`: so
+        # a flag over the inputs is three LUT levels.
         def taken_with(flag):
             """Whether the head taken now has ``flag(buffer, head)`` (false for an event
-            that waits at a join: those flags exclude events)."""
-            return inputs_go & Cat(cur[k] & buf.valid & flag(buf, head)
-                                   for k, (buf, head) in enumerate(zip(inputs, heads))).any()
+            at a join, which only a barrier takes: the flags used exclude events)."""
+            return Cat(cur_go[k] & buf.valid & flag(buf, head)
+                       for k, (buf, head) in enumerate(zip(inputs, heads))).any()
         kept = taken_with(lambda buf, head: head.keep & ~(head.data & discarding))
         inj_go = Signal()                       # an injected token goes to the emit stage
         m.d.comb += [inj_go.eq(inj_valid & room), inj_taken.eq(inj_go)]
-        if n_in > 1:
-            barrier, fire, pops, barrier_bad = self._barrier(m, inputs, inputs_go)
-        else:
-            fire, pops, barrier_bad = Const(0), [Const(0)], Const(0)
-        # A head buffer's `ready` leaves out its own `valid` (which `take` has): a buffer
-        # ignores `ready` while empty, and so `ready` is one LUT of four registers.
-        for buf, read, pop in zip(inputs, reads, pops):
-            m.d.comb += buf.ready.eq(read | pop)
 
         # --- The word that goes to the emit stage: an injected token, a barrier's event or
         # the current input's head. This multiplexer only feeds registers' data inputs. ---
-        # (A barrier's event is input 0's: `cur` points there while the barrier is ready.)
         head = Signal(self.decoded_layout())
         with m.If(inj_valid):
             m.d.comb += head.eq(inj_head)
+        with m.Elif(fire):                      # a barrier emits input 0's event
+            m.d.comb += head.eq(heads[0])
         with m.Else():
             m.d.comb += head.eq(_one_hot_mux(cur, heads))
         m.d.comb += [
@@ -450,17 +453,16 @@ class TokenUnit(wiring.Component):
                             if self.n_outputs > 1 else 1),
         ]
 
-        dropped = taken_with(lambda buf, head: head.drop)
-        # Each clock's error sources are registered before they set the sticky flag, so the
-        # wide OR over the inputs does not feed the flag's enable in the clock of the take.
-        errors_now = Signal(3)
-        m.d.sync += errors_now.eq(Cat(dropped, barrier_bad, ev_in_error))
+        # Each clock's error sources are registered before they set the sticky flag, each
+        # input's drop apart, so the OR over the inputs comes after the registers.
+        errors_now = Signal(n_in + 2)
+        m.d.sync += errors_now.eq(Cat(barrier_bad, ev_in_error,
+                                      *(cur_go[k] & buf.valid & head.drop
+                                        for k, (buf, head) in enumerate(zip(inputs, heads)))))
         with m.If(errors_now.any()):
             m.d.sync += error.eq(1)
         with m.If(taken_with(lambda buf, head: head.data & ~discarding)):
             m.d.sync += last_route.eq(head.targets)
-        if n_in > 1:
-            self._next_input(m, cur, inputs, inputs_go, barrier)
         loads_event = (inj_go & inj_head.event) | fire
         if n_in == 1:
             loads_event |= kept & heads[0].event
@@ -548,44 +550,45 @@ class TokenUnit(wiring.Component):
         m.d.sync += skid_valid.eq(skid_next)
         return ~skid_valid, ~skid_next, load, word, targets
 
-    def _barrier(self, m, inputs, inputs_go):
+    def _barrier(self, m, inputs, go_next):
         """A join's event barrier: go on only once every input has an event at its head.
 
-        Whether every input has one, and which of them equal input 0's, are registered a
-        clock ahead of the pops: the heads cannot change in between, because no input is
-        read while the current one holds an event. Returns ``(ready, fire, pops, bad)``:
-        the barrier is complete (a register); it fires now; per input, it pops it; it fires
-        with an event that differs from input 0's.
+        It fires in the first clock after every input has one in which inputs may move
+        (``go_next`` is that condition's next value), so that whether it fires and which
+        inputs it pops (those whose head equals input 0's) are registers. No head changes
+        in between: every head is an event, which only a barrier takes. Returns ``(fire,
+        pops, bad)``: the barrier fires now; per input, it pops it now; it fires with an
+        event that differs from input 0's.
         """
         heads = [buf.payload for buf in inputs]
-        ready, fire = Signal(), Signal()
-        # per input: the barrier is ready and its head is the same event as input 0's (one
-        # register, not two, on the pop path)
-        pop_ready = Signal(len(inputs))
-        all_at_event = Signal()
-        m.d.comb += [
-            all_at_event.eq(Cat(buf.valid & head.event for buf, head in zip(inputs, heads)).all()),
-            fire.eq(ready & inputs_go),
-        ]
-        now_same = Cat(head.event_key == heads[0].event_key for head in heads)
-        m.d.sync += [ready.eq(all_at_event & ~fire),
-                     pop_ready.eq(Mux(all_at_event & ~fire, now_same, 0))]
-        pops = [pop_ready[k] & inputs_go for k in range(len(inputs))]
-        return all_at_event, fire, pops, fire & ~pop_ready.all()
+        fire = Signal()
+        pops = Signal(len(inputs))
+        complete = Cat(buf.valid & head.event for buf, head in zip(inputs, heads)).all()
+        arm = Signal()
+        m.d.comb += arm.eq(complete & ~fire & go_next)
+        same = [head.event_key == heads[0].event_key for head in heads]
+        m.d.sync += [fire.eq(arm), pops.eq(Cat(arm & bit for bit in same))]
+        return fire, pops, fire & ~pops.all()
 
-    def _next_input(self, m, cur, inputs, inputs_go, barrier):
-        """Move a join's one-hot ``cur``: to input 0 once every input has an event at its
-        head (the barrier emits input 0's, and reading resumes there), else, when the
-        current input's head is taken or is an event that waits, to its ``next_input``.
+    def _next_input(self, m, cur, cur_go, inputs, fire):
+        """The next value of a join's one-hot ``cur``: input 0 when the barrier fires (it
+        emits input 0's event, and reading resumes there), else, when the current input's
+        head is taken or is an event that waits, its ``next_input``.
 
-        An event steps on only when the emit stage has room, as a taken word does: that
-        keeps the condition short, and the stage has room unless the outputs stall.
+        An event steps on only when inputs may move (``cur_go``), as a taken word does:
+        that keeps the condition short, and they may unless the outputs stall. Bit by bit,
+        as ``cur_go`` is set only at the current input outside a barrier: input ``j`` is
+        current next if it is now and is not left, or if the input left names it.
         """
-        moves = Cat(cur[k] & buf.valid for k, buf in enumerate(inputs)).any() & inputs_go
-        with m.If(barrier):
-            m.d.sync += cur.eq(1)
-        with m.Elif(moves):
-            m.d.sync += cur.eq(_one_hot_mux(cur, [buf.payload.next_input for buf in inputs]))
+        cur_next = Signal.like(cur)
+        leaves = [cur_go[k] & buf.valid for k, buf in enumerate(inputs)]
+        for j in range(len(inputs)):
+            stays = cur[j] & ~leaves[j]
+            enters = Cat(leave & buf.payload.next_input[j]
+                         for leave, buf in zip(leaves, inputs)).any()
+            m.d.comb += cur_next[j].eq(fire | stays | enters if j == 0
+                                       else ~fire & (stays | enters))
+        return cur_next
 
     def _events_out(self, m, emitted, word, open_events, discarding):
         """Strobe ``ev_out`` for an emitted event token and open or close its mode."""
@@ -614,52 +617,62 @@ class TokenUnit(wiring.Component):
         and a strobe with a bad event id.
         """
         sequences = injection_sequences(self.inject)
-        strobe_start, strobe_end, strobe_id = Signal(), Signal(), Signal(4)
-        m.d.sync += [strobe_start.eq(self.ev_in.start), strobe_end.eq(self.ev_in.end),
-                     strobe_id.eq(self.ev_in.id)]    # registered: no path from the port
-        id_ok = (strobe_id >= 1) & (strobe_id <= 4)
-        one_hot = Signal(4)
-        m.d.comb += one_hot.eq(Mux(id_ok, (Const(1, 5) << strobe_id)[1:], 0))
-        strobes = Cat(Mux(strobe_start, one_hot, 0), Mux(strobe_end, one_hot, 0))
-        bad_id = (strobe_start | strobe_end) & ~id_ok
+        # The strobes are decoded on the way in and registered: no path from the port
+        # into the unit, and the decode is off the injector's paths.
+        ev_in = self.ev_in
+        id_ok = (ev_in.id >= 1) & (ev_in.id <= 4)
+        one_hot = Mux(id_ok, (Const(1, 5) << ev_in.id)[1:5], 0)     # ids 1..4
+        strobed = Signal()            # a strobe came in the last clock
+        strobes = Signal(8)           # it, as a start of ids 1..4, then an end of ids 1..4
+        bad_id = Signal()             # it had a bad id
+        m.d.sync += [strobed.eq(ev_in.start | ev_in.end),
+                     strobes.eq(Cat(Mux(ev_in.start, one_hot, 0), Mux(ev_in.end, one_hot, 0))),
+                     bad_id.eq((ev_in.start | ev_in.end) & ~id_ok)]
 
         # The sequence being injected sits decoded in a shift register, so taking a word
-        # only shifts it: no decoding or ROM look-up in the cycle the word is taken.
+        # only shifts it: no decoding or ROM look-up in the cycle the word is taken. A
+        # pending strobe is first chosen (the lowest pending bit, into the one-hot register
+        # `chosen`), then its sequence is loaded in the next clock: the priority choice and
+        # the load are a clock apart.
         pending = Signal(8)           # starts of ids 1..4, then ends of ids 1..4
+        chosen = Signal(8)            # the strobe whose sequence is loaded next, or none
+        has_chosen = Signal()         # chosen != 0, as a register of its own
         slots = [Signal(self.decoded_layout()) for _ in range(max(map(len, sequences)))]
         left = Signal(range(len(slots) + 1))
         busy = Signal()               # left != 0, as a register of its own
         taken = Signal()
-        serve = Signal(8)             # the pending strobe served next: the lowest set bit
-        m.d.comb += serve.eq(Cat(pending[k] & ~pending[:k].any() for k in range(8)))
         decoded = {}                  # one decoder per distinct token, on a constant
         for code, arg in {token for seq in sequences for token in seq}:
             decoded[code, arg] = self.decode(m, self.word(Const(self._token(code, arg),
                                                                 self.word.size)))
-        next_pending, next_busy = Signal(8), Signal()
-        m.d.comb += [next_pending.eq(pending | strobes), next_busy.eq(busy)]
+        lowest = Cat(pending[k] & ~pending[:k].any() for k in range(8))
+        choose = ~busy & ~has_chosen
+        m.d.sync += [pending.eq(Mux(choose, pending & ~lowest, pending) | strobes),
+                     chosen.eq(Mux(choose, lowest, 0)), has_chosen.eq(choose & (pending != 0))]
         with m.If(busy):
             with m.If(taken):
-                m.d.comb += next_busy.eq(left != 1)
-                m.d.sync += [left.eq(left - 1), *(a.eq(b) for a, b in zip(slots, slots[1:]))]
-        with m.Elif(pending != 0):
-            m.d.comb += [next_pending.eq((pending & ~serve) | strobes), next_busy.eq(1)]
-            for k, sequence in enumerate(sequences):
-                with m.If(serve[k]):
-                    m.d.sync += [left.eq(len(sequence)),
-                                 *(slot.eq(decoded[token]) for slot, token in zip(slots, sequence))]
+                m.d.sync += [left.eq(left - 1), busy.eq(left != 1),
+                             *(a.eq(b) for a, b in zip(slots, slots[1:]))]
+        with m.Elif(has_chosen):
+            # `chosen` is one-hot: each slot is an OR of the constants it selects.
+            def select(values):
+                return _one_hot_mux(chosen, [Value.cast(v) for v in values])
+            m.d.sync += [busy.eq(1), left.eq(select([Const(len(seq), len(left))
+                                                    for seq in sequences]))]
+            for j, slot in enumerate(slots):
+                tokens = [seq[j] if j < len(seq) else seq[-1] for seq in sequences]
+                m.d.sync += slot.eq(select([decoded[token] for token in tokens]))
         # Inputs wait while a strobe is pending or its tokens are being injected, and for
-        # one clock after (the caller registers this). `active` is `busy | (pending != 0)`
-        # as a register of its own, so that `hold_next` is an OR of five bits; its next
-        # value skips the id decode and the priority choice of `next_pending`: a pending
-        # strobe makes the injector busy, and one is pending next only if one is now or
-        # a strobe comes.
+        # one clock after (the caller registers this). `active` is set while `busy`,
+        # `chosen` or `pending` is (and for one clock more after a strobe with a bad id),
+        # as a register of its own, so that `hold_next` is an OR of four bits: a pending
+        # strobe is chosen, a chosen one makes the injector busy, and one is pending next
+        # only if one is now or a strobe came.
         active = Signal()
-        m.d.sync += active.eq(next_busy | (pending != 0) | (strobes != 0))
+        m.d.sync += active.eq((busy & ~(taken & (left == 1))) | has_chosen
+                              | (pending != 0) | strobed)
         hold_next = Signal()
-        m.d.comb += hold_next.eq(active | strobe_start | strobe_end
-                                 | self.ev_in.start | self.ev_in.end)
-        m.d.sync += [pending.eq(next_pending), busy.eq(next_busy)]
+        m.d.comb += hold_next.eq(active | strobed)
         return slots[0], busy, hold_next, taken, bad_id
 
     def _token(self, code, arg):
