@@ -48,9 +48,9 @@ event-injection sequencer, and writes it to zero, one or all of its outputs:
 * **ev_in**: a start strobe with id ``k`` injects the tokens ``inject[k]`` (default:
   ``EVENT_START(k)``), an end strobe injects ``EVENT_END(k)``. Injected tokens are
   handled like tokens read from an input. They go in where the unit has got to in its
-  input buffers when the strobe arrives: words still queued in the buffers come after
-  them. Strobes pending together are injected starts first, then ends, each by
-  ascending id.
+  input buffers when the strobe arrives: words taken up to the clock after the strobe's
+  come before them, words still queued in the buffers after them. Strobes pending
+  together are injected starts first, then ends, each by ascending id.
 * **Malformed input** (an unknown token code, an event id outside 1..4, a SWITCH to a
   missing input, a routing field naming a missing output, an ev_in id outside 1..4) is
   dropped and sets the sticky ``error`` output until reset.
@@ -66,13 +66,16 @@ the first design to 146 MHz):
    ``ready`` (the input port's) is a register, followed by a two-entry head buffer that
    refills whenever its spare entry is free.
 2. **Take.** Every clock the unit takes at most one word: an injected token, a join's
-   event barrier, or the head of the current input. Whether it takes it depends only on
-   registers (the heads' valid and event bits, the one-hot current input, and one
-   register ``inputs_go`` that says no ``ev_in`` strobe is being served and the emit
-   stage has room), so a head buffer's ``ready`` is one LUT of flip-flops, with no
-   multiplexer and no output's ready on the way, and it moves only the head buffer:
-   the FIFO's read port and pointers are not on that path. Routing, discard and
-   "output of the last data item" are resolved here, into the word's target outputs.
+   event barrier, or the head of the current input. Whether it takes a head depends on
+   three flip-flops: per input, ``cur_go`` (it is the current input, no ``ev_in``
+   strobe is being served and the emit stage has room: loaded from those conditions'
+   next values), the head's event bit, and the barrier's ``pops`` bit (a register too).
+   So a head buffer's ``ready`` is one LUT, its clock enable and set/reset one LUT4
+   each, with no multiplexer and no output's ready on the way, and it moves only the
+   head buffer: the FIFO's read port and pointers are not on that path. Routing,
+   discard and "output of the last data item" are resolved here, into the word's
+   target outputs; the flags that decide whether the word taken goes on (``keep``) are
+   decoded on the way in, so they are a LUT per input and a one-hot choice.
 3. **Emit stage.** A register for the word taken (the take multiplexer ends there),
    then a two-entry skid buffer of (word, targets) whose ``room`` is a register. Its
    oldest word is written into every target output buffer with space and leaves once
@@ -88,10 +91,13 @@ step past a waiting event wait for room in the emit stage. Each input word carri
 its decoding, the input a join reads next (``next_input``), so moving between inputs is a
 one-hot multiplexer. A join's barrier is detected a clock before it fires (the inputs'
 heads cannot change in between), so a barrier takes two clocks. A word taken in at one
-clock edge can leave six edges later (``make bench`` measures it); ``ev_in`` strobes are
-registered before they act, ``ev_out`` strobes in the clock after the unit takes the
-event token, and ``error`` rises two clocks after a malformed word is dropped. The
-golden model is transaction level: none of this timing changes what it computes.
+clock edge can leave six edges later (``make bench`` measures it). ``ev_in`` strobes are
+decoded and registered as they come in; inputs stop from the second clock after the
+strobe, and the injector chooses the strobe it serves (the lowest pending) a clock
+before it loads the strobe's tokens, so no clock chains the choice and the load.
+``ev_out`` strobes in the clock after the unit takes the event token, and ``error``
+rises two clocks after a malformed word is dropped. The golden model is transaction
+level: none of this timing changes what it computes.
 """
 
 import enum
@@ -415,11 +421,10 @@ class TokenUnit(wiring.Component):
             fire, pops, barrier_bad = Const(0), Const(0, 1), Const(0)
             m.d.sync += cur_go.eq(go_next)
 
-        # --- Whether each input's head word is taken, from registers only (`cur_go`,
-        # `fire`, the head buffer's valid and event bits): no multiplexer, no output's
-        # ready and no decision on the word on the way to a head buffer's ready. So every
-        # word taken, even one that is dropped or consumed, waits for room in the emit
-        # stage. ---
+        # --- Whether each input's head word is taken, from three registers (`cur_go`,
+        # `pops` and the head's event bit): no multiplexer, no output's ready and no
+        # decision on the word on the way to a head buffer's ready. So every word taken,
+        # even one that is dropped or consumed, waits for room in the emit stage. ---
         for k, (buf, head) in enumerate(zip(inputs, heads)):
             # Events cross a join as barriers: only a barrier takes them. A head buffer's
             # `ready` leaves out its own `valid`: a buffer ignores `ready` while empty.
@@ -432,26 +437,31 @@ class TokenUnit(wiring.Component):
             at a join, which only a barrier takes: the flags used exclude events)."""
             return Cat(cur_go[k] & buf.valid & flag(buf, head)
                        for k, (buf, head) in enumerate(zip(inputs, heads))).any()
-        kept = taken_with(lambda buf, head: head.keep & ~(head.data & discarding))
+        # A data item dropped by DISCARD or CONTEXT goes on too, with no target outputs:
+        # it leaves the emit stage without an output, and whether the taken word goes on
+        # does not wait for `discarding`.
+        kept = taken_with(lambda buf, head: head.keep)
         inj_go = Signal()                       # an injected token goes to the emit stage
         m.d.comb += [inj_go.eq(inj_valid & room), inj_taken.eq(inj_go)]
 
         # --- The word that goes to the emit stage: an injected token, a barrier's event or
         # the current input's head. This multiplexer only feeds registers' data inputs. ---
+        # The target outputs are resolved per input before the choice: a separator's
+        # output of the last data item, none for data dropped by DISCARD or CONTEXT.
+        def targets(head):
+            if self.n_outputs == 1:
+                return ~(head.data & discarding)
+            return Mux(head.data & discarding, 0,
+                       head.targets | Mux(head.to_last, last_route, 0))
         head = Signal(self.decoded_layout())
         with m.If(inj_valid):
-            m.d.comb += head.eq(inj_head)
+            m.d.comb += [head.eq(inj_head), load_targets.eq(targets(inj_head))]
         with m.Elif(fire):                      # a barrier emits input 0's event
-            m.d.comb += head.eq(heads[0])
+            m.d.comb += [head.eq(heads[0]), load_targets.eq(targets(heads[0]))]
         with m.Else():
-            m.d.comb += head.eq(_one_hot_mux(cur, heads))
-        m.d.comb += [
-            load.eq(inj_go | fire | kept),
-            load_word.eq(head.word),
-            # Every word loaded has at least one target: with one output, that one.
-            load_targets.eq(head.targets | Mux(head.to_last, last_route, 0)
-                            if self.n_outputs > 1 else 1),
-        ]
+            m.d.comb += [head.eq(_one_hot_mux(cur, heads)),
+                         load_targets.eq(_one_hot_mux(cur, [targets(h) for h in heads]))]
+        m.d.comb += [load.eq(inj_go | fire | kept), load_word.eq(head.word)]
 
         # Each clock's error sources are registered before they set the sticky flag, each
         # input's drop apart, so the OR over the inputs comes after the registers.
@@ -689,8 +699,9 @@ class InputFIFO(wiring.Component):
     block RAM, and one in the output register), but ``SyncFIFOBuffered`` computes
     ``w_rdy`` from its level, so its level, the port's ``ready``, the port's write and the
     level's update form one loop of three LUTs through the port. Here ``i.ready`` is a
-    flip-flop loaded with "not full" from the *next* level, which leaves two LUTs in that
-    loop (the write, then the level and ``ready``) and none between ``ready`` and the port.
+    flip-flop loaded with "full in the next clock", computed from the level, the read and
+    the port's ``valid`` (not from the write and the next level, which would put them
+    between ``ready`` and its next value), and nothing sits between ``ready`` and the port.
 
     Parameters
     ----------
