@@ -48,9 +48,9 @@ event-injection sequencer, and writes it to zero, one or all of its outputs:
 * **ev_in**: a start strobe with id ``k`` injects the tokens ``inject[k]`` (default:
   ``EVENT_START(k)``), an end strobe injects ``EVENT_END(k)``. Injected tokens are
   handled like tokens read from an input. They go in where the unit has got to in its
-  input buffers when the strobe arrives: words still queued in the buffers come after
-  them. Strobes pending together are injected starts first, then ends, each by
-  ascending id.
+  input buffers when the strobe arrives: words taken up to the clock after the strobe's
+  come before them, words still queued in the buffers after them. Strobes pending
+  together are injected starts first, then ends, each by ascending id.
 * **Malformed input** (an unknown token code, an event id outside 1..4, a SWITCH to a
   missing input, a routing field naming a missing output, an ev_in id outside 1..4) is
   dropped and sets the sticky ``error`` output until reset.
@@ -66,13 +66,16 @@ the first design to 146 MHz):
    ``ready`` (the input port's) is a register, followed by a two-entry head buffer that
    refills whenever its spare entry is free.
 2. **Take.** Every clock the unit takes at most one word: an injected token, a join's
-   event barrier, or the head of the current input. Whether it takes it depends only on
-   registers (the heads' valid and event bits, the one-hot current input, and one
-   register ``inputs_go`` that says no ``ev_in`` strobe is being served and the emit
-   stage has room), so a head buffer's ``ready`` is one LUT of flip-flops, with no
-   multiplexer and no output's ready on the way, and it moves only the head buffer:
-   the FIFO's read port and pointers are not on that path. Routing, discard and
-   "output of the last data item" are resolved here, into the word's target outputs.
+   event barrier, or the head of the current input. Whether it takes a head depends on
+   three flip-flops: per input, ``cur_go`` (it is the current input, no ``ev_in``
+   strobe is being served and the emit stage has room: loaded from those conditions'
+   next values), the head's event bit, and the barrier's ``pops`` bit (a register too).
+   So a head buffer's ``ready`` is one LUT, its clock enable and set/reset one LUT4
+   each, with no multiplexer and no output's ready on the way, and it moves only the
+   head buffer: the FIFO's read port and pointers are not on that path. Routing,
+   discard and "output of the last data item" are resolved here, into the word's
+   target outputs; the flags that decide whether the word taken goes on (``keep``) are
+   decoded on the way in, so they are a LUT per input and a one-hot choice.
 3. **Emit stage.** A register for the word taken (the take multiplexer ends there),
    then a two-entry skid buffer of (word, targets) whose ``room`` is a register. Its
    oldest word is written into every target output buffer with space and leaves once
@@ -88,10 +91,13 @@ step past a waiting event wait for room in the emit stage. Each input word carri
 its decoding, the input a join reads next (``next_input``), so moving between inputs is a
 one-hot multiplexer. A join's barrier is detected a clock before it fires (the inputs'
 heads cannot change in between), so a barrier takes two clocks. A word taken in at one
-clock edge can leave six edges later (``make bench`` measures it); ``ev_in`` strobes are
-registered before they act, ``ev_out`` strobes in the clock after the unit takes the
-event token, and ``error`` rises two clocks after a malformed word is dropped. The
-golden model is transaction level: none of this timing changes what it computes.
+clock edge can leave six edges later (``make bench`` measures it). ``ev_in`` strobes are
+decoded and registered as they come in; inputs stop from the second clock after the
+strobe, and the injector chooses the strobe it serves (the lowest pending) a clock
+before it loads the strobe's tokens, so no clock chains the choice and the load.
+``ev_out`` strobes in the clock after the unit takes the event token, and ``error``
+rises two clocks after a malformed word is dropped. The golden model is transaction
+level: none of this timing changes what it computes.
 """
 
 import enum
@@ -336,6 +342,9 @@ class TokenUnit(wiring.Component):
             "event": 1,         # EVENT_START / EVENT_END with a valid id
             "event_key": 4,     # of an event: END or START (bit 0 of the code), then the id
             "switch": 1,        # SWITCH at a join: consumed
+            # Taken into the emit stage when read, unless it is data while discarding:
+            # not malformed, not a consumed SWITCH, not an event at a join (a barrier).
+            "keep": 1,
             # One-hot: the input a join reads after taking this word, or steps to while
             # this word (an event) waits for its barrier: `arg` after a SWITCH, the next
             # input after END_BATCH or an event, else the same input.
@@ -356,7 +365,8 @@ class TokenUnit(wiring.Component):
         all_outputs = Const((1 << n_out) - 1, n_out)
         is_join = n_in > 1
         here, after = Const(1 << index, n_in), Const(1 << (index + 1) % n_in, n_in)
-        m.d.comb += [dec.word.eq(word), dec.next_input.eq(here)]
+        m.d.comb += [dec.word.eq(word), dec.next_input.eq(here),
+                     dec.keep.eq(~dec.drop & ~dec.switch & ~(dec.event if is_join else 0))]
         with m.If(~word.is_token):
             m.d.comb += [dec.data.eq(route < n_out), dec.drop.eq(route >= n_out),
                          dec.targets.eq(1 << route)]
@@ -393,69 +403,79 @@ class TokenUnit(wiring.Component):
         heads = [buf.payload for buf in inputs]
         inj_head, inj_valid, hold_next, inj_taken, ev_in_error = self._injector(m)
         room, room_next, load, load_word, load_targets = self._emit_stage(m)
-        # Inputs may move: no ev_in strobe is being served and the emit stage has room.
-        # One register (the AND of two registers' next values), so that taking a word is
-        # one LUT: its current input, its head's valid and event bits, and this.
-        inputs_go = Signal(init=1)
-        m.d.sync += inputs_go.eq(~hold_next & room_next)
+        # In the next clock, inputs may move: no ev_in strobe is being served and the emit
+        # stage has room.
+        go_next = Signal()
+        m.d.comb += go_next.eq(~hold_next & room_next)
+        # `cur_go`, per input: it is the current one and inputs may move, one register
+        # loaded from both next values. With the barrier's `pops` (registers too), a head
+        # buffer's `ready` is a LUT of three flip-flops, so its clock enable and set/reset
+        # are one LUT4 each. (ANDs, not multiplexers to 0: yosys would make `go_next` a
+        # set/reset input, one LUT more on its path.)
+        cur_go = Signal(n_in, init=1)
+        if n_in > 1:
+            fire, pops, barrier_bad = self._barrier(m, inputs, go_next)
+            cur_next = self._next_input(m, cur, cur_go, inputs, fire)
+            m.d.sync += [cur.eq(cur_next), cur_go.eq(Cat(go_next & bit for bit in cur_next))]
+        else:
+            fire, pops, barrier_bad = Const(0), Const(0, 1), Const(0)
+            m.d.sync += cur_go.eq(go_next)
 
-        # --- Whether each input's head word is taken, from a few registers (`cur`,
-        # `inputs_go`, the head buffer's valid and event bits): no multiplexer, no output's
-        # ready and no decision on the word on the way to a head buffer's ready. So every
-        # word taken, even one that is dropped or consumed, waits for room in the emit
-        # stage. ---
-        reads, taken, kept = [], [], []     # would take a head; taken; taken and kept
+        # --- Whether each input's head word is taken, from three registers (`cur_go`,
+        # `pops` and the head's event bit): no multiplexer, no output's ready and no
+        # decision on the word on the way to a head buffer's ready. So every word taken,
+        # even one that is dropped or consumed, waits for room in the emit stage. ---
         for k, (buf, head) in enumerate(zip(inputs, heads)):
-            drops = head.drop | head.switch | (head.data & discarding)
-            waits = head.event if n_in > 1 else Const(0)    # events cross a join as barriers
-            read = Signal(name=f"read_{k}")
-            take, keep = Signal(name=f"take_{k}"), Signal(name=f"keep_{k}")
-            m.d.comb += [read.eq(cur[k] & inputs_go & ~waits), take.eq(read & buf.valid),
-                         keep.eq(take & ~drops)]
-            reads.append(read)
-            taken.append(take)
-            kept.append(keep)
+            # Events cross a join as barriers: only a barrier takes them. A head buffer's
+            # `ready` leaves out its own `valid`: a buffer ignores `ready` while empty.
+            waits = head.event if n_in > 1 else Const(0)
+            m.d.comb += buf.ready.eq(cur_go[k] & ~waits | pops[k])
+        # Per input, a LUT of its head's registers, then a one-hot choice by `cur_go`: so
+        # a flag over the inputs is three LUT levels.
+        def taken_with(flag):
+            """Whether the head taken now has ``flag(buffer, head)`` (false for an event
+            at a join, which only a barrier takes: the flags used exclude events)."""
+            return Cat(cur_go[k] & buf.valid & flag(buf, head)
+                       for k, (buf, head) in enumerate(zip(inputs, heads))).any()
+        # A data item dropped by DISCARD or CONTEXT goes on too, with no target outputs:
+        # it leaves the emit stage without an output, and whether the taken word goes on
+        # does not wait for `discarding`.
+        kept = taken_with(lambda buf, head: head.keep)
         inj_go = Signal()                       # an injected token goes to the emit stage
         m.d.comb += [inj_go.eq(inj_valid & room), inj_taken.eq(inj_go)]
-        if n_in > 1:
-            barrier, fire, pops, barrier_bad = self._barrier(m, inputs, inputs_go)
-        else:
-            fire, pops, barrier_bad = Const(0), [Const(0)], Const(0)
-        # A head buffer's `ready` leaves out its own `valid` (which `take` has): a buffer
-        # ignores `ready` while empty, and so `ready` is one LUT of four registers.
-        for buf, read, pop in zip(inputs, reads, pops):
-            m.d.comb += buf.ready.eq(read | pop)
 
         # --- The word that goes to the emit stage: an injected token, a barrier's event or
         # the current input's head. This multiplexer only feeds registers' data inputs. ---
-        # (A barrier's event is input 0's: `cur` points there while the barrier is ready.)
+        # The target outputs are resolved per input before the choice: a separator's
+        # output of the last data item, none for data dropped by DISCARD or CONTEXT.
+        def targets(head):
+            if self.n_outputs == 1:
+                return ~(head.data & discarding)
+            return Mux(head.data & discarding, 0,
+                       head.targets | Mux(head.to_last, last_route, 0))
         head = Signal(self.decoded_layout())
         with m.If(inj_valid):
-            m.d.comb += head.eq(inj_head)
+            m.d.comb += [head.eq(inj_head), load_targets.eq(targets(inj_head))]
+        with m.Elif(fire):                      # a barrier emits input 0's event
+            m.d.comb += [head.eq(heads[0]), load_targets.eq(targets(heads[0]))]
         with m.Else():
-            m.d.comb += head.eq(_one_hot_mux(cur, heads))
-        m.d.comb += [
-            load.eq(inj_go | fire | Cat(kept).any()),
-            load_word.eq(head.word),
-            # Every word loaded has at least one target: with one output, that one.
-            load_targets.eq(head.targets | Mux(head.to_last, last_route, 0)
-                            if self.n_outputs > 1 else 1),
-        ]
+            m.d.comb += [head.eq(_one_hot_mux(cur, heads)),
+                         load_targets.eq(_one_hot_mux(cur, [targets(h) for h in heads]))]
+        m.d.comb += [load.eq(inj_go | fire | kept), load_word.eq(head.word)]
 
-        dropped = Cat(take & h.drop for take, h in zip(taken, heads)).any()
-        # Each clock's error sources are registered before they set the sticky flag, so the
-        # wide OR over the inputs does not feed the flag's enable in the clock of the take.
-        errors_now = Signal(3)
-        m.d.sync += errors_now.eq(Cat(dropped, barrier_bad, ev_in_error))
+        # Each clock's error sources are registered before they set the sticky flag, each
+        # input's drop apart, so the OR over the inputs comes after the registers.
+        errors_now = Signal(n_in + 2)
+        m.d.sync += errors_now.eq(Cat(barrier_bad, ev_in_error,
+                                      *(cur_go[k] & buf.valid & head.drop
+                                        for k, (buf, head) in enumerate(zip(inputs, heads)))))
         with m.If(errors_now.any()):
             m.d.sync += error.eq(1)
-        with m.If(Cat(keep & h.data for keep, h in zip(kept, heads)).any()):
+        with m.If(taken_with(lambda buf, head: head.data & ~discarding)):
             m.d.sync += last_route.eq(head.targets)
-        if n_in > 1:
-            self._next_input(m, cur, inputs, inputs_go, barrier)
         loads_event = (inj_go & inj_head.event) | fire
         if n_in == 1:
-            loads_event |= kept[0] & heads[0].event
+            loads_event |= kept & heads[0].event
         # An event token taken is injected or input 0's head (a barrier's event, or the
         # one input's): a two-way choice, not the one-hot multiplexer over the inputs.
         event_word = self.word(Mux(inj_valid, inj_head.word, heads[0].word))
@@ -540,44 +560,45 @@ class TokenUnit(wiring.Component):
         m.d.sync += skid_valid.eq(skid_next)
         return ~skid_valid, ~skid_next, load, word, targets
 
-    def _barrier(self, m, inputs, inputs_go):
+    def _barrier(self, m, inputs, go_next):
         """A join's event barrier: go on only once every input has an event at its head.
 
-        Whether every input has one, and which of them equal input 0's, are registered a
-        clock ahead of the pops: the heads cannot change in between, because no input is
-        read while the current one holds an event. Returns ``(ready, fire, pops, bad)``:
-        the barrier is complete (a register); it fires now; per input, it pops it; it fires
-        with an event that differs from input 0's.
+        It fires in the first clock after every input has one in which inputs may move
+        (``go_next`` is that condition's next value), so that whether it fires and which
+        inputs it pops (those whose head equals input 0's) are registers. No head changes
+        in between: every head is an event, which only a barrier takes. Returns ``(fire,
+        pops, bad)``: the barrier fires now; per input, it pops it now; it fires with an
+        event that differs from input 0's.
         """
         heads = [buf.payload for buf in inputs]
-        ready, fire = Signal(), Signal()
-        # per input: the barrier is ready and its head is the same event as input 0's (one
-        # register, not two, on the pop path)
-        pop_ready = Signal(len(inputs))
-        all_at_event = Signal()
-        m.d.comb += [
-            all_at_event.eq(Cat(buf.valid & head.event for buf, head in zip(inputs, heads)).all()),
-            fire.eq(ready & inputs_go),
-        ]
-        now_same = Cat(head.event_key == heads[0].event_key for head in heads)
-        m.d.sync += [ready.eq(all_at_event & ~fire),
-                     pop_ready.eq(Mux(all_at_event & ~fire, now_same, 0))]
-        pops = [pop_ready[k] & inputs_go for k in range(len(inputs))]
-        return all_at_event, fire, pops, fire & ~pop_ready.all()
+        fire = Signal()
+        pops = Signal(len(inputs))
+        complete = Cat(buf.valid & head.event for buf, head in zip(inputs, heads)).all()
+        arm = Signal()
+        m.d.comb += arm.eq(complete & ~fire & go_next)
+        same = [head.event_key == heads[0].event_key for head in heads]
+        m.d.sync += [fire.eq(arm), pops.eq(Cat(arm & bit for bit in same))]
+        return fire, pops, fire & ~pops.all()
 
-    def _next_input(self, m, cur, inputs, inputs_go, barrier):
-        """Move a join's one-hot ``cur``: to input 0 once every input has an event at its
-        head (the barrier emits input 0's, and reading resumes there), else, when the
-        current input's head is taken or is an event that waits, to its ``next_input``.
+    def _next_input(self, m, cur, cur_go, inputs, fire):
+        """The next value of a join's one-hot ``cur``: input 0 when the barrier fires (it
+        emits input 0's event, and reading resumes there), else, when the current input's
+        head is taken or is an event that waits, its ``next_input``.
 
-        An event steps on only when the emit stage has room, as a taken word does: that
-        keeps the condition short, and the stage has room unless the outputs stall.
+        An event steps on only when inputs may move (``cur_go``), as a taken word does:
+        that keeps the condition short, and they may unless the outputs stall. Bit by bit,
+        as ``cur_go`` is set only at the current input outside a barrier: input ``j`` is
+        current next if it is now and is not left, or if the input left names it.
         """
-        moves = Cat(cur[k] & buf.valid for k, buf in enumerate(inputs)).any() & inputs_go
-        with m.If(barrier):
-            m.d.sync += cur.eq(1)
-        with m.Elif(moves):
-            m.d.sync += cur.eq(_one_hot_mux(cur, [buf.payload.next_input for buf in inputs]))
+        cur_next = Signal.like(cur)
+        leaves = [cur_go[k] & buf.valid for k, buf in enumerate(inputs)]
+        for j in range(len(inputs)):
+            stays = cur[j] & ~leaves[j]
+            enters = Cat(leave & buf.payload.next_input[j]
+                         for leave, buf in zip(leaves, inputs)).any()
+            m.d.comb += cur_next[j].eq(fire | stays | enters if j == 0
+                                       else ~fire & (stays | enters))
+        return cur_next
 
     def _events_out(self, m, emitted, word, open_events, discarding):
         """Strobe ``ev_out`` for an emitted event token and open or close its mode."""
@@ -606,47 +627,62 @@ class TokenUnit(wiring.Component):
         and a strobe with a bad event id.
         """
         sequences = injection_sequences(self.inject)
-        strobe_start, strobe_end, strobe_id = Signal(), Signal(), Signal(4)
-        m.d.sync += [strobe_start.eq(self.ev_in.start), strobe_end.eq(self.ev_in.end),
-                     strobe_id.eq(self.ev_in.id)]    # registered: no path from the port
-        id_ok = (strobe_id >= 1) & (strobe_id <= 4)
-        one_hot = Signal(4)
-        m.d.comb += one_hot.eq(Mux(id_ok, (Const(1, 5) << strobe_id)[1:], 0))
-        strobes = Cat(Mux(strobe_start, one_hot, 0), Mux(strobe_end, one_hot, 0))
-        bad_id = (strobe_start | strobe_end) & ~id_ok
+        # The strobes are decoded on the way in and registered: no path from the port
+        # into the unit, and the decode is off the injector's paths.
+        ev_in = self.ev_in
+        id_ok = (ev_in.id >= 1) & (ev_in.id <= 4)
+        one_hot = Mux(id_ok, (Const(1, 5) << ev_in.id)[1:5], 0)     # ids 1..4
+        strobed = Signal()            # a strobe came in the last clock
+        strobes = Signal(8)           # it, as a start of ids 1..4, then an end of ids 1..4
+        bad_id = Signal()             # it had a bad id
+        m.d.sync += [strobed.eq(ev_in.start | ev_in.end),
+                     strobes.eq(Cat(Mux(ev_in.start, one_hot, 0), Mux(ev_in.end, one_hot, 0))),
+                     bad_id.eq((ev_in.start | ev_in.end) & ~id_ok)]
 
         # The sequence being injected sits decoded in a shift register, so taking a word
-        # only shifts it: no decoding or ROM look-up in the cycle the word is taken.
+        # only shifts it: no decoding or ROM look-up in the cycle the word is taken. A
+        # pending strobe is first chosen (the lowest pending bit, into the one-hot register
+        # `chosen`), then its sequence is loaded in the next clock: the priority choice and
+        # the load are a clock apart.
         pending = Signal(8)           # starts of ids 1..4, then ends of ids 1..4
+        chosen = Signal(8)            # the strobe whose sequence is loaded next, or none
+        has_chosen = Signal()         # chosen != 0, as a register of its own
         slots = [Signal(self.decoded_layout()) for _ in range(max(map(len, sequences)))]
         left = Signal(range(len(slots) + 1))
         busy = Signal()               # left != 0, as a register of its own
         taken = Signal()
-        serve = Signal(8)             # the pending strobe served next: the lowest set bit
-        m.d.comb += serve.eq(Cat(pending[k] & ~pending[:k].any() for k in range(8)))
         decoded = {}                  # one decoder per distinct token, on a constant
         for code, arg in {token for seq in sequences for token in seq}:
             decoded[code, arg] = self.decode(m, self.word(Const(self._token(code, arg),
                                                                 self.word.size)))
-        next_pending, next_busy = Signal(8), Signal()
-        m.d.comb += [next_pending.eq(pending | strobes), next_busy.eq(busy)]
+        lowest = Cat(pending[k] & ~pending[:k].any() for k in range(8))
+        choose = ~busy & ~has_chosen
+        m.d.sync += [pending.eq(Mux(choose, pending & ~lowest, pending) | strobes),
+                     chosen.eq(Mux(choose, lowest, 0)), has_chosen.eq(choose & (pending != 0))]
         with m.If(busy):
             with m.If(taken):
-                m.d.comb += next_busy.eq(left != 1)
-                m.d.sync += [left.eq(left - 1), *(a.eq(b) for a, b in zip(slots, slots[1:]))]
-        with m.Elif(pending != 0):
-            m.d.comb += [next_pending.eq((pending & ~serve) | strobes), next_busy.eq(1)]
-            for k, sequence in enumerate(sequences):
-                with m.If(serve[k]):
-                    m.d.sync += [left.eq(len(sequence)),
-                                 *(slot.eq(decoded[token]) for slot, token in zip(slots, sequence))]
+                m.d.sync += [left.eq(left - 1), busy.eq(left != 1),
+                             *(a.eq(b) for a, b in zip(slots, slots[1:]))]
+        with m.Elif(has_chosen):
+            # `chosen` is one-hot: each slot is an OR of the constants it selects.
+            def select(values):
+                return _one_hot_mux(chosen, [Value.cast(v) for v in values])
+            m.d.sync += [busy.eq(1), left.eq(select([Const(len(seq), len(left))
+                                                    for seq in sequences]))]
+            for j, slot in enumerate(slots):
+                tokens = [seq[j] if j < len(seq) else seq[-1] for seq in sequences]
+                m.d.sync += slot.eq(select([decoded[token] for token in tokens]))
         # Inputs wait while a strobe is pending or its tokens are being injected, and for
-        # one clock after (the caller registers this, computed from this clock's state and
-        # not the next one's, which would chain the id decode and the priority choice).
+        # one clock after (the caller registers this). `active` is set while `busy`,
+        # `chosen` or `pending` is (and for one clock more after a strobe with a bad id),
+        # as a register of its own, so that `hold_next` is an OR of four bits: a pending
+        # strobe is chosen, a chosen one makes the injector busy, and one is pending next
+        # only if one is now or a strobe came.
+        active = Signal()
+        m.d.sync += active.eq((busy & ~(taken & (left == 1))) | has_chosen
+                              | (pending != 0) | strobed)
         hold_next = Signal()
-        m.d.comb += hold_next.eq(busy | (pending != 0) | strobe_start | strobe_end
-                                 | self.ev_in.start | self.ev_in.end)
-        m.d.sync += [pending.eq(next_pending), busy.eq(next_busy)]
+        m.d.comb += hold_next.eq(active | strobed)
         return slots[0], busy, hold_next, taken, bad_id
 
     def _token(self, code, arg):
@@ -663,8 +699,9 @@ class InputFIFO(wiring.Component):
     block RAM, and one in the output register), but ``SyncFIFOBuffered`` computes
     ``w_rdy`` from its level, so its level, the port's ``ready``, the port's write and the
     level's update form one loop of three LUTs through the port. Here ``i.ready`` is a
-    flip-flop loaded with "not full" from the *next* level, which leaves two LUTs in that
-    loop (the write, then the level and ``ready``) and none between ``ready`` and the port.
+    flip-flop loaded with "full in the next clock", computed from the level, the read and
+    the port's ``valid`` (not from the write and the next level, which would put them
+    between ``ready`` and its next value), and nothing sits between ``ready`` and the port.
 
     Parameters
     ----------
@@ -703,9 +740,12 @@ class InputFIFO(wiring.Component):
             w_port.addr.eq(produce), w_port.data.eq(self.i.payload), w_port.en.eq(write),
             r_port.addr.eq(consume), r_port.en.eq(read), self.o.payload.eq(r_port.data),
         ]
-        next_level = Signal.like(level)
-        m.d.comb += next_level.eq(level + write - read)
-        m.d.sync += [level.eq(next_level), ready.eq(next_level != inner)]
+        # Full next clock: no read, and full now or one short with a word coming (then
+        # `ready` is set, so `i.valid` is the write). Not `level + write - read`: that would
+        # put `write` (the port's valid AND `ready`) and the level's adder between `ready`
+        # and its next value.
+        full_next = ~read & ((level == inner) | ((level == inner - 1) & self.i.valid))
+        m.d.sync += [level.eq(level + write - read), ready.eq(~full_next)]
         with m.If(write):
             m.d.sync += produce.eq(_next(produce, inner))
         with m.If(read):
@@ -746,9 +786,13 @@ class StreamBuffer(wiring.Component):
         out_free = ~self.o.valid | self.o.ready
         with m.If(out_free):
             m.d.sync += [self.o.valid.eq(spare_valid | self.i.valid),
-                         self.o.payload.eq(Mux(spare_valid, spare, self.i.payload)),
-                         spare_valid.eq(0)]
-        with m.Elif(self.i.valid & self.i.ready):
+                         self.o.payload.eq(Mux(spare_valid, spare, self.i.payload))]
+        # The spare entry empties on `o.ready` alone, not on `out_free`: it is only ever
+        # full while `o.valid` is, so this is the same, and the spare's valid bit then
+        # needs one LUT fewer (the reset and `o.ready`) in front of its set/reset pin.
+        with m.If(self.o.ready):
+            m.d.sync += spare_valid.eq(0)
+        with m.Elif(self.i.valid & self.i.ready & self.o.valid):
             m.d.sync += spare_valid.eq(1)
         with m.If(~spare_valid):
             m.d.sync += spare.eq(self.i.payload)
