@@ -26,8 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from amaranth.hdl import (ClockDomain, ClockSignal, Elaboratable, Instance, Module, ResetSignal,
-                          Signal)
+from amaranth.hdl import (Cat, ClockDomain, ClockSignal, Elaboratable, Instance, Module,
+                          ResetSignal, Signal)
 
 ROOT = Path(__file__).resolve().parent.parent
 BOARDS = ("ulx3s-85f", "ecpix5-85")
@@ -61,6 +61,7 @@ class BoardTop(Elaboratable):
         m = Module()
         m.domains.sync = ClockDomain()
         if self.board == "ecpix5-85":
+            m.domains.por = ClockDomain(reset_less=True)
             clk100 = platform.request("clk100", 0).i
             clk25, locked = Signal(), Signal()
             m.submodules.pll = Instance(
@@ -70,8 +71,8 @@ class BoardTop(Elaboratable):
                 i_CLKI=clk100, i_CLKFB=clk25, i_RST=0, i_STDBY=0, i_PHASESEL0=0,
                 i_PHASESEL1=0, i_PHASEDIR=0, i_PHASESTEP=0, i_PHASELOADREG=0,
                 i_PLLWAKESYNC=0, i_ENCLKOP=0, o_CLKOP=clk25, o_LOCK=locked)
-            m.d.comb += [ClockSignal("sync").eq(clk25)]
-            m.d.comb += ResetSignal("sync").eq(~locked)
+            m.d.comb += [ClockSignal("sync").eq(clk25), ClockSignal("por").eq(clk25)]
+            m.d.comb += ResetSignal("sync").eq(self._global_reset(m, locked))
             leds = [platform.request("rgb_led", k).g.o for k in range(4)]
             button = Signal()
         else:
@@ -84,6 +85,22 @@ class BoardTop(Elaboratable):
         m.d.comb += [uart.tx.o.eq(top.uart_tx), top.button.eq(button)]
         m.d.comb += [led.eq(top.leds[k]) for k, led in enumerate(leds)]
         return m
+
+
+    @staticmethod
+    def _global_reset(m, locked):
+        """The ECPIX-5's reset, held until the PLL locks: ``~locked`` through two
+        flip-flops (its release is synchronous), then a DCCA clock buffer so that it
+        reaches the flip-flops' LSR pins on a global net. (On general routing this one
+        net to about 9,000 flip-flops congested the device: the first ECPIX-5 builds
+        were not routed in 150 minutes where the ULX3S build, which has no reset,
+        routed in 8.)"""
+        sync_reset = Signal(2, init=0b11)
+        m.d.por += sync_reset.eq(Cat(~locked, sync_reset[0]))
+        reset = Signal()
+        m.submodules.reset_buffer = Instance("DCCA", i_CLKI=sync_reset[1], i_CE=1,
+                                             o_CLKO=reset)
+        return reset
 
 
 def platform_of(board):
