@@ -425,10 +425,12 @@ def _lowest(m, vector, name):
     if not isinstance(vector, Signal):
         vector = _sig(m, vector, name + "_in")
     bits = [vector[i] for i in range(len(vector))]
-    onehot, any_ = _lowest_bits(m, bits, name)
+    onehot, _ = _lowest_bits(m, bits, name)
     result = Signal(len(vector), name=name)
     m.d.comb += result.eq(Cat(onehot))
-    return result, any_
+    # "Any" from a flat OR tree of its own: the groups' "none below" terms form a chain
+    # (each group's adds one level), which logic optimisation would otherwise share.
+    return result, _sig(m, vector.any(), name + "_exists")
 
 
 def _lowest_bits(m, bits, name):
@@ -1025,11 +1027,15 @@ class QCC(wiring.Component):
         updates get them early)."""
         c = self.cmd.payload
         take = ev.take
-        ev.alloc_ok = _sig(m, take & ev.is_alloc & (c.etype < N_TYPES) & lines_ok & ev.any_rec
-                           & ev.any_ent & ev.fit_any, "alloc_ok")
-        ev.map_ok = _sig(m, take & (c.op == Op.MAP) & lines_ok & (c.frame < self.frames)
-                         & (c.frame != 0) & ev.rec0_any & ~ev.match_any & ev.any_rec
-                         & ev.fit_any, "map_ok")
+        # Every check but the first fit, so that "a fit exists" (the last to settle) is
+        # one AND away from the decision.
+        alloc_rest = _sig(m, take & ev.is_alloc & (c.etype < N_TYPES) & lines_ok & ev.any_rec
+                          & ev.any_ent, "alloc_rest")
+        map_rest = _sig(m, take & (c.op == Op.MAP) & lines_ok & (c.frame < self.frames)
+                        & (c.frame != 0) & ev.rec0_any & ~ev.match_any & ev.any_rec,
+                        "map_rest")
+        ev.alloc_ok = _sig(m, alloc_rest & ev.fit_any, "alloc_ok")
+        ev.map_ok = _sig(m, map_rest & ev.fit_any, "map_ok")
         ev.config_ok = _sig(m, take & (c.op == Op.CONFIG) & ~ev.config_bad & ~ev.config_busy,
                             "config_ok")
         ev.delete_ok = _sig(m, take & (c.op == Op.DELETE) & ev.rec0_any & ~ev.rec0_busy,
@@ -1086,14 +1092,21 @@ class QCC(wiring.Component):
 
         A count of busy entities per type stands in for a search of every record: an
         entity becomes busy only by an issue and stops only by an accepted completion.
+        The count adds a clock's issues one clock later (``issued_late``, registered),
+        so that ``go`` (the decision, the FIFO head and its tombstone bit) ends in a
+        register; the check ORs in those issues meanwhile. The busy entities of a type
+        are ``busy_count + issued_late``, both never negative (an entity issued in
+        the clock before is still counted in ``issued_late`` when it completes).
         """
         flags = []
         for t in range(N_TYPES):
             busy = s.busy_count[t]
-            issued = _popcount(Cat(ev.go[k] & (s.dec_type[k] == t) for k in Kind))
+            late = Signal(2, name=f"busy{t}_issued_late")
+            m.d.sync += late.eq(_popcount(Cat(ev.go[k] & (s.dec_type[k] == t) for k in Kind)))
             done = _popcount(Cat(d.ok & (d.etype == t) for d in ev.done))
-            m.d.sync += busy.eq(busy + issued - done)
-            flags.append(_sig(m, _any(ev.nonempty[t]) | (busy != 0), f"in_flight_{t}"))
+            m.d.sync += busy.eq(busy + late - done)
+            flags.append(_sig(m, _any(ev.nonempty[t]) | (busy != 0) | (late != 0),
+                              f"in_flight_{t}"))
         return flags
 
     def _translate_code(self, m, s, request, name):
@@ -1199,7 +1212,8 @@ class QCC(wiring.Component):
         m.d.sync += [s.ent_live.eq((s.ent_live & ~killed) | taken),
                      s.to_reap.eq((s.to_reap & ~ev.reap_picked) | killed),
                      s.ent_free.eq((s.ent_free & ~taken) | ev.reap_entity),
-                     s.free_ent_count.eq(s.free_ent_count - ev.alloc_ok + ev.reap_last)]
+                     s.free_ent_count.eq(Mux(ev.alloc_ok, s.free_ent_count - 1 + ev.reap_last,
+                                             s.free_ent_count + ev.reap_last))]
 
     def _update_lines(self, m, s, ev):
         """Lines taken by ALLOC/MAP, lines of a reaped record freed (never the same)."""
@@ -1215,13 +1229,15 @@ class QCC(wiring.Component):
     # ------------------------------------------------------------ outputs
 
     def _issue_port(self, m, s, ev, k, port):
-        """Issue register of kind ``k``: loaded with the head the port pops (unless it is
-        a tombstone) and the RAM fields of its record, held until taken."""
+        """Issue register of kind ``k``: loaded with the head the port pops and the RAM
+        fields of its record, held until taken; valid unless the head was a tombstone.
+        The payload loads on every pop (the port is empty or being taken then), so
+        that only ``valid`` waits for the head's tombstone bit (``go``)."""
         meta = s.meta.read_port(domain="comb")
         descs = Array(Cat(s.desc[t]) for t in range(N_TYPES))
         m.d.comb += meta.addr.eq(ev.head[k])
-        with m.If(ev.go[k]):
-            m.d.sync += [port.valid.eq(1),
+        with m.If(ev.carry[k]):
+            m.d.sync += [port.valid.eq(ev.go[k]),
                          port.payload.record.eq(ev.head[k]), port.payload.buf.eq(ev.head[k]),
                          port.payload.entity.eq(meta.data.entity),
                          port.payload.etype.eq(s.dec_type[k]),
