@@ -136,16 +136,26 @@ How it is built, and why
   touches at most two, the block of its base and the next one, so each line is one
   LUT4 of four shared signals, and only the base's offset in its block is added to
   the length, not the whole base: no carry chain on ALLOC's path from the free lines
-  back to them).
+  back to them). The accept decision is the AND of every other check (``alloc_rest``,
+  ``map_rest``: registers and the lowest-free trees) with "a fit exists", the last
+  input to settle, and each "any" of a priority encoder (a fit, a free record, a free
+  entity number) is a flat OR tree of its own: shared with the encoder's "none below"
+  terms, it had become a chain of one level per group of four on the routed worst
+  path.
 * **Each record tells an issue from a drop by its own ``tomb`` bit**: the popped
   head's one-hot goes to every record, and ``busy`` or the tombstone's end follow
   from the record's own bit, so the pick of the head's ``tomb`` bit (``go``) drives
-  only the issue port and the busy counters, not every record's state.
+  only the issue port's ``valid`` and the busy counters, not every record's state;
+  the port's payload loads on every pop (the port is empty or being taken then), so
+  ``go`` has one flip-flop per port to drive.
 * **CONFIG's "type in flight" check** reads one counter per type of its busy
   entities (plus its FIFOs' "not empty" bits) instead of searching every record: an
   entity becomes busy only by an issue and stops only by an accepted completion, and
   up to two of each can happen in a clock, so the counter adds the clock's issues of
-  that type and subtracts its accepted completions.
+  that type and subtracts its accepted completions. The issues are added a clock
+  late (``busy<t>_issued_late``, ORed into the check meanwhile), so that ``go``, the
+  end of the issue path (decision → FIFO head → its ``tomb`` bit), drives registers
+  only, not the counters' adders.
 * **Responses** go through a two-entry queue with a bypass; ``cmd.ready`` and
   ``query.ready`` come from registers (and ``cmd``'s ``op``), never from
   ``resp.ready``/``qresp.ready``. ``free_records`` is a population count of the
