@@ -127,7 +127,12 @@ Decisions
     n`` (the status lags), lines the reaper frees count in ``free_run`` 4 cycles after
     they count in ``free_lines``, and a buffer taken from another run than the
     longest one lowers ``free_run`` for 4 cycles. After 4 cycles with nothing taken
-    or freed, ``free_run`` is the longest free run exactly.
+    or freed, ``free_run`` is the longest free run exactly. ALLOC and MAP are still
+    accepted on the first fit, not on ``free_run >= n``: that would take the first fit
+    out of the RTL's accept decision (its longest routed path), but was tried and
+    reverted, because a spreader that debits a request only in its first clock then
+    saw a refusal after a passing check when its EU adapter held the request for a
+    clock behind a RELEASE (README, block 2).
 
 Response codes (:class:`Code`), with the checks of each request in precedence order:
 

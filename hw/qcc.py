@@ -136,16 +136,26 @@ How it is built, and why
   touches at most two, the block of its base and the next one, so each line is one
   LUT4 of four shared signals, and only the base's offset in its block is added to
   the length, not the whole base: no carry chain on ALLOC's path from the free lines
-  back to them).
+  back to them). The accept decision is the AND of every other check (``alloc_rest``,
+  ``map_rest``: registers and the lowest-free trees) with "a fit exists", the last
+  input to settle, and each "any" of a priority encoder (a fit, a free record, a free
+  entity number) is a flat OR tree of its own: shared with the encoder's "none below"
+  terms, it had become a chain of one level per group of four on the routed worst
+  path.
 * **Each record tells an issue from a drop by its own ``tomb`` bit**: the popped
   head's one-hot goes to every record, and ``busy`` or the tombstone's end follow
   from the record's own bit, so the pick of the head's ``tomb`` bit (``go``) drives
-  only the issue port and the busy counters, not every record's state.
+  only the issue port's ``valid`` and the busy counters, not every record's state;
+  the port's payload loads on every pop (the port is empty or being taken then), so
+  ``go`` has one flip-flop per port to drive.
 * **CONFIG's "type in flight" check** reads one counter per type of its busy
   entities (plus its FIFOs' "not empty" bits) instead of searching every record: an
   entity becomes busy only by an issue and stops only by an accepted completion, and
   up to two of each can happen in a clock, so the counter adds the clock's issues of
-  that type and subtracts its accepted completions.
+  that type and subtracts its accepted completions. The issues are added a clock
+  late (``busy<t>_issued_late``, ORed into the check meanwhile), so that ``go``, the
+  end of the issue path (decision → FIFO head → its ``tomb`` bit), drives registers
+  only, not the counters' adders.
 * **Responses** go through a two-entry queue with a bypass; ``cmd.ready`` and
   ``query.ready`` come from registers (and ``cmd``'s ``op``), never from
   ``resp.ready``/``qresp.ready``. ``free_records`` is a population count of the
@@ -189,9 +199,16 @@ How it is built, and why
   (Yosys ``ltp``) fell from 28 to 16 LUT4/CCU2C cells, for 529 more LUT4 and 324
   more flip-flops (9831 and 2802); it is now a port's decision → the FIFO head
   multiplexer → ``go`` → the busy counters. Routed before the range masks changed,
-  the small build reaches 46.0 MHz, its worst path ALLOC's first fit (the runs of
+  the small build reached 46.0 MHz, its worst path ALLOC's first fit (the runs of
   free lines → the lowest start → ``alloc_ok`` → a FIFO's write enable, 21.7 ns,
-  mostly wire), and 256 records took 32011 LUT4 (38 %; README, block 2).
+  mostly wire), and 256 records took 32011 LUT4 (38 %). With the accept as the
+  other checks AND a flat "a fit exists", the busy counters a clock late and the
+  issue payload loaded on every pop (9823 LUT4, 2794 FF), the small build routes at
+  52.7 MHz; ALLOC is off the worst path, which is now a completion's check (the
+  record's type from ``meta`` → its stage's kind from the program → ``ok`` →
+  ``advance`` → the next stage's FIFO push, 19.0 ns), and 256 records take 31670
+  LUT4, 6543 FF, 748 DPR16X4 and 52 DP16KD (38 % of the device's LUT4; target 30 %).
+  README, block 2.
 
 Decisions beyond the golden model
 ---------------------------------
@@ -425,10 +442,12 @@ def _lowest(m, vector, name):
     if not isinstance(vector, Signal):
         vector = _sig(m, vector, name + "_in")
     bits = [vector[i] for i in range(len(vector))]
-    onehot, any_ = _lowest_bits(m, bits, name)
+    onehot, _ = _lowest_bits(m, bits, name)
     result = Signal(len(vector), name=name)
     m.d.comb += result.eq(Cat(onehot))
-    return result, any_
+    # "Any" from a flat OR tree of its own: the groups' "none below" terms form a chain
+    # (each group's adds one level), which logic optimisation would otherwise share.
+    return result, _sig(m, vector.any(), name + "_exists")
 
 
 def _lowest_bits(m, bits, name):
@@ -1025,11 +1044,15 @@ class QCC(wiring.Component):
         updates get them early)."""
         c = self.cmd.payload
         take = ev.take
-        ev.alloc_ok = _sig(m, take & ev.is_alloc & (c.etype < N_TYPES) & lines_ok & ev.any_rec
-                           & ev.any_ent & ev.fit_any, "alloc_ok")
-        ev.map_ok = _sig(m, take & (c.op == Op.MAP) & lines_ok & (c.frame < self.frames)
-                         & (c.frame != 0) & ev.rec0_any & ~ev.match_any & ev.any_rec
-                         & ev.fit_any, "map_ok")
+        # Every check but the first fit, so that "a fit exists" (the last to settle) is
+        # one AND away from the decision.
+        alloc_rest = _sig(m, take & ev.is_alloc & (c.etype < N_TYPES) & lines_ok & ev.any_rec
+                          & ev.any_ent, "alloc_rest")
+        map_rest = _sig(m, take & (c.op == Op.MAP) & lines_ok & (c.frame < self.frames)
+                        & (c.frame != 0) & ev.rec0_any & ~ev.match_any & ev.any_rec,
+                        "map_rest")
+        ev.alloc_ok = _sig(m, alloc_rest & ev.fit_any, "alloc_ok")
+        ev.map_ok = _sig(m, map_rest & ev.fit_any, "map_ok")
         ev.config_ok = _sig(m, take & (c.op == Op.CONFIG) & ~ev.config_bad & ~ev.config_busy,
                             "config_ok")
         ev.delete_ok = _sig(m, take & (c.op == Op.DELETE) & ev.rec0_any & ~ev.rec0_busy,
@@ -1086,14 +1109,21 @@ class QCC(wiring.Component):
 
         A count of busy entities per type stands in for a search of every record: an
         entity becomes busy only by an issue and stops only by an accepted completion.
+        The count adds a clock's issues one clock later (``issued_late``, registered),
+        so that ``go`` (the decision, the FIFO head and its tombstone bit) ends in a
+        register; the check ORs in those issues meanwhile. The busy entities of a type
+        are ``busy_count + issued_late``, both never negative (an entity issued in
+        the clock before is still counted in ``issued_late`` when it completes).
         """
         flags = []
         for t in range(N_TYPES):
             busy = s.busy_count[t]
-            issued = _popcount(Cat(ev.go[k] & (s.dec_type[k] == t) for k in Kind))
+            late = Signal(2, name=f"busy{t}_issued_late")
+            m.d.sync += late.eq(_popcount(Cat(ev.go[k] & (s.dec_type[k] == t) for k in Kind)))
             done = _popcount(Cat(d.ok & (d.etype == t) for d in ev.done))
-            m.d.sync += busy.eq(busy + issued - done)
-            flags.append(_sig(m, _any(ev.nonempty[t]) | (busy != 0), f"in_flight_{t}"))
+            m.d.sync += busy.eq(busy + late - done)
+            flags.append(_sig(m, _any(ev.nonempty[t]) | (busy != 0) | (late != 0),
+                              f"in_flight_{t}"))
         return flags
 
     def _translate_code(self, m, s, request, name):
@@ -1199,7 +1229,8 @@ class QCC(wiring.Component):
         m.d.sync += [s.ent_live.eq((s.ent_live & ~killed) | taken),
                      s.to_reap.eq((s.to_reap & ~ev.reap_picked) | killed),
                      s.ent_free.eq((s.ent_free & ~taken) | ev.reap_entity),
-                     s.free_ent_count.eq(s.free_ent_count - ev.alloc_ok + ev.reap_last)]
+                     s.free_ent_count.eq(Mux(ev.alloc_ok, s.free_ent_count - 1 + ev.reap_last,
+                                             s.free_ent_count + ev.reap_last))]
 
     def _update_lines(self, m, s, ev):
         """Lines taken by ALLOC/MAP, lines of a reaped record freed (never the same)."""
@@ -1215,13 +1246,15 @@ class QCC(wiring.Component):
     # ------------------------------------------------------------ outputs
 
     def _issue_port(self, m, s, ev, k, port):
-        """Issue register of kind ``k``: loaded with the head the port pops (unless it is
-        a tombstone) and the RAM fields of its record, held until taken."""
+        """Issue register of kind ``k``: loaded with the head the port pops and the RAM
+        fields of its record, held until taken; valid unless the head was a tombstone.
+        The payload loads on every pop (the port is empty or being taken then), so
+        that only ``valid`` waits for the head's tombstone bit (``go``)."""
         meta = s.meta.read_port(domain="comb")
         descs = Array(Cat(s.desc[t]) for t in range(N_TYPES))
         m.d.comb += meta.addr.eq(ev.head[k])
-        with m.If(ev.go[k]):
-            m.d.sync += [port.valid.eq(1),
+        with m.If(ev.carry[k]):
+            m.d.sync += [port.valid.eq(ev.go[k]),
                          port.payload.record.eq(ev.head[k]), port.payload.buf.eq(ev.head[k]),
                          port.payload.entity.eq(meta.data.entity),
                          port.payload.etype.eq(s.dec_type[k]),
