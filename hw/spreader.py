@@ -163,7 +163,11 @@ Decisions
    (before, each :class:`CandidateList` rotated the list with an adder, a modulo and a
    select); ``parked`` is a register (before, a compare of ``r_stream`` ahead of the
    source select and the table lookups). Each register's next value is computed for
-   both outcomes of ``load`` or of the accept, which chooses last.
+   both outcomes of ``load`` or of the accept, which chooses last. The size term
+   likewise: a parked packet's size + ``r_size`` is a register per stream
+   (``held_size_debit``), the input head's is added from the port, and ``parked``
+   chooses between the two compares last (before, ``parked`` selected the size ahead
+   of an adder and the compare: the routed critical path at 50.8 MHz).
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -1309,11 +1313,17 @@ class Spreader(wiring.Component):
             fr, fl = st.free_records, st.free_lines
             per_type = Signal(4, name=f"meets{e}")
             for k in range(4):
-                needr, minl, size = cfg.need_records[k], cfg.min_lines[k], s.src[k].size
+                needr, minl = cfg.need_records[k], cfg.min_lines[k]
                 rec_ok = (fr >= needr) & (~d | (fr != needr))
                 ent_ok = Mux(d, st.free_entities[1:].any(), st.free_entities.any())
                 min_ok = Mux(d, (minl == 0) | (fl >= s.need_lines_debit[k]), fl >= minl)
-                size_ok = Mux(d, (size == 0) | (fl >= size + s.r_size), fl >= size)
+                # the size for both sources, the parked packet's against a register
+                # (``held_size_debit``), chosen by ``parked`` last; a size of 0 is
+                # MALFORMED (an end marker's is not used), so no ALLOC needs its case
+                held_size, in_size = s.held[k].size, s.ins[k].payload.size
+                size_ok = Mux(s.parked[k],
+                              Mux(d, fl >= s.held_size_debit[k], fl >= held_size),
+                              Mux(d, fl >= in_size + s.r_size, fl >= in_size))
                 m.d.comb += per_type[k].eq(rec_ok & ent_ok & min_ok & size_ok)
             m.d.comb += [meets[k][e].eq(per_type[k]) for k in range(4)]
         return meets
@@ -1408,6 +1418,11 @@ class Spreader(wiring.Component):
         for k in range(4):
             nxt = cfg.min_lines_next[k]
             m.d.sync += s.need_lines_debit[k].eq(Mux(load, nxt + s.w_size, nxt + s.r_size))
+        # each held packet's size + R's size, likewise (the packet taken is the source)
+        for k in range(4):
+            held = s.held[k].size
+            m.d.sync += s.held_size_debit[k].eq(
+                Mux(load, Mux(win == k, s.src[k].size, held) + s.w_size, held + s.r_size))
         m.d.sync += [s.active.eq(load | (s.active & ~s.consumed & ~s.parks)),
                      s.q_first.eq(load | s.refused)]
 
@@ -1563,6 +1578,10 @@ class _State:
         # per type, its minimum lines + ``r_size``: stage P's threshold for R's EU
         self.need_lines_debit = [Signal(sp.sl + 1, name=f"need_lines_debit{k}")
                                  for k in range(4)]
+        # per stream, its held packet's size + ``r_size``: the same threshold for a
+        # parked packet's size
+        self.held_size_debit = [Signal(SIZE_W + 1, name=f"held_size_debit{k}")
+                                for k in range(4)]
         self.r_refused = Signal(MAX_EUS)
         # stage R's request: one-hot EU (``alloc[e].valid``; 0: none), EU, list index
         self.q_v, self.q_eu, self.q_idx = Signal(N), Signal(EU_W), Signal(5)
