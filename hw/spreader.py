@@ -20,10 +20,10 @@ its own signature:
 * :class:`Arbiter`: which stream's packet gets the next pass (priority, starvation);
 * :class:`PacketChecks`: stage P's checks, table lookups and waits of all four streams;
 * :class:`Rotation` and :class:`CandidateList`: each list's walk order (a register;
-  load balance) and a type's candidate list (locality first) with its first request, one
-  per stream, built in parallel and chosen by the arbiter's winner;
-* :class:`StatusScan`: stage R's scan after a refusal (the next candidate whose status
-  meets the minimum);
+  load balance) and a type's candidate order (locality first; decision 6) with its
+  first request, one per stream, built in parallel and chosen by the arbiter's winner;
+* :class:`StatusScan`: stage R's scan after a refusal (the next candidate in that order
+  whose status meets the minimum);
 * :class:`VertexTable` (VDT) and :class:`PrimitiveTable` (PT), each with its release
   scan; the spreader merges their release streams (VDT first, the release engine);
 * :class:`InFlightTable`: ``(eu, entity) -> (type, record)`` of the entities in flight;
@@ -104,7 +104,14 @@ Decisions
 6. Candidate lists are a stable sort of the type's priority list, in walk order
    (decision 9), by how many of the packet's referenced data each EU holds (triangle:
    vertices, pixel: its triangle), which is the model's "local EUs by count, ties in
-   walk order, then the rest of the list".
+   walk order, then the rest of the list". The list is never built as a sequence:
+   :class:`CandidateList` gives the order as a relation on the EUs (``ahead[a][b]``:
+   EU ``a`` is listed and sorted ahead of listed EU ``b``, from each EU's walk position
+   and held count), the first request is the one-hot of the EU that meets the minimum
+   with none that meets it ahead of it, and stage R keeps the relation as a pass
+   register (``r_ahead``) for the scan after a refusal, which continues after the EU
+   asked (``q_v``). No rank adders, rank decoders or N-way list selects (issue 12: the
+   8-EU build's sort).
 7. :class:`SpreaderQCC` is the co-simulation design with real QCCs (``hw/qcc.py``): its
    docstring says how requests, answers, releases, completions and status map onto the
    QCC's commands, responses, issues and status. Each allocation request there costs
@@ -140,7 +147,11 @@ Decisions
    that path apart (the longest path after ECP5 mapping 28 -> 24 cells): 50.8 MHz
    routed (4 EUs, 32/32, before ``parked``), the critical path still stage P's
    (``parked`` -> the source's size -> ``size + r_size`` and the status compare ->
-   the first request).
+   the first request). With that compare made for both sources and ``parked``
+   choosing last: 51.0 MHz routed, and the critical path is the completion's: the
+   done's (eu, entity) selecting one of the ``N*256`` in-flight valid bits
+   (:class:`InFlightTable` ``known``) -> the completion's type -> the triangle's
+   reference decrement -> the VDT's reference counters.
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
    priority list is walked from the entry after the EU of that type's last allocation
    (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
