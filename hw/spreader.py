@@ -20,10 +20,10 @@ its own signature:
 * :class:`Arbiter`: which stream's packet gets the next pass (priority, starvation);
 * :class:`PacketChecks`: stage P's checks, table lookups and waits of all four streams;
 * :class:`Rotation` and :class:`CandidateList`: each list's walk order (a register;
-  load balance) and a type's candidate list (locality first) with its first request, one
-  per stream, built in parallel and chosen by the arbiter's winner;
-* :class:`StatusScan`: stage R's scan after a refusal (the next candidate whose status
-  meets the minimum);
+  load balance) and a type's candidate order (locality first; decision 6) with its
+  first request, one per stream, built in parallel and chosen by the arbiter's winner;
+* :class:`StatusScan`: stage R's scan after a refusal (the next candidate in that order
+  whose status meets the minimum);
 * :class:`VertexTable` (VDT) and :class:`PrimitiveTable` (PT), each with its release
   scan; the spreader merges their release streams (VDT first, the release engine);
 * :class:`InFlightTable`: ``(eu, entity) -> (type, record)`` of the entities in flight;
@@ -46,7 +46,7 @@ Decisions
    request of that clock, compared with raised thresholds: decision 11; every stream's
    list and scan in parallel, the arbiter's winner choosing among them last); stage R (request, answer, the scan after a refusal, commit)
    reads only those registers, the status and the answer. Every request comes from a
-   register (``q_v``: one-hot ``alloc[e].valid``, ``q_eu``, ``q_idx``) loaded by a
+   register (``q_v``: one-hot ``alloc[e].valid``, and ``q_eu``) loaded by a
    scan of the clock before: the status compares and the choice of EU are off the path
    from the answer to its effects (issue 12 cut 1). An input's ``ready`` is high when
    P's pass enters R, one clock before its first request; a packet whose pass ends
@@ -104,7 +104,14 @@ Decisions
 6. Candidate lists are a stable sort of the type's priority list, in walk order
    (decision 9), by how many of the packet's referenced data each EU holds (triangle:
    vertices, pixel: its triangle), which is the model's "local EUs by count, ties in
-   walk order, then the rest of the list".
+   walk order, then the rest of the list". The list is never built as a sequence:
+   :class:`CandidateList` gives the order as a relation on the EUs (``ahead[a][b]``:
+   EU ``a`` is listed and sorted ahead of listed EU ``b``, from each EU's walk position
+   and held count), the first request is the one-hot of the EU that meets the minimum
+   with none that meets it ahead of it, and stage R keeps the relation as a pass
+   register (``r_ahead``) for the scan after a refusal, which continues after the EU
+   asked (``q_v``). No rank adders, rank decoders or N-way list selects (issue 12: the
+   8-EU build's sort).
 7. :class:`SpreaderQCC` is the co-simulation design with real QCCs (``hw/qcc.py``): its
    docstring says how requests, answers, releases, completions and status map onto the
    QCC's commands, responses, issues and status. Each allocation request there costs
@@ -140,7 +147,11 @@ Decisions
    that path apart (the longest path after ECP5 mapping 28 -> 24 cells): 50.8 MHz
    routed (4 EUs, 32/32, before ``parked``), the critical path still stage P's
    (``parked`` -> the source's size -> ``size + r_size`` and the status compare ->
-   the first request).
+   the first request). With that compare made for both sources and ``parked``
+   choosing last: 51.0 MHz routed, and the critical path is the completion's: the
+   done's (eu, entity) selecting one of the ``N*256`` in-flight valid bits
+   (:class:`InFlightTable` ``known``) -> the completion's type -> the triangle's
+   reference decrement -> the VDT's reference counters.
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
    priority list is walked from the entry after the EU of that type's last allocation
    (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
@@ -163,7 +174,11 @@ Decisions
    (before, each :class:`CandidateList` rotated the list with an adder, a modulo and a
    select); ``parked`` is a register (before, a compare of ``r_stream`` ahead of the
    source select and the table lookups). Each register's next value is computed for
-   both outcomes of ``load`` or of the accept, which chooses last.
+   both outcomes of ``load`` or of the accept, which chooses last. The size term
+   likewise: a parked packet's size + ``r_size`` is a register per stream
+   (``held_size_debit``), the input head's is added from the port, and ``parked``
+   chooses between the two compares last (before, ``parked`` selected the size ahead
+   of an adder and the compare: the routed critical path at 50.8 MHz).
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -689,17 +704,20 @@ class Rotation(wiring.Component):
 
 
 class CandidateList(wiring.Component):
-    """One type's candidate list: its priority list in walk order (``walk``, from
-    :class:`Rotation`; ``count`` entries), stably sorted by how many of the packet's data each EU
-    holds (``holders``: the EUs of a triangle's three vertices, or of a pixel packet's
-    triangle; ``n_holders`` of them, 0 for vertex and patch packets, whose list is the
-    walk itself). Stage P builds every type's list in parallel, each for its stream's
-    packet, and the arbiter's winner chooses among the results at the end: the winner
-    does not precede the walk, the sort and the scan.
+    """One type's candidate list for its stream's packet, as an order on the EUs: its
+    priority list in walk order (``walk``, from :class:`Rotation`; ``count`` entries),
+    stably sorted by how many of the packet's data each EU holds (``holders``: the EUs
+    of a triangle's three vertices, or of a pixel packet's triangle; ``n_holders`` of
+    them, 0 for vertex and patch packets, whose list is the walk itself).
 
-    ``first``: the first candidate whose bit in ``meets`` (by EU number) is set -- the
-    first request's scan --, found from the walk positions and their sort order in
-    parallel with the sort, not by scanning its result."""
+    The list is not built as a sequence: ``ahead[a]`` bit ``b`` says that EU ``a`` is
+    listed and sorted ahead of listed EU ``b`` (more of the data held, or as many and
+    earlier in the walk), a strict total order on the listed EUs. ``first`` (one-hot by
+    EU, ``first_eu`` its number) is the first request: the listed EU whose bit in
+    ``meets`` is set and that no other such EU is ahead of. Stage P builds every type's
+    order in parallel, each for its stream's packet, and the arbiter's winner chooses
+    among the results at the end; stage R's :class:`StatusScan` continues in the same
+    order (a pass register) after a refusal."""
 
     def __init__(self, *, n_eus, n_holders):
         self.n_eus, self.n_holders = n_eus, n_holders
@@ -707,74 +725,79 @@ class CandidateList(wiring.Component):
             "walk": In(data.ArrayLayout(EU_W, n_eus)), "count": In(5),
             "holders": In(data.ArrayLayout(EU_W, max(1, n_holders))),
             "meets": In(n_eus),
-            "cands": Out(data.ArrayLayout(EU_W, n_eus)),
-            "first": Out(data.StructLayout({"found": 1, "index": 5, "eu": EU_W})),
+            "ahead": Out(data.ArrayLayout(n_eus, n_eus)),
+            "first": Out(n_eus), "first_eu": Out(EU_W),
         })
 
     def elaborate(self, platform):
         m = Module()
         N = self.n_eus
-        walk = [self.walk[j] for j in range(N)]
-        listed = [k < self.count for k in range(N)]
-        meets = Signal(N, name="walk_meets")      # the walk's entries that meet the minimum
-        m.d.comb += meets.eq(Cat(listed[j] & self.meets.bit_select(walk[j], 1)
-                                 for j in range(N)))
-        if not self.n_holders:      # no locality: the list is the walk
-            m.d.comb += [self.cands[j].eq(walk[j]) for j in range(N)]
-            for j in reversed(range(N)):
-                with m.If(meets[j]):
-                    m.d.comb += [self.first.found.eq(1), self.first.index.eq(j),
-                                 self.first.eu.eq(walk[j])]
-            return m
-        held = [Signal(2, name=f"held{k}") for k in range(N)]
-        for k in range(N):
-            m.d.comb += held[k].eq(sum((self.holders[i] == walk[k]).as_unsigned()
-                                       for i in range(self.n_holders)))
+        # each EU's position in the walk and whether it is listed (from registers only)
+        listed = Signal(N)
+        pos = [Signal(range(max(2, N)), name=f"pos{e}") for e in range(N)]
         for j in range(N):
-            rank = Signal(5, name=f"rank{j}")
-            before = [k for k in range(N) if k != j]      # sorted before entry j if listed
-            ahead = {k: (held[k] > held[j]) | ((held[k] == held[j]) & (k < j)) for k in before}
-            m.d.comb += rank.eq(sum((listed[k] & ahead[k]).as_unsigned() for k in before)
-                                if before else 0)
-            for i in range(N):
-                with m.If(listed[j] & (rank == i)):
-                    m.d.comb += self.cands[i].eq(walk[j])
-            # entry j is the first request when it meets and no entry sorted before it does
-            with m.If(meets[j] & ~Cat(meets[k] & ahead[k] for k in before).any()):
-                m.d.comb += [self.first.found.eq(1), self.first.index.eq(rank),
-                             self.first.eu.eq(walk[j])]
+            for e in range(N):
+                with m.If((j < self.count) & (self.walk[j] == e)):
+                    m.d.comb += [listed[e].eq(1), pos[e].eq(j)]
+        # how many of the packet's data each EU holds
+        held = [Signal(2, name=f"held{e}") for e in range(N)]
+        for e in range(N):
+            m.d.comb += held[e].eq(sum((self.holders[i] == e).as_unsigned()
+                                       for i in range(self.n_holders)) if self.n_holders
+                                   else 0)
+        for a in range(N):
+            m.d.comb += self.ahead[a].eq(Cat(
+                listed[a] & listed[b] & ((held[a] > held[b])
+                                         | ((held[a] == held[b]) & (pos[a] < pos[b])))
+                if a != b else Const(0, 1) for b in range(N)))
+        m.d.comb += self.first.eq(_first_in_order(self.meets & listed, self.ahead, N))
+        m.d.comb += self.first_eu.eq(_encode(self.first, N))
         return m
 
 
+def _first_in_order(cands, ahead, n):
+    """One-hot: the EU of ``cands`` that no other EU of ``cands`` is ``ahead`` of."""
+    return Cat(cands[e] & ~Cat(cands[k] & ahead[k][e] for k in range(n) if k != e).any()
+               if n > 1 else cands[e] for e in range(n))
+
+
+def _encode(onehot, n):
+    """The number of the set bit of a one-hot ``onehot`` (an OR per result bit)."""
+    return Cat(Cat(onehot[e] for e in range(n) if e >> b & 1).any() if n > 1 << b
+               else Const(0, 1) for b in range(EU_W))
+
+
 class StatusScan(wiring.Component):
-    """Stage R's scan after a refusal: the first candidate at or after ``pos`` (of
-    ``count``) whose ``status`` meets the pass's minimum (``need_records``, an entity,
-    ``need_lines``); registered, it is the next clock's request."""
+    """Stage R's scan after a refusal: among the EUs sorted after the one ``asked``
+    (one-hot) in the pass's candidate order (``ahead``, :class:`CandidateList`), the
+    first whose ``status`` meets the pass's minimum (``need_records``, an entity,
+    ``need_lines``): ``next`` (one-hot; 0: none) and its number ``eu``; registered, it is
+    the next clock's request."""
 
     def __init__(self, *, n_eus, status_layout):
         self.n_eus = n_eus
         SR, SL = status_layout["free_records"].width, status_layout["free_lines"].width
         super().__init__({
             "status": In(status_layout).array(n_eus),
-            "cands": In(data.ArrayLayout(EU_W, n_eus)), "count": In(5), "pos": In(5),
+            "ahead": In(data.ArrayLayout(n_eus, n_eus)), "asked": In(n_eus),
             "need_records": In(SR), "need_lines": In(SL),
-            "found": Out(1), "index": Out(5), "eu": Out(EU_W),
+            "next": Out(n_eus), "eu": Out(EU_W),
         })
 
     def elaborate(self, platform):
         m = Module()
         N = self.n_eus
-        meets = Signal(N)
+        meets, after = Signal(N), Signal(N)
         for e in range(N):
             st = self.status[e]
             m.d.comb += meets[e].eq((st.free_records >= self.need_records)
                                     & (st.free_entities >= 1)
                                     & (st.free_lines >= self.need_lines))
-        meets_at = Array(meets[e] for e in range(N))
-        for i in reversed(range(N)):
-            c = self.cands[i]
-            with m.If((i >= self.pos) & (i < self.count) & meets_at[c]):
-                m.d.comb += [self.found.eq(1), self.index.eq(i), self.eu.eq(c)]
+        # the EUs sorted after the one asked (its row of ``ahead``)
+        m.d.comb += after.eq(Cat(Cat(self.asked[a] & self.ahead[a][b] for a in range(N)).any()
+                                 for b in range(N)))
+        m.d.comb += [self.next.eq(_first_in_order(meets & after, self.ahead, N)),
+                     self.eu.eq(_encode(self.next, N))]
         return m
 
 
@@ -1270,22 +1293,19 @@ class Spreader(wiring.Component):
         m.d.comb += cands[PIX].holders[0].eq(chk.pix_tri.eu)
         meets = self._first_scan_meets(m, s, cfg)
         for k in range(4):
-            first, alloc = cands[k].first, chk.result[k].outcome == Outcome.ALLOC
+            alloc = chk.result[k].outcome == Outcome.ALLOC
             m.d.comb += [cands[k].meets.eq(meets[k]),
-                         s.p_q_v[k].eq(Mux(first.found & alloc,
-                                           _onehot(first.eu, self.n_eus), 0))]
+                         s.p_q_v[k].eq(Mux(alloc, cands[k].first, 0))]
         win = arb.win
         with m.Switch(win):
             for k in range(4):
                 with m.Case(k):
                     size, needr, minl = s.src[k].size, cfg.need_records[k], cfg.min_lines[k]
-                    first = cands[k].first
                     m.d.comb += [s.w_ev.eq(chk.result[k]), s.w_size.eq(size),
                                  s.w_need_r.eq(needr),
                                  s.w_need_l.eq(Mux(minl > size, minl, size)),
-                                 s.w_cands.eq(cands[k].cands), s.w_ncand.eq(cfg.counts[k]),
-                                 s.w_q_v.eq(s.p_q_v[k]), s.w_q_idx.eq(first.index),
-                                 s.w_q_eu.eq(first.eu)]
+                                 s.w_ahead.eq(cands[k].ahead),
+                                 s.w_q_v.eq(s.p_q_v[k]), s.w_q_eu.eq(cands[k].first_eu)]
         m.d.comb += [s.w_loc[i].eq(chk.tri_locs[i]) for i in range(3)]
         with m.If(win == PIX):
             m.d.comb += s.w_loc[0].eq(chk.pix_tri)
@@ -1309,22 +1329,27 @@ class Spreader(wiring.Component):
             fr, fl = st.free_records, st.free_lines
             per_type = Signal(4, name=f"meets{e}")
             for k in range(4):
-                needr, minl, size = cfg.need_records[k], cfg.min_lines[k], s.src[k].size
+                needr, minl = cfg.need_records[k], cfg.min_lines[k]
                 rec_ok = (fr >= needr) & (~d | (fr != needr))
                 ent_ok = Mux(d, st.free_entities[1:].any(), st.free_entities.any())
                 min_ok = Mux(d, (minl == 0) | (fl >= s.need_lines_debit[k]), fl >= minl)
-                size_ok = Mux(d, (size == 0) | (fl >= size + s.r_size), fl >= size)
+                # the size for both sources, the parked packet's against a register
+                # (``held_size_debit``), chosen by ``parked`` last; a size of 0 is
+                # MALFORMED (an end marker's is not used), so no ALLOC needs its case
+                held_size, in_size = s.held[k].size, s.ins[k].payload.size
+                size_ok = Mux(s.parked[k],
+                              Mux(d, fl >= s.held_size_debit[k], fl >= held_size),
+                              Mux(d, fl >= in_size + s.r_size, fl >= in_size))
                 m.d.comb += per_type[k].eq(rec_ok & ent_ok & min_ok & size_ok)
             m.d.comb += [meets[k][e].eq(per_type[k]) for k in range(4)]
         return meets
 
     def _stage_r(self, m, s, scan, ift):
-        """Stage R: the request (from the registers ``q_v``/``q_eu``/``q_idx``, loaded by
+        """Stage R: the request (from the registers ``q_v``/``q_eu``, loaded by
         a scan of the clock before), the answer, and the scan for the request after a
         refusal (this clock's status, from the candidate after the one asked)."""
         N = self.n_eus
-        m.d.comb += [scan.cands.eq(s.r_cands), scan.count.eq(s.r_ncand),
-                     scan.pos.eq(s.q_idx + 1),
+        m.d.comb += [scan.ahead.eq(s.r_ahead), scan.asked.eq(s.q_v),
                      scan.need_records.eq(s.r_need_r), scan.need_lines.eq(s.r_need_l)]
         m.d.comb += s.cur_seq.eq(Array(s.seq)[s.r_stream])
         m.d.comb += s.scan_none.eq(s.active & (s.r_ev.outcome == Outcome.ALLOC) & ~s.q_v.any())
@@ -1390,17 +1415,15 @@ class Spreader(wiring.Component):
                                            kept & ~(stays & (s.r_stream == k))))
         with m.If(load):
             m.d.sync += [s.r_stream.eq(win), s.r_size.eq(s.w_size), s.r_ev.eq(s.w_ev),
-                         s.r_cands.eq(s.w_cands),
-                         s.r_ncand.eq(s.w_ncand), s.r_need_r.eq(s.w_need_r),
+                         s.r_ahead.eq(s.w_ahead), s.r_need_r.eq(s.w_need_r),
                          s.r_need_l.eq(s.w_need_l), s.r_vrn.eq(chk.tri_distinct),
                          s.r_refused.eq(0), s.q_v.eq(s.w_q_v),
-                         s.q_idx.eq(s.w_q_idx), s.q_eu.eq(s.w_q_eu)]
+                         s.q_eu.eq(s.w_q_eu)]
             m.d.sync += [s.r_vr[i].eq(chk.tri_recs[i]) for i in range(3)]
             m.d.sync += [s.r_loc[i].eq(s.w_loc[i]) for i in range(3)]
         with m.Elif(s.refused):
             m.d.sync += [s.r_refused.eq(s.r_refused | (Const(1, MAX_EUS) << s.q_eu)),
-                         s.q_v.eq(Mux(scan.found, _onehot(scan.eu, N), 0)),
-                         s.q_idx.eq(scan.index), s.q_eu.eq(scan.eu)]
+                         s.q_v.eq(scan.next), s.q_eu.eq(scan.eu)]
         with m.Elif(s.consumed | s.parks):
             m.d.sync += s.q_v.eq(0)
         # stage P's debited minimum for the next clock: its minimum lines + R's size,
@@ -1408,6 +1431,11 @@ class Spreader(wiring.Component):
         for k in range(4):
             nxt = cfg.min_lines_next[k]
             m.d.sync += s.need_lines_debit[k].eq(Mux(load, nxt + s.w_size, nxt + s.r_size))
+        # each held packet's size + R's size, likewise (the packet taken is the source)
+        for k in range(4):
+            held = s.held[k].size
+            m.d.sync += s.held_size_debit[k].eq(
+                Mux(load, Mux(win == k, s.src[k].size, held) + s.w_size, held + s.r_size))
         m.d.sync += [s.active.eq(load | (s.active & ~s.consumed & ~s.parks)),
                      s.q_first.eq(load | s.refused)]
 
@@ -1556,16 +1584,20 @@ class _State:
         # stage R's pass registers
         self.active, self.r_stream = Signal(), Signal(2)
         self.r_ev = Signal(_eval_layout(D))
-        self.r_cands = Signal(data.ArrayLayout(EU_W, N))
-        self.r_ncand = Signal(5)
+        # the pass's candidate order (``CandidateList.ahead``), for R's scan
+        self.r_ahead = Signal(data.ArrayLayout(N, N))
         self.r_need_r, self.r_need_l = Signal(sp.sr), Signal(sp.sl)
         self.r_size = Signal(SIZE_W)    # R's packet's size (its request's ``lines``)
         # per type, its minimum lines + ``r_size``: stage P's threshold for R's EU
         self.need_lines_debit = [Signal(sp.sl + 1, name=f"need_lines_debit{k}")
                                  for k in range(4)]
+        # per stream, its held packet's size + ``r_size``: the same threshold for a
+        # parked packet's size
+        self.held_size_debit = [Signal(SIZE_W + 1, name=f"held_size_debit{k}")
+                                for k in range(4)]
         self.r_refused = Signal(MAX_EUS)
-        # stage R's request: one-hot EU (``alloc[e].valid``; 0: none), EU, list index
-        self.q_v, self.q_eu, self.q_idx = Signal(N), Signal(EU_W), Signal(5)
+        # stage R's request: one-hot EU (``alloc[e].valid``; 0: none) and its number
+        self.q_v, self.q_eu = Signal(N), Signal(EU_W)
         self.q_first = Signal()         # the request register was loaded at the last edge
         self.r_loc = Signal(data.ArrayLayout(LOC, 3))
         self.r_vr = Signal(data.ArrayLayout(VR, 3))
@@ -1590,9 +1622,8 @@ class _State:
         self.w_loc = Signal(data.ArrayLayout(LOC, 3))
         # each stream's first request (one-hot EU), and the winner's list and request
         self.p_q_v = [Signal(N, name=f"p_q_v{k}") for k in range(4)]
-        self.w_cands = Signal(data.ArrayLayout(EU_W, N))
-        self.w_ncand = Signal(5)
-        self.w_q_v, self.w_q_eu, self.w_q_idx = Signal(N), Signal(EU_W), Signal(5)
+        self.w_ahead = Signal(data.ArrayLayout(N, N))
+        self.w_q_v, self.w_q_eu = Signal(N), Signal(EU_W)
         # stage R
         self.cur_seq = Signal(SEQ_W)
         self.scan_none = Signal()
