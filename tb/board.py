@@ -21,6 +21,7 @@ holds a place-and-route slot, not the synthesis before it.
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -103,6 +104,22 @@ class BoardTop(Elaboratable):
         return reset
 
 
+def _run_group(command, cwd, env, timeout):
+    """Run ``command`` in its own process group; past ``timeout`` seconds stop the whole
+    group and return False. (``subprocess.run``'s timeout kills only the shell, and the
+    nextpnr it started went on routing without a slot.)"""
+    process = subprocess.Popen(command, cwd=cwd, env=env, start_new_session=True)
+    try:
+        returncode = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait()
+        return False
+    if returncode:
+        raise subprocess.CalledProcessError(returncode, command)
+    return True
+
+
 def platform_of(board):
     if board == "ulx3s-85f":
         from amaranth_boards.ulx3s import ULX3S_85F_Platform
@@ -135,11 +152,8 @@ def main(argv=None):
                    env={**os.environ, "NEXTPNR_ECP5": "true", "ECPPACK": "true"})
     print(f"synthesised ({time.time() - started:.0f} s); placing and routing ...", flush=True)
     with pnr_lock():
-        try:
-            subprocess.run(["sh", "build_top.sh"], cwd=out, check=True,
-                           env={**os.environ, "YOSYS": "true"},
-                           timeout=args.route_minutes * 60)
-        except subprocess.TimeoutExpired:
+        if not _run_group(["sh", "build_top.sh"], out, {**os.environ, "YOSYS": "true"},
+                          args.route_minutes * 60):
             print(f"not routed in {args.route_minutes} min", file=sys.stderr)
             return 1
     print(f"wrote {out.relative_to(ROOT)}/top.bit ({time.time() - started:.0f} s); "
