@@ -84,7 +84,7 @@ How it is built, and why
   the other two banks at that address, and a read is the XOR of the three banks
   (LaForest and Steffan's XOR multi-ported memory): every read port and every
   writer's read of the other banks is a copy of a bank (17 copies of 256 x 4 bits,
-  272 DPR16X4: a completion port's reads for its write are its own read port's), in
+  272 DPR16X4 when the completions still read it), in
   place of 1024 flip-flops, five 256-way 4-bit multiplexers and each record's stage
   update.
 * **A completion's check is one pick, its push needs one RAM read.** ``busy`` is kept
@@ -222,7 +222,13 @@ How it is built, and why
   record's type from ``meta`` → its stage's kind from the program → ``ok`` →
   ``advance`` → the next stage's FIFO push, 19.0 ns), and 256 records take 31670
   LUT4, 6543 FF, 748 DPR16X4 and 52 DP16KD (38 % of the device's LUT4; target 30 %).
-  README, block 2.
+  With ``busy`` per kind, the completion's fields from ``issued_<kind>`` and the FIFOs
+  (:class:`_Queue`) written before the push, 256 records take 30503 LUT4, 6117 FF,
+  780 DPR16X4 and 52 DP16KD (36 %), the small build 8610 LUT4 (was 9823); it still
+  routes at 52.7 MHz: the completion's chain is off the worst path, but the issue
+  path (a port's decision → the 40-way multiplexer of FIFO heads → the head's one-hot
+  → ``issued`` → the look-up's pick of ``queued``, 18.97 ns) was as long. README,
+  block 2.
 
 Decisions beyond the golden model
 ---------------------------------
