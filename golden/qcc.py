@@ -226,7 +226,13 @@ issue of a port is known a clock before it is popped, so no path runs from the F
 lengths through the round-robin choice to the record table in one clock. The
 reaper (decision 12) reads the dead entity's map word (its records by frame) and frees
 one record, its range of lines and at the end the entity number per clock, so no
-logic compares every record's or line's owner with the entities that die.
+logic compares every record's or line's owner with the entities that die. A
+completion on port k is accepted only for a record busy in an issue of kind k, and
+neither that record's stage nor its type's program (decision 6) changes while it is
+busy: so the RTL keeps "busy" per kind and takes the type, stage and "last stage"
+a completion needs from what the issue port wrote at the issue, and it pushes a
+stage's FIFO only from the completion port of the previous stage's kind (its entry
+known before the completion's check). None of this changes the contract.
 """
 
 import enum

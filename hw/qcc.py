@@ -74,8 +74,8 @@ How it is built, and why
   table (``art``), both indexed by record. Reads by index (completions, issues, search
   results, TRANSLATE) cost a RAM read port instead of a multiplexer across every
   record. What stays flip-flops per record is what changes while it lives or what every
-  record is looked at for at once: ``valid`` (allocated and not yet reaped), ``busy``,
-  ``queued`` and ``tomb``.
+  record is looked at for at once: ``valid`` (allocated and not yet reaped), ``busy``
+  (one bit per kind of issue: ``busy_numeric``, ``busy_move``), ``queued`` and ``tomb``.
 * **``stage`` is a table with three write ports.** It changes while a record lives
   but is only ever read by index (completions, the look-up of MAP/DELETE/RELEASE,
   search responses), and written by three writers that never write one record in
@@ -84,12 +84,18 @@ How it is built, and why
   the other two banks at that address, and a read is the XOR of the three banks
   (LaForest and Steffan's XOR multi-ported memory): every read port and every
   writer's read of the other banks is a copy of a bank (17 copies of 256 x 4 bits,
-  272 DPR16X4: a completion port's reads for its write are its own read port's), in
-  place of 1024 flip-flops, five 256-way 4-bit multiplexers and each record's stage update. The kind
-  of a record's stage and whether it is the last are not stored at all: a completion
-  reads them from its type's program, which cannot change while an entity of that
-  type is queued or busy (CONFIG's "in flight" check), so they are the values the
-  record had when it entered the stage.
+  272 DPR16X4 when the completions still read it), in
+  place of 1024 flip-flops, five 256-way 4-bit multiplexers and each record's stage
+  update.
+* **A completion's check is one pick, its push needs one RAM read.** ``busy`` is kept
+  per kind of issue, so "busy in a stage of this port's kind" is one bit picked by the
+  completed record's index. What the completion then needs (type, stage, whether it is
+  the last) is written by the issue port at the issue into a small LUT-RAM of its own
+  (``issued_numeric``, ``issued_move``; 7 bits by record index, from the decision's
+  registers): a busy record's stage does not change, nor its type's program (CONFIG's
+  "in flight" check). Before, the completion read the type from ``meta`` and the kind
+  and last stage from that type's program (a 5-type, 8-stage pick): on the routed
+  worst path of the small build (52.7 MHz).
 * **Search results are read one clock later.** In the clock after the search the
   response is read from the RAMs by the record the map gave (comb read ports) and
   ``busy`` from a per-record copy one clock old (``busy_d``); ``stage`` is the table's
@@ -111,8 +117,16 @@ How it is built, and why
   from registers. ALLOC, CONFIG, SEARCH and TRANSLATE are taken in the clock they are
   offered.
 * **Logical FIFOs in memory.** Each FIFO (type, stage) is a ring buffer of record
-  indices (``amaranth.lib.fifo.SyncFIFOBuffered``, depth ``records``: a memory with
-  its read end in a register, so the head is known at the start of the clock). Pushes
+  indices (:class:`_Queue`, depth ``records`` rounded up to a power of two: a memory
+  with its read end in a register, so the head is known at the start of the clock).
+  Its memory is written at the tail every clock with the entry a push would add (for
+  stage 0 ALLOC's lowest free record; for a later stage the record on the completion
+  port of the previous stage's kind, the only port that pushes there), and the push
+  itself moves only the tail pointer and the level: the late "push or not" (a
+  completion's check, ALLOC's accept) drives two small counters instead of the
+  memory's write enable, data multiplexer and level adder (it replaces
+  ``amaranth.lib.fifo.SyncFIFOBuffered``, whose write enable and level were the end
+  of the routed worst path, and takes 979 fewer LUT4 at 32 records). Pushes
   (ALLOC into stage 0, each completion port into the next stage) always go to
   different FIFOs, and so do the two pops, so every FIFO has one write and one read a
   clock; a record takes no logic for its place in a queue. Nothing is removed from
@@ -208,7 +222,13 @@ How it is built, and why
   record's type from ``meta`` → its stage's kind from the program → ``ok`` →
   ``advance`` → the next stage's FIFO push, 19.0 ns), and 256 records take 31670
   LUT4, 6543 FF, 748 DPR16X4 and 52 DP16KD (38 % of the device's LUT4; target 30 %).
-  README, block 2.
+  With ``busy`` per kind, the completion's fields from ``issued_<kind>`` and the FIFOs
+  (:class:`_Queue`) written before the push, 256 records take 30503 LUT4, 6117 FF,
+  780 DPR16X4 and 52 DP16KD (36 %), the small build 8610 LUT4 (was 9823); it still
+  routes at 52.7 MHz: the completion's chain is off the worst path, but the issue
+  path (a port's decision → the 40-way multiplexer of FIFO heads → the head's one-hot
+  → ``issued`` → the look-up's pick of ``queued``, 18.97 ns) was as long. README,
+  block 2.
 
 Decisions beyond the golden model
 ---------------------------------
@@ -584,6 +604,55 @@ class _ResponseQueue(wiring.Component):
 
 # ---------------------------------------------------------------- the block
 
+class _Queue(wiring.Component):
+    """A FIFO of record indices whose memory is written before the push is decided.
+
+    Every clock (unless it is full) the memory is written at the tail with ``w_data``,
+    the entry a push would add; ``w_en`` (the push) moves only the tail pointer and the
+    level, so the late decision whether to push drives two counters, not the memory's
+    write enable and data. The slot beyond the tail is unused, so a write there without
+    a push changes nothing. The head is registered: the memory's read port is
+    synchronous (transparent to the write), addressed by the head pointer after this
+    clock's pop, so an entry pushed into an empty queue is the head from the next
+    clock. ``r_en`` must not be asserted while ``level`` is 0. Depth: a power of two (the
+    pointers wrap by themselves).
+
+    Parameters
+    ----------
+    width : int
+        Bits per entry.
+    depth_bits : int
+        log2 of the depth.
+    """
+
+    def __init__(self, width, depth_bits):
+        self.depth = 1 << depth_bits
+        super().__init__({
+            "w_data": In(width), "w_en": In(1), "r_en": In(1),
+            "r_data": Out(width), "level": Out(range(self.depth + 1)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        storage = m.submodules.storage = Memory(shape=len(self.w_data), depth=self.depth,
+                                                init=[])
+        tail = Signal(range(self.depth))
+        head = Signal(range(self.depth))
+        full = Signal()
+        write = storage.write_port()
+        read = storage.read_port(transparent_for=(write,))
+        head_next = Mux(self.r_en, head + 1, head)[:len(head)]
+        m.d.comb += [write.addr.eq(tail), write.data.eq(self.w_data), write.en.eq(~full),
+                     read.addr.eq(head_next), self.r_data.eq(read.data)]
+        # The push (late) only chooses among values computed from registers.
+        push_only, pop_only = self.w_en & ~self.r_en, self.r_en & ~self.w_en
+        m.d.sync += [head.eq(head_next), tail.eq(Mux(self.w_en, tail + 1, tail)),
+                     self.level.eq(Mux(push_only, self.level + 1,
+                                       Mux(pop_only, self.level - 1, self.level))),
+                     full.eq(Mux(push_only, self.level == self.depth - 1, full & ~pop_only))]
+        return m
+
+
 class QCC(wiring.Component):
     """Queue/cache controller: entity descriptor CAM, stage parser, address rename table.
 
@@ -700,7 +769,10 @@ class QCC(wiring.Component):
             vector = Signal(R, name=name)
             return vector, [vector[r] for r in range(R)]
         s.valid, s.valid_bit = bits("valid")
-        s.busy, s.busy_bit = bits("busy")
+        # ``busy`` per kind of issue (NUMERIC, MOVE): a completion's check is one pick.
+        s.busy_kind = [bits(f"busy_{k.name.lower()}") for k in Kind]
+        s.busy = Signal(R, name="busy")
+        m.d.comb += s.busy.eq(s.busy_kind[0][0] | s.busy_kind[1][0])
         s.queued, s.queued_bit = bits("queued")    # in the logical FIFO of its (etype, stage)
         s.tomb, s.tomb_bit = bits("tomb")          # entity deleted while queued: a tombstone
         s.busy_d, s.busy_d_bit = bits("busy_d")    # busy one clock ago, for search reads
@@ -718,6 +790,11 @@ class QCC(wiring.Component):
             depth=self.entities, init=[])
         s.art = m.submodules.art = Memory(shape=ART(A), depth=R, init=[])
         s.art_len = m.submodules.art_len = Memory(shape=4, depth=R, init=[])
+        # Per kind: what a completion needs of the record that port issued (its type,
+        # stage and whether it is the last), written by that port at the issue.
+        s.issued = [Memory(shape=ISSUED, depth=R, init=[]) for _ in Kind]
+        for k in Kind:
+            m.submodules[f"issued_{k.name.lower()}"] = s.issued[k]
         # Entity numbers: free (for ALLOC), live (for look-ups), dead and not yet picked
         # by the reaper; and the free lines.
         s.ent_free = Signal(self.entities, init=(1 << self.entities) - 1)
@@ -736,7 +813,7 @@ class QCC(wiring.Component):
                    for i in range(MAX_STAGES)] for t, p in enumerate(progs)]
         # The logical FIFOs: a ring buffer of record indices in a memory per (type,
         # stage), with its read end registered (``r_data`` is the head).
-        s.fifo = [[fifo.SyncFIFOBuffered(width=self.index_width, depth=R)
+        s.fifo = [[_Queue(self.index_width, self.index_width)
                    for i in range(MAX_STAGES)] for t in range(N_TYPES)]
         for t in range(N_TYPES):
             for i in range(MAX_STAGES):
@@ -851,13 +928,14 @@ class QCC(wiring.Component):
                 m.d.comb += s.fifo[t][i].r_en.eq(ev.popped[t][i])
         for k in Kind:
             self._decide(m, s, ev, k)
-        heads = [_sig(m, _decode(ev.head[k], R), f"head_{k.name.lower()}_onehot") for k in Kind]
         # Each record tells an issue from a drop by its own ``tomb`` bit: the pick of the
         # head's bit (``go``) stays off the path into every record's state.
-        popped = _sig(m, Mux(ev.carry[0], heads[0], 0) | Mux(ev.carry[1], heads[1], 0),
-                      "popped")
-        ev.issued = _sig(m, popped & ~s.tomb, "issued")
-        ev.dropped = _sig(m, popped & s.tomb, "dropped")
+        popped = [_sig(m, Mux(ev.carry[k], _decode(ev.head[k], R), 0),
+                       f"popped_{k.name.lower()}") for k in Kind]
+        ev.issued_kind = [_sig(m, popped[k] & ~s.tomb, f"issued_{k.name.lower()}")
+                          for k in Kind]
+        ev.issued = _sig(m, ev.issued_kind[0] | ev.issued_kind[1], "issued")
+        ev.dropped = _sig(m, (popped[0] | popped[1]) & s.tomb, "dropped")
 
     def _decide(self, m, s, ev, k):
         """The FIFO port ``k`` pops next, decided when it has none or pops now."""
@@ -885,12 +963,14 @@ class QCC(wiring.Component):
         m.d.comb += port.ready.eq(1)
         meta = s.meta.read_port(domain="comb")
         m.d.comb += meta.addr.eq(rec)
-        etype = _sig(m, meta.data.etype, f"{name}_done_etype")
-        stage = s.stage.read(rec, f"{name}_done_stage")
+        # Type, stage and "last stage" as this port issued them: a busy record's stage
+        # does not change, nor (CONFIG) its type's program.
+        issued = s.issued[kind].read_port(domain="comb")
+        m.d.comb += issued.addr.eq(rec)
+        etype = _sig(m, issued.data.etype, f"{name}_done_etype")
+        stage = _sig(m, issued.data.stage, f"{name}_done_stage", 4)
+        last = _sig(m, issued.data.last, f"{name}_done_last")
         d = SimpleNamespace(etype=etype, record=rec, stage=stage)
-        # Kind of its stage and whether it is the last, from the program: a type's
-        # program cannot change while one of its entities is queued or busy (CONFIG).
-        kind_now, last = self._stage_bits(m, s, etype, stage, f"{name}_done")
         d.ok = _wire(1, f"{name}_done_ok")
         d.bad = _wire(1, f"{name}_done_bad")
         d.onehot = _wire(R, f"{name}_done_rec")
@@ -901,22 +981,14 @@ class QCC(wiring.Component):
         m.d.comb += [
             # (a busy record is valid: only a live entity's frame-0 record is issued, and
             # an entity dies only while it is not busy)
-            d.ok.eq(port.valid & (port.payload.record < R) & self._pick(s.busy, rec)
-                    & (kind_now == kind)),
+            d.ok.eq(port.valid & (port.payload.record < R)
+                    & self._pick(s.busy_kind[kind][0], rec)),
             d.bad.eq(port.valid & ~d.ok),
             d.onehot.eq(Mux(d.ok, _decode(rec, R), 0)),
             d.advance.eq(d.ok & ~last),
             d.kill.eq(d.ok & last & ~meta.data.hold),
         ]
         return d
-
-    @staticmethod
-    def _stage_bits(m, s, etype, stage, name):
-        """Kind of ``stage`` of ``etype``'s program, and whether it is the last stage."""
-        kinds = Array(s.kinds + [Const(0, MAX_STAGES)] * 3)[etype]
-        nstages = Array(s.nstages + [Const(1, 4)] * 3)[etype]
-        return (_sig(m, kinds.bit_select(stage[:3], 1), f"{name}_kind"),
-                _sig(m, stage + 1 >= nstages, f"{name}_last"))
 
     # ------------------------------------------------------------ allocation
 
@@ -1153,16 +1225,19 @@ class QCC(wiring.Component):
         """ALLOC pushes into stage 0 of its type, a completion into the next stage of its
         entity: up to three pushes a clock, always into different FIFOs."""
         c = self.cmd.payload
+        n_done, m_done = ev.done
         for t in range(N_TYPES):
-            for i in range(MAX_STAGES):
-                pushes = [(d.advance & (d.etype == t) & (d.next_stage == i), d.record)
-                          for d in ev.done]
-                if i == 0:
-                    pushes.append((ev.alloc_ok & (c.etype == t), ev.new_record))
+            buffer = s.fifo[t][0]
+            m.d.comb += [buffer.w_en.eq(ev.alloc_ok & (c.etype == t)),
+                         buffer.w_data.eq(self._index(ev.new_record))]
+            for i in range(1, MAX_STAGES):
+                # Only completions of stage i - 1 push here, all of its kind: the
+                # entry is known before whether it is pushed.
                 buffer = s.fifo[t][i]
-                m.d.comb += [buffer.w_en.eq(_any(en for en, _ in pushes)),
-                             buffer.w_data.eq(_read(Cat(en for en, _ in pushes),
-                                                    [value for _, value in pushes]))]
+                m.d.comb += [buffer.w_en.eq(_any(d.advance & (d.etype == t)
+                                                 & (d.next_stage == i) for d in ev.done)),
+                             buffer.w_data.eq(Mux(s.kinds[t][i - 1], m_done.record,
+                                                  n_done.record))]
 
     def _update_records(self, m, s, ev):
         """Next state of every record, from a few events per record.
@@ -1193,7 +1268,8 @@ class QCC(wiring.Component):
             # ``queued`` (read only for a live entity's look-up) until it is fresh again.
             m.d.sync += [
                 s.valid_bit[r].eq(Mux(fresh, new_valid, s.valid_bit[r] & ~ev.reaped[r])),
-                s.busy_bit[r].eq(~fresh & (issued | (s.busy_bit[r] & ~done))),
+                *(busy[r].eq(~fresh & (ev.issued_kind[k][r] | (busy[r] & ~d.onehot[r])))
+                  for k, ((_, busy), d) in enumerate(zip(s.busy_kind, ev.done))),
                 s.queued_bit[r].eq(Mux(fresh, ev.alloc_ok, ~issued
                                        & Mux(done, advance, s.queued_bit[r]))),
                 s.tomb_bit[r].eq(Mux(ev.dropped[r], 0, s.tomb_bit[r] | ev.entombed[r])),
@@ -1253,6 +1329,12 @@ class QCC(wiring.Component):
         meta = s.meta.read_port(domain="comb")
         descs = Array(Cat(s.desc[t]) for t in range(N_TYPES))
         m.d.comb += meta.addr.eq(ev.head[k])
+        # What the completion of this issue will need (``_completion``).
+        issued = s.issued[k].write_port()
+        nstages = Array(s.nstages + [Const(1, 4)] * 3)[s.dec_type[k]]
+        m.d.comb += [issued.addr.eq(ev.head[k]), issued.en.eq(ev.carry[k]),
+                     issued.data.etype.eq(s.dec_type[k]), issued.data.stage.eq(s.dec_stage[k]),
+                     issued.data.last.eq(s.dec_stage[k] + 1 >= nstages)]
         with m.If(ev.carry[k]):
             m.d.sync += [port.valid.eq(ev.go[k]),
                          port.payload.record.eq(ev.head[k]), port.payload.buf.eq(ev.head[k]),
@@ -1419,6 +1501,9 @@ def _slot_layout(index_width):
     """A frame's slot in the entity map: its record, and whether the frame is mapped."""
     return data.StructLayout({"record": index_width, "valid": 1})
 
+
+#: What a completion reads of the record it completes, written by its port at the issue.
+ISSUED = data.StructLayout({"etype": 3, "stage": 3, "last": 1})
 
 #: The RAM fields of a record: a copy of ``entity`` and ``etype``, and ``hold``.
 META = data.StructLayout({"entity": 8, "etype": 3, "hold": 1})
