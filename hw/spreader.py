@@ -1673,7 +1673,13 @@ class SpreaderQCC(wiring.Component):
       so the spreader's minimum check reads the QCC's own counts, and a check that
       passes means the ALLOC finds its lines (a count of scattered free lines can pass
       while first fit fails, which deadlocked a packet waiting on lines held by the
-      data of its own triangle).
+      data of its own triangle). Less one record, one entity and the request's lines
+      while a request is held past its first clock and its ALLOC not yet taken (a
+      RELEASE or a queued completion went first): the spreader counts its request out
+      only in the request's first clock (``debit_held=False``) and the QCC shows an
+      ALLOC only from the clock after it took it, so without this the spreader's next
+      scan counted lines the held request was about to take (with a QCC that accepts
+      on ``free_run`` alone, a refusal after a passing check; README, block 3).
     * An allocation request becomes the QCC command ``ALLOC`` (``etype`` = the request's
       type, the numbers agree: vertex 0, triangle 1, pixel 2, patch 3; ``lines`` = the
       packet's size; ``hold`` = the request's ``hold``, 0 only for pixel packets). The
@@ -1812,6 +1818,9 @@ class SpreaderQCC(wiring.Component):
             blocked = eq[0].r_rdy | eq[1].r_rdy
             bad += self._commands(m, q, sp.alloc[e], sp, e, rel_v[e], rel_ent[e], blocked,
                                   Op, Code)
+            self._status(m, q, sp.alloc[e], sp.status[e], e, Op)
+            m.d.comb += [self.status_tap[e].eq(sp.status[e]),
+                         self.qcc_error[e].eq(q.status.error)]
 
         # completions: the queues merged onto the spreader's ``done``, lowest first
         for i in reversed(range(2 * N)):
@@ -1827,6 +1836,32 @@ class SpreaderQCC(wiring.Component):
         with m.If(Cat(bad).any()):
             m.d.sync += adapter_error.eq(1)
         return m
+
+    def _status(self, m, q, a, st, e, Op):
+        """EU ``e``'s status as the spreader reads it: the QCC's, less a held request
+        whose ALLOC the QCC has not taken yet. The spreader counts its request out of
+        the EU's status only in the request's first clock (its ``debit_held=False``); the
+        QCC shows an ALLOC from the clock after it took it. An ALLOC sent later than the
+        request's first clock (a RELEASE or a completion went first) would otherwise be
+        counted nowhere in between, and a check that passed on those lines would meet a
+        refusal (with a QCC that accepts on ``free_run``, the one refusal it can make)."""
+        c = q.cmd
+        asked = Signal(name=f"asked{e}")    # the request was driven in the clock before
+        taken = Signal(name=f"taken{e}")    # its ALLOC was taken in an earlier clock
+        m.d.sync += asked.eq(a.valid & ~a.ready)
+        with m.If(a.ready):
+            m.d.sync += taken.eq(0)
+        with m.Elif(c.valid & c.ready & (c.payload.op == Op.ALLOC)):
+            m.d.sync += taken.eq(1)
+        pending = Signal(name=f"pending{e}")
+        m.d.comb += pending.eq(asked & ~taken)
+        qs, lines = q.status, Mux(pending, a.payload.lines, 0)
+        m.d.comb += [
+            st.free_records.eq(Mux(qs.free_records > pending, qs.free_records - pending, 0)),
+            st.free_entities.eq(Mux(qs.free_entities > pending,
+                                    qs.free_entities - pending, 0)),
+            st.free_lines.eq(Mux(qs.free_run > lines, qs.free_run - lines, 0)),
+        ]
 
     def _completions(self, m, q, e, kind):
         """The queue of entity completions of one issue kind of EU ``e``."""
