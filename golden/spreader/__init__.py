@@ -161,7 +161,10 @@ its own clock (rule 3), and no table write depends on an answer of its own clock
    later (the QCC: a clock after its ALLOC) shows the allocation in its status from
    the clock after it took the request, so a debit in a later clock counted it twice
    (parameter ``debit_held=True``: in every clock R holds the request, for EUs whose
-   status changes only at their answer). The request after a refusal comes from R's scan in the
+   status changes only at their answer). An EU that takes a request later than its
+   first clock (the QCC adapter, when a RELEASE goes first) must count it out of the
+   status it shows until it takes it (:class:`QCCEU`, ``hw.spreader.SpreaderQCC``),
+   else a check in between passes on what the held request is about to take. The request after a refusal comes from R's scan in the
    refusal's clock, from the candidate after the refusing one (that EU is not scanned
    again, so no debit). If no candidate met the minimum, the pass ends in the clock
    its request would have been driven (the packet is parked) and the packet is
