@@ -119,8 +119,7 @@ def test_scattered_free_lines_deadlock_is_gone():
 HELD_ROOM = held_room_minima(MAX_BUF_LINES)
 
 
-@pytest.mark.parametrize("seed", [0] + [pytest.param(s, marks=pytest.mark.slow)
-                                       for s in range(1, 12)])
+@pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.slow) for s in range(12)])
 def test_mixed_sizes_with_held_room_minima(seed):
     """Packets of 1..8 lines of every type on QCCs of 32 lines with :data:`HELD_ROOM`:
     every packet allocated exactly once (the scoreboard), no refusal after a passing
@@ -138,8 +137,9 @@ def test_held_room_minima_grades_the_chain_of_holds():
         held_room_minima(16)
 
 
-@pytest.mark.parametrize("seed", [2, pytest.param(35, marks=pytest.mark.slow)])
-def test_request_held_over_a_release_is_counted(seed):
+@pytest.mark.parametrize("seed, old", [(2, False), pytest.param(2, True, marks=pytest.mark.slow),
+                                       pytest.param(35, True, marks=pytest.mark.slow)])
+def test_request_held_over_a_release_is_counted(seed, old):
     """Regression (issue 12): with a QCC that accepts on ``free_run`` alone
     (:class:`RunAcceptQCC`), a request the adapter holds over a RELEASE was counted
     nowhere in the clock after its first (the spreader debits it in its first clock
@@ -147,8 +147,11 @@ def test_request_held_over_a_release_is_counted(seed):
     check passed on lines that ALLOC took, and the QCC refused: one refusal after a
     passing check in these seeds (of 0-39 of the small shape; seeds 7, 17 and 38 of
     the mixed-size and small shapes before stage D moved the completions' timing).
-    With the held request counted out of the status, none."""
-    stats, _ = run(seed, HeldUncountedQCCEU, **SMALL, qcc_class=RunAcceptQCC)
-    assert stats.refusals > 0
+    With the held request counted out of the status, none. (The fast run checks the
+    fixed adapter on seed 2; ``make regress`` also replays the old failure, ``old``. The
+    fast case replaced ``test_mixed_sizes_with_held_room_minima``'s seed 0, now slow.)"""
+    if old:
+        stats, _ = run(seed, HeldUncountedQCCEU, **SMALL, qcc_class=RunAcceptQCC)
+        assert stats.refusals > 0
     stats, _ = run(seed, QCCEU, **SMALL, qcc_class=RunAcceptQCC)
     assert stats.refusals == 0 and stats.allocations > 90
