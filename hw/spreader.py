@@ -164,7 +164,9 @@ Decisions
    completion's lookup into registers, its table effects a clock later) takes that
    path out: 48.4 MHz routed (one seed; LUT4 16,145, FF 2,925, DPR16X4 272), the
    critical path stage P's again (``parked`` -> the source select -> a VDT lookup ->
-   the offers -> the arbiter -> ``load`` -> a stream's ``passes`` counter).
+   the offers -> the arbiter -> ``load`` -> a stream's ``passes`` counter); 8 EUs:
+   44.8 MHz routed (34.5 at stage C), the critical path stage R's accept (an in-flight
+   valid bit -> the bad-answer check -> ``accepted`` -> :class:`Rotation`'s walk).
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
    priority list is walked from the entry after the EU of that type's last allocation
    (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
