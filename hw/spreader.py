@@ -30,7 +30,7 @@ its own signature:
 * :class:`ErrorReporter`: the ``err`` reports in precedence, ``error`` and ``lost``.
 
 Stage R's request, answer and accept (log entry, move command), stage C's table writes
-and the completions are short methods of :class:`Spreader`. Codes and outcomes are
+and the completions (lookup, then stage D's table effects a clock later) are short methods of :class:`Spreader`. Codes and outcomes are
 ``amaranth.lib.enum`` enumerations (:class:`EType`, :class:`Err`, :class:`Src`,
 :class:`Kind`, :class:`Ref`, :class:`CfgOp`, :class:`Outcome`); a unit test
 (``tb/unit/test_spreader.py``) checks them and every port layout against the golden
@@ -86,7 +86,16 @@ Decisions
    valid bit of every EU's answered entity in parallel, and the answer (taken, accepted,
    refused, bad) is decided per EU and OR-ed, so that it does not wait for the scan's
    choice of EU; the FIFO room of the next pass is computed for both outcomes and
-   chosen by the answer. Same function, shorter path (decision 8).
+   chosen by the answer. Same function, shorter path (decision 8). A completion
+   (issue 12, stage D; the golden model's rule 5, changed first) clears its entity's
+   valid bit at the edge of its clock with no lookup ahead of the clear (an entity not
+   in flight has its bit clear already), and its lookup (valid bit, type, record; C's
+   entity by compare) goes into registers (``d_*``); its table effects (done bits, the
+   triangle's VDT reference decrements through the PT's word, the pixel count) are made
+   a clock later from those registers, so the select of one of the ``N*256`` valid bits
+   reaches only the unknown-completion report and stage D's registers, not the tables'
+   counters. No record can change in between (a record is released only after its done
+   bit and with no reference or pixel packet left), so stage D needs no forwarding.
 4. Two points where the golden model disagreed with its own contract were changed in
    the golden model (its unit tests still pass): the error FIFO's room is now
    taken from ``S_t`` like every other push (rule 8; the model had looked after that
@@ -151,7 +160,13 @@ Decisions
    choosing last: 51.0 MHz routed, and the critical path is the completion's: the
    done's (eu, entity) selecting one of the ``N*256`` in-flight valid bits
    (:class:`InFlightTable` ``known``) -> the completion's type -> the triangle's
-   reference decrement -> the VDT's reference counters.
+   reference decrement -> the VDT's reference counters. Stage D (decision 3: the
+   completion's lookup into registers, its table effects a clock later) takes that
+   path out: 48.4 MHz routed (one seed; LUT4 16,145, FF 2,925, DPR16X4 272), the
+   critical path stage P's again (``parked`` -> the source select -> a VDT lookup ->
+   the offers -> the arbiter -> ``load`` -> a stream's ``passes`` counter); 8 EUs:
+   44.8 MHz routed (34.5 at stage C), the critical path stage R's accept (an in-flight
+   valid bit -> the bad-answer check -> ``accepted`` -> :class:`Rotation`'s walk).
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
    priority list is walked from the entry after the EU of that type's last allocation
    (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
@@ -1529,32 +1544,39 @@ class Spreader(wiring.Component):
 
     def _completion(self, m, s, vdt, ptab, ift):
         """A completion (``done``, ``ready`` = 1): its entity's in-flight entry is
-        cleared and its table record marked done; a completed triangle takes its
-        references off its VDT records; an unknown one is reported."""
+        cleared and looked up into stage D's registers; an unknown one is reported.
+        Stage D, the clock after: the record marked done, a completed triangle's
+        references taken off its VDT records, a pixel packet's count taken off its PT
+        record (rule 5: from registers, so the in-flight select of the done's entity
+        does not reach the tables' counters)."""
         dn, PR, VR = self.done.payload, max(1, self.pbits), max(1, self.vbits)
-        ok, bad, in_c = Signal(), Signal(), Signal()
+        known, in_c = Signal(), Signal()
         # an entity accepted in the clock before is known from stage C (its in-flight
-        # entry is written at this edge; the clear wins over that set)
+        # entry is written at this edge; the clear wins over that set). The clear needs
+        # no lookup: an entity not in flight has its bit clear already
         m.d.comb += [in_c.eq(s.c_valid & (dn.eu == s.c_eu) & (dn.entity == s.c_ent)),
                      self.done.ready.eq(1), ift.query.eu.eq(dn.eu),
-                     ift.query.entity.eq(dn.entity),
-                     ok.eq(self.done.valid & (ift.known | in_c)),
-                     bad.eq(self.done.valid & ~ift.known & ~in_c), ift.clear.eq(ok)]
+                     ift.query.entity.eq(dn.entity), ift.clear.eq(self.done.valid),
+                     known.eq(ift.known | in_c)]
         kind, rec = Mux(in_c, s.c_stream, ift.etype), Mux(in_c, s.c_rec, ift.rec)
-        tri = ok & (kind == TRI)
+        ok = self.done.valid & known
+        m.d.sync += [s.d_vdone.eq(ok & ((kind == VTX) | (kind == PAT))),
+                     s.d_patch.eq(kind == PAT), s.d_tri.eq(ok & (kind == TRI)),
+                     s.d_pix.eq(ok & (kind == PIX)), s.d_rec.eq(rec)]
+        # stage D: the PT word of a completed triangle holds its VDT records (written by
+        # C at the latest at the completion's edge)
         m.d.comb += [
-            vdt.done.en.eq(ok & ((kind == VTX) | (kind == PAT))),
-            vdt.done.patch.eq(kind == PAT), vdt.done.rec.eq(rec[:VR]),
-            ptab.done.en.eq(tri), ptab.done.rec.eq(rec[:PR]),
-            ptab.pix_dec.en.eq(ok & (kind == PIX)), ptab.pix_dec.rec.eq(rec[:PR]),
-            ptab.refs_addr.eq(rec[:PR]),
-            vdt.refs.dec.eq(Mux(tri, Mux(in_c, s.c_vrn, ptab.refs.vrn), 0)),
+            vdt.done.en.eq(s.d_vdone), vdt.done.patch.eq(s.d_patch),
+            vdt.done.rec.eq(s.d_rec[:VR]),
+            ptab.done.en.eq(s.d_tri), ptab.done.rec.eq(s.d_rec[:PR]),
+            ptab.pix_dec.en.eq(s.d_pix), ptab.pix_dec.rec.eq(s.d_rec[:PR]),
+            ptab.refs_addr.eq(s.d_rec[:PR]),
+            vdt.refs.dec.eq(Mux(s.d_tri, ptab.refs.vrn, 0)),
         ]
-        m.d.comb += [vdt.refs.dec_rec[i].eq(Mux(in_c, s.c_vr[i], ptab.refs.vr[i]))
-                     for i in range(3)]
+        m.d.comb += [vdt.refs.dec_rec[i].eq(ptab.refs.vr[i]) for i in range(3)]
         r = s.done_report
-        m.d.comb += [r.en.eq(bad), r.code.eq(Err.UNKNOWN_DONE), r.src.eq(Src.DONE),
-                     r.eu.eq(dn.eu), r.detail.eq(dn.entity)]
+        m.d.comb += [r.en.eq(self.done.valid & ~known), r.code.eq(Err.UNKNOWN_DONE),
+                     r.src.eq(Src.DONE), r.eu.eq(dn.eu), r.detail.eq(dn.entity)]
 
     def _release(self, m, fifos, vdt, ptab):
         """The release engine: the VDT's lowest releasable record first, else the PT's,
@@ -1610,6 +1632,10 @@ class _State:
         self.c_pat_g1 = Signal(sp.index_bits - 2)
         self.c_vr = Signal(data.ArrayLayout(VR, 3))
         self.c_vrn = Signal(3)
+        # stage D: the completion of the clock before, its table effects at this edge
+        self.d_vdone, self.d_patch, self.d_tri, self.d_pix = (
+            Signal(name=n) for n in ("d_vdone", "d_patch", "d_tri", "d_pix"))
+        self.d_rec = Signal(8)
         # stage P
         # held and not R's packet: a register (equal to ``held_v`` less R's stream while
         # R is active), so that stage P's sources do not wait for a compare of R's stream
@@ -1653,7 +1679,13 @@ class SpreaderQCC(wiring.Component):
       so the spreader's minimum check reads the QCC's own counts, and a check that
       passes means the ALLOC finds its lines (a count of scattered free lines can pass
       while first fit fails, which deadlocked a packet waiting on lines held by the
-      data of its own triangle).
+      data of its own triangle). Less one record, one entity and the request's lines
+      while a request is held past its first clock and its ALLOC not yet taken (a
+      RELEASE or a queued completion went first): the spreader counts its request out
+      only in the request's first clock (``debit_held=False``) and the QCC shows an
+      ALLOC only from the clock after it took it, so without this the spreader's next
+      scan counted lines the held request was about to take (with a QCC that accepts
+      on ``free_run`` alone, a refusal after a passing check; README, block 3).
     * An allocation request becomes the QCC command ``ALLOC`` (``etype`` = the request's
       type, the numbers agree: vertex 0, triangle 1, pixel 2, patch 3; ``lines`` = the
       packet's size; ``hold`` = the request's ``hold``, 0 only for pixel packets). The
@@ -1785,11 +1817,6 @@ class SpreaderQCC(wiring.Component):
             for k in ("n_done", "m_done"):
                 wiring.connect(m, wiring.flipped(getattr(self, k)[e]), getattr(q, k))
             m.d.comb += [q.query.valid.eq(0), q.qresp.ready.eq(1), q.resp.ready.eq(1)]
-            st = sp.status[e]
-            m.d.comb += [st.free_records.eq(q.status.free_records),
-                         st.free_entities.eq(q.status.free_entities),
-                         st.free_lines.eq(q.status.free_run),
-                         self.status_tap[e].eq(st), self.qcc_error[e].eq(q.status.error)]
             with m.If(rel.valid & rel.ready & (rel.payload.eu == e)):
                 m.d.sync += [rel_v[e].eq(1), rel_ent[e].eq(rel.payload.entity)]
             eq = [self._completions(m, q, e, kind) for kind in ("n", "m")]
@@ -1797,6 +1824,9 @@ class SpreaderQCC(wiring.Component):
             blocked = eq[0].r_rdy | eq[1].r_rdy
             bad += self._commands(m, q, sp.alloc[e], sp, e, rel_v[e], rel_ent[e], blocked,
                                   Op, Code)
+            self._status(m, q, sp.alloc[e], sp.status[e], e, Op)
+            m.d.comb += [self.status_tap[e].eq(sp.status[e]),
+                         self.qcc_error[e].eq(q.status.error)]
 
         # completions: the queues merged onto the spreader's ``done``, lowest first
         for i in reversed(range(2 * N)):
@@ -1812,6 +1842,32 @@ class SpreaderQCC(wiring.Component):
         with m.If(Cat(bad).any()):
             m.d.sync += adapter_error.eq(1)
         return m
+
+    def _status(self, m, q, a, st, e, Op):
+        """EU ``e``'s status as the spreader reads it: the QCC's, less a held request
+        whose ALLOC the QCC has not taken yet. The spreader counts its request out of
+        the EU's status only in the request's first clock (its ``debit_held=False``); the
+        QCC shows an ALLOC from the clock after it took it. An ALLOC sent later than the
+        request's first clock (a RELEASE or a completion went first) would otherwise be
+        counted nowhere in between, and a check that passed on those lines would meet a
+        refusal (with a QCC that accepts on ``free_run``, the one refusal it can make)."""
+        c = q.cmd
+        asked = Signal(name=f"asked{e}")    # the request was driven in the clock before
+        taken = Signal(name=f"taken{e}")    # its ALLOC was taken in an earlier clock
+        m.d.sync += asked.eq(a.valid & ~a.ready)
+        with m.If(a.ready):
+            m.d.sync += taken.eq(0)
+        with m.Elif(c.valid & c.ready & (c.payload.op == Op.ALLOC)):
+            m.d.sync += taken.eq(1)
+        pending = Signal(name=f"pending{e}")
+        m.d.comb += pending.eq(asked & ~taken)
+        qs, lines = q.status, Mux(pending, a.payload.lines, 0)
+        m.d.comb += [
+            st.free_records.eq(Mux(qs.free_records > pending, qs.free_records - pending, 0)),
+            st.free_entities.eq(Mux(qs.free_entities > pending,
+                                    qs.free_entities - pending, 0)),
+            st.free_lines.eq(Mux(qs.free_run > lines, qs.free_run - lines, 0)),
+        ]
 
     def _completions(self, m, q, e, kind):
         """The queue of entity completions of one issue kind of EU ``e``."""

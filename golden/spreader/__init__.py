@@ -161,7 +161,10 @@ its own clock (rule 3), and no table write depends on an answer of its own clock
    later (the QCC: a clock after its ALLOC) shows the allocation in its status from
    the clock after it took the request, so a debit in a later clock counted it twice
    (parameter ``debit_held=True``: in every clock R holds the request, for EUs whose
-   status changes only at their answer). The request after a refusal comes from R's scan in the
+   status changes only at their answer). An EU that takes a request later than its
+   first clock (the QCC adapter, when a RELEASE goes first) must count it out of the
+   status it shows until it takes it (:class:`QCCEU`, ``hw.spreader.SpreaderQCC``),
+   else a check in between passes on what the held request is about to take. The request after a refusal comes from R's scan in the
    refusal's clock, from the candidate after the refusing one (that EU is not scanned
    again, so no debit). If no candidate met the minimum, the pass ends in the clock
    its request would have been driven (the packet is parked) and the packet is
@@ -187,10 +190,17 @@ its own clock (rule 3), and no table write depends on an answer of its own clock
 5. **Completion** (``done``, one per clock): looked up in the in-flight table
    (``eu, entity`` -> type, record) of ``S_t`` and in stage C (an entity accepted in
    the clock before is known, so a completion may come in the clock after the accept;
-   one in the accept's own clock is unknown); unknown is bad input. Vertex/patch:
-   ``vdone``; triangle: ``tdone`` and one reference less on each distinct VDT record it
-   named; pixel: one pixel packet less in flight on its PT record. Effects from t+1,
-   applied after C's writes of the same edge.
+   one in the accept's own clock is unknown); unknown is bad input (reported in
+   clock t). A known entity leaves the in-flight table at the edge ending t (so an
+   answer naming it from t+1 is good, a second completion of it from t+1 unknown); its
+   table effects come a clock later, from **stage D** (issue 12: the lookup's result is
+   a register, so no in-flight select lies ahead of the tables' counters) at the edge
+   ending t+1, after C's writes of that edge: vertex/patch ``vdone``; triangle
+   ``tdone`` and one reference less on each distinct VDT record it named; pixel one
+   pixel packet less in flight on its PT record. So the release engine sees a
+   completion from t+2. (No record can change in between: a record is released only
+   after its ``vdone``/``tdone`` and with no reference or pixel packet left, and the
+   counters take an increment and a decrement of one edge together.)
 6. **Release engine**: when the ``release`` FIFO has a free entry in ``S_t``, it frees
    one record per clock: the lowest VDT record that is valid, ``vdone``, closed and
    unreferenced (a patch: both its records, checked at its first), else the lowest PT

@@ -281,7 +281,10 @@ class QCCEU(_EUBase):
     The allocation request becomes the QCC's ALLOC (etype, lines) in the clock it is
     presented (the QCC decides from its state ``S_t``, so N = 0), unless a RELEASE is
     waiting: the ``cmd`` port then carries the RELEASE first and the request is
-    answered a clock later. Every entity is allocated with ``hold`` so that its number
+    answered a clock later. In that later clock the status it reports counts the held
+    request out (one record, one entity and its lines, as the RTL adapter of
+    ``hw.spreader.SpreaderQCC`` does): the spreader debits a request only in its first
+    clock, and the QCC shows it only from the clock after its ALLOC. Every entity is allocated with ``hold`` so that its number
     stays in use until the spreader has taken its completion; the adapter itself
     releases the ones the spreader did not ask to hold. Stage issues are completed by
     processors with random latencies; an entity is complete when it reaches
@@ -311,10 +314,13 @@ class QCCEU(_EUBase):
         self._seq = 0
         self._ran = False
         self.responses = []
+        self._held = None           # a request held over a RELEASE, its ALLOC not sent
 
     def status(self):
         st = self.qcc.status()       # free lines as the longest contiguous run (first fit)
-        return EUStatus(st.free_records, st.free_entities, st.free_run)
+        d, n = (1, self._held.lines) if self._held is not None else (0, 0)
+        return EUStatus(max(0, st.free_records - d), max(0, st.free_entities - d),
+                        max(0, st.free_run - n))
 
     def _clock(self, cmd):
         q = self._q
@@ -344,7 +350,9 @@ class QCCEU(_EUBase):
         if self._rel and not self._ran:
             self._clock(self._q.Command.release(self._rel.popleft()))
             self._asked_now = True
+            self._held = req
             return None
+        self._held = None
         return super().answer(req)
 
     def _decide(self, req):

@@ -162,6 +162,8 @@ class Spreader(Codec):
         self._pass = None                   # the request stage (R): the pass in progress
         self._cstage = None                 # the commit stage (C): (pass, eu, entity) of
                                             # the accept of the clock before
+        self._dstage = None                 # the completion stage (D): (type, record) of
+                                            # the completion of the clock before
         self._held = [None] * 4             # per stream: the packet taken, not yet consumed
         self._shown = [None] * 4            # per stream: the head shown and not taken
         self.error = False
@@ -196,6 +198,7 @@ class Spreader(Codec):
         """No record held, nothing in flight, no packet inside, all FIFOs empty."""
         return (not self.v_valid.any() and not self.p_valid.any() and not self._ift
                 and self._pass is None and not any(self._held) and self._cstage is None
+                and self._dstage is None
                 and not any(f.q for f in self._fifo.values()))
 
     def idle_allocator(self):
@@ -230,6 +233,8 @@ class Spreader(Codec):
                     refs[r] += 1
         assert (refs == self.v_refs).all(), "VDT reference counts out of step"
         pix = np.zeros(self.pt_records, np.int64)
+        if self._dstage is not None and self._dstage[0] == EType.PIXEL:
+            pix[self._dstage[1]] += 1           # its decrement comes at the next edge
         for (eu, ent), (t, rec) in self._ift.items():
             if t == EType.PIXEL:
                 pix[rec] += 1
@@ -538,6 +543,9 @@ class Spreader(Codec):
         #    (first: a completion of that entity in this clock comes after it)
         if self._cstage is not None:
             writes.append(self._write_tables)
+        # -- stage D: the table effects of the completion of the clock before
+        if self._dstage is not None:
+            writes.append(self._complete_tables)
 
         # -- stage R: the pass prepared in an earlier clock
         p = self._pass
@@ -755,7 +763,14 @@ class Spreader(Codec):
         self._ift[(e, ent)] = (s, p.rec)
 
     def _complete(self, key):
-        t, rec = self._ift.pop(key)
+        """Edge of the completion's clock: its in-flight entry is cleared; its table
+        effects follow at the next edge (stage D)."""
+        self._dstage = self._ift.pop(key)
+
+    def _complete_tables(self):
+        """Edge after the completion (stage D): ``vdone``/``tdone``, the triangle's
+        references, the pixel packets in flight."""
+        (t, rec), self._dstage = self._dstage, None
         if t == EType.VERTEX:
             self.v_done[rec] = True
         elif t == EType.PATCH:

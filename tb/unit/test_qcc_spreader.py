@@ -14,7 +14,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from golden.qcc import MAX_BUF_LINES, Code, QCCModel
+from golden.qcc import MAX_BUF_LINES, N_TYPES, Code, QCCModel, Response
 from golden.spreader import (Config, EType, EUStatus, Feeder, QCCEU, Scoreboard, Spreader,
                              Workload, held_room_minima, synthetic_workload)
 
@@ -27,6 +27,30 @@ class CountingQCCEU(QCCEU):
         return EUStatus(st.free_records, st.free_entities, st.free_lines)
 
 
+class HeldUncountedQCCEU(QCCEU):
+    """The adapter as it was before issue 12's held-request count: a request held
+    over a RELEASE is in neither the spreader's debit (first clock only) nor the
+    status until its ALLOC is taken."""
+
+    def status(self):
+        st = self.qcc.status()
+        return EUStatus(st.free_records, st.free_entities, st.free_run)
+
+
+class RunAcceptQCC(QCCModel):
+    """A QCC that accepts ALLOC on ``free_run`` (README, block 2: "accept on
+    ``free_run``"): NO_LINES whenever its reported longest free run is shorter than the
+    request, even if first fit would find lines. Its only refusal of a request whose
+    records and entities are there is then one the spreader's check should have seen."""
+
+    def _do_alloc(self, cmd):
+        if (cmd.etype < N_TYPES and 1 <= cmd.lines <= MAX_BUF_LINES
+                and self._free_record() is not None and self._ent_free.any()
+                and self._reported_run() < cmd.lines):
+            return Response(cmd.op, Code.NO_LINES)
+        return super()._do_alloc(cmd)
+
+
 def mixed_sizes(workload, rng):
     """``workload`` with every packet (vertex, triangle, pixel, patch) resized to a random
     1..MAX_BUF_LINES lines."""
@@ -37,13 +61,13 @@ def mixed_sizes(workload, rng):
 
 
 def run(seed, eu_class, *, n_eus, records, entities, lines, vdt, pt, config, rotate=True,
-        made=None):
+        made=None, qcc_class=QCCModel):
     """One spreader run on ``n_eus`` QCC models; ``made`` (a list) receives the EUs."""
     sp = Spreader(n_eus=n_eus, vdt_records=vdt, pt_records=pt, rotate=rotate)
     wl = mixed_sizes(synthetic_workload(seed, n_triangles=40, cols=4, max_pixels=3,
                                         n_patches=2, vdt_records=vdt, pt_records=pt),
                      np.random.default_rng(seed))
-    eus = [eu_class(QCCModel(records=records, entities=entities, lines=lines),
+    eus = [eu_class(qcc_class(records=records, entities=entities, lines=lines),
                     seed * 10 + e, work=(1, 6)) for e in range(n_eus)]
     if made is not None:
         made.extend(eus)
@@ -95,8 +119,7 @@ def test_scattered_free_lines_deadlock_is_gone():
 HELD_ROOM = held_room_minima(MAX_BUF_LINES)
 
 
-@pytest.mark.parametrize("seed", [0] + [pytest.param(s, marks=pytest.mark.slow)
-                                       for s in range(1, 12)])
+@pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.slow) for s in range(12)])
 def test_mixed_sizes_with_held_room_minima(seed):
     """Packets of 1..8 lines of every type on QCCs of 32 lines with :data:`HELD_ROOM`:
     every packet allocated exactly once (the scoreboard), no refusal after a passing
@@ -112,3 +135,23 @@ def test_held_room_minima_grades_the_chain_of_holds():
     assert minima == {EType.VERTEX: (3, 15), EType.PATCH: (3, 15), EType.TRIANGLE: (2, 10)}
     with pytest.raises(ValueError, match="max_lines must be an integer from 1 to 15, not 16"):
         held_room_minima(16)
+
+
+@pytest.mark.parametrize("seed, old", [(2, False), pytest.param(2, True, marks=pytest.mark.slow),
+                                       pytest.param(35, True, marks=pytest.mark.slow)])
+def test_request_held_over_a_release_is_counted(seed, old):
+    """Regression (issue 12): with a QCC that accepts on ``free_run`` alone
+    (:class:`RunAcceptQCC`), a request the adapter holds over a RELEASE was counted
+    nowhere in the clock after its first (the spreader debits it in its first clock
+    only, the QCC shows it from the clock after its ALLOC), so the spreader's next
+    check passed on lines that ALLOC took, and the QCC refused: one refusal after a
+    passing check in these seeds (of 0-39 of the small shape; seeds 7, 17 and 38 of
+    the mixed-size and small shapes before stage D moved the completions' timing).
+    With the held request counted out of the status, none. (The fast run checks the
+    fixed adapter on seed 2; ``make regress`` also replays the old failure, ``old``. The
+    fast case replaced ``test_mixed_sizes_with_held_room_minima``'s seed 0, now slow.)"""
+    if old:
+        stats, _ = run(seed, HeldUncountedQCCEU, **SMALL, qcc_class=RunAcceptQCC)
+        assert stats.refusals > 0
+    stats, _ = run(seed, QCCEU, **SMALL, qcc_class=RunAcceptQCC)
+    assert stats.refusals == 0 and stats.allocations > 90

@@ -604,7 +604,8 @@ def test_bad_answer_is_a_refusal():
 def test_commit_stage_writes_tables_a_clock_after_the_accept():
     """Stage C (issue 12 cut 3): the accept's tables land a clock later; a completion in
     that clock is known, an answer naming that entity is bad, and a triangle on that
-    vertex group waits (does not offer itself) until the VDT holds it."""
+    vertex group waits (does not offer itself) until the VDT holds it. Stage D: the
+    completion's table effects land a clock after its in-flight entry is cleared."""
     sp = small()
     tri = TrianglePacket(3, (0, 1, 2))
     take(sp, V, VertexPacket(0, count=4), status=only(0))
@@ -614,9 +615,12 @@ def test_commit_stage_writes_tables_a_clock_after_the_accept():
     r = sp.cycle(heads(t=tri), done=Done(0, 5), respond=accept(5))
     assert r.request[0] == 0 and not r.answer.accept and r.consumed is None
     assert r.taken is None                                      # group 0 still in C
-    assert sp.vdt(0)["valid"] and sp.vdt(0)["done"] and sp.in_flight() == {}
+    # the completion's entry is cleared at its edge, its table effects (stage D) land
+    # at the next one
+    assert sp.vdt(0)["valid"] and not sp.vdt(0)["done"] and sp.in_flight() == {}
     r = sp.cycle(heads(t=tri), respond=accept(6))
     assert r.request[0] == 1 and r.consumed == V and r.taken == T
+    assert sp.vdt(0)["done"]
     r = sp.cycle(respond=accept(7))
     assert r.request[0] == 0 and r.consumed == T                # group 0's EU first
     out = drain(sp, 4)
