@@ -1,5 +1,6 @@
 """The invariant checker :class:`Scoreboard` and its figures :class:`Stats`."""
 
+from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -99,12 +100,9 @@ class Scoreboard:
         sp, wl = self.sp, self.workload
         n = sp.n_eus
         st = Stats(cycles=result.cycles, per_eu=[0] * n)
-        lists = [tuple(range(n)) for _ in range(4)]
         # rotation: per type, the EU of its last allocation, that allocation's clock and
         # the EU of the allocation before it
         last_eu = [(None, -2, None)] * 4
-        mins = [(1, 1)] * 4
-        cfgs = deque(result.config)
         reqs = {}
         for rq in result.requests:
             reqs.setdefault((rq.req.etype, rq.req.seq), []).append(rq)
@@ -114,15 +112,25 @@ class Scoreboard:
         groups, prims = {}, {}
         allocs, closes = [], []
 
-        def apply_cfg(upto):
-            while cfgs and cfgs[0][0] < upto:
-                _, c = cfgs.popleft()
-                if sp._check_config(c) == Err.BAD_CONFIG:
-                    continue
-                if c.op == CfgOp.LIST:
-                    lists[c.etype] = tuple(c.eus)
-                elif c.op == CfgOp.MIN:
-                    mins[c.etype] = (c.records, c.lines)
+        # The configuration in force after each word: (clock taken, lists, minima).
+        # Looked up by clock, not consumed in log order: passes of different streams
+        # are logged in the order they end, not the order they began in.
+        history = [(float("-inf"), (tuple(range(n)),) * 4, ((1, 1),) * 4)]
+        for clock, c in result.config:
+            if sp._check_config(c) == Err.BAD_CONFIG:
+                continue
+            lists, mins = list(history[-1][1]), list(history[-1][2])
+            if c.op == CfgOp.LIST:
+                lists[c.etype] = tuple(c.eus)
+            elif c.op == CfgOp.MIN:
+                mins[c.etype] = (c.records, c.lines)
+            history.append((clock, tuple(lists), tuple(mins)))
+        clocks = [h[0] for h in history]
+
+        def config_before(clock):
+            """The lists and minima of the words taken before ``clock``."""
+            _, lists, mins = history[bisect_left(clocks, clock) - 1]
+            return lists, mins
 
         taken = [[t for t, x in result.consumed if x == s] for s in range(4)]
         assert len(result.log) <= len(result.consumed), "log entries without a taken packet"
@@ -170,7 +178,8 @@ class Scoreboard:
             st.allocations += 1
             st.per_eu[e.eu] += 1
             assert not any(r.accept for r in rq[:-1]), f"log at {t}: {e} accepted twice"
-            apply_cfg(rq[0].start - 1)      # words taken before the pass was prepared
+            # words taken before the pass was prepared
+            lists, mins = config_before(rq[0].start - 1)
             if s == EType.TRIANGLE:
                 locs = []
                 for i in pkt.indices:
@@ -217,7 +226,7 @@ class Scoreboard:
                 if not new:
                     new = r.eu not in cands or cands.index(r.eu) < pos
                 if new:
-                    apply_cfg(r.start - 1)
+                    lists, mins = config_before(r.start - 1)
                     nd = (max(1, mins[s][0]), max(mins[s][1], pkt.size))
                     first, cands = candidates()
                     pos, refused, k = 0, set(), j

@@ -426,6 +426,31 @@ def test_dedicated_eus():
     assert not sp.error
 
 
+@pytest.mark.parametrize("seed", [30, 31])
+def test_scoreboard_checks_each_pass_under_the_configuration_of_its_clock(seed):
+    """A pixel list reconfigured mid-run while a pixel packet waits: its first pass (the
+    old list) is logged after other streams' passes that began after the word. The
+    scoreboard once applied words in log order and judged that first pass under the new
+    list ("EU 3 asked while the earlier candidate met the minimum": seeds 30 and 31
+    here, and `test_spreader[verilator]` with SEED=2061810850)."""
+    rng = np.random.default_rng(seed)
+    eus = [RandomEU(rng, records=4, lines=16, latency=(0, 3), refuse=0.3, work=(1, 12))
+           for _ in range(4)]
+    change = int(rng.integers(20, 200))
+    cfg = [(3, Config.priority(EType.PIXEL, [3])),
+           (4, Config.priority(EType.TRIANGLE, [3, 2, 1, 0])),
+           (5, Config.priority(EType.VERTEX, [0, 1, 2])),
+           (6, Config.priority(EType.PATCH, [0])),
+           (change, Config.priority(EType.PIXEL, [0, 1, 2, 3]))]
+    args = dict(n_eus=4, vdt_records=16, pt_records=8)
+    wl = synthetic_workload(seed, n_triangles=24, vdt_records=16, pt_records=8)
+    r = Spreader(**args).run(wl, eus, config=cfg, max_cycles=20000)
+    pixel_eus = {e.eu for t, e in r.log if e.etype == EType.PIXEL and e.kind == Kind.ALLOC}
+    assert pixel_eus - {3}, "no pixel packet went to a new-list EU: the case is not exercised"
+    st = Scoreboard(Spreader(**args), r.workload).check(r)
+    assert st.allocations == sum(e.kind == Kind.ALLOC for _, e in r.log)
+
+
 # ---------------------------------------------------------------- tables and release
 
 def test_vertex_group_released_after_done_closed_and_unreferenced():
