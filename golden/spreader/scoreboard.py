@@ -178,8 +178,6 @@ class Scoreboard:
             st.allocations += 1
             st.per_eu[e.eu] += 1
             assert not any(r.accept for r in rq[:-1]), f"log at {t}: {e} accepted twice"
-            # words taken before the pass was prepared
-            lists, mins = config_before(rq[0].start - 1)
             if s == EType.TRIANGLE:
                 locs = []
                 for i in pkt.indices:
@@ -226,7 +224,7 @@ class Scoreboard:
                 if not new:
                     new = r.eu not in cands or cands.index(r.eu) < pos
                 if new:
-                    lists, mins = config_before(r.start - 1)
+                    lists, mins = config_before(r.start - 1)   # words before the pass was prepared
                     nd = (max(1, mins[s][0]), max(mins[s][1], pkt.size))
                     first, cands = candidates()
                     pos, refused, k = 0, set(), j
