@@ -1,0 +1,27 @@
+"""The figures plumbing: nextpnr's Fmax read from a log, and the routed front-end
+figure ``make demo`` prints its frame time at."""
+
+from tb import demo, results
+from tb.synth import FMAX_METRIC, fmax_from_log
+
+
+def test_fmax_is_each_clocks_last_figure_and_the_slowest_clock(tmp_path):
+    log = tmp_path / "top.tim"
+    log.write_text(
+        "Info: Max frequency for clock '$glbnet$clk': 31.00 MHz (FAIL at 100.00 MHz)\n"
+        "Info: Max frequency for clock 'clk100$TRELLIS_IO_IN': 312.00 MHz (PASS)\n"
+        "Info: Max frequency for clock '$glbnet$clk': 67.55 MHz (PASS at 25.00 MHz)\n")
+    assert fmax_from_log(log) == 67.55
+
+
+def test_demo_takes_the_lowest_routed_front_end_figure(tmp_path, monkeypatch):
+    monkeypatch.setattr(results, "RESULTS", tmp_path / "results.json")
+    assert demo._fmax() is None
+    results.save([
+        results.record("frontend", FMAX_METRIC, 67.55, "MHz", {"board": "ecpix5-85"}),
+        results.record("frontend", FMAX_METRIC, 41.4, "MHz", {"board": "ulx3s-85f"}),
+        results.record("frontend", FMAX_METRIC, "not routed in 90 min", "MHz",
+                       {"design": "frontend.frontend"}),
+        results.record("qcc", FMAX_METRIC, 20.0, "MHz", {"design": "qcc.qcc"}),
+    ], results.RESULTS)
+    assert demo._fmax() == (41.4, "ulx3s-85f")
