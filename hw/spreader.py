@@ -1892,17 +1892,22 @@ class SpreaderQCC(wiring.Component):
         the conditions that set ``adapter_error``."""
         c, r = q.cmd, q.resp
         wait = Signal(name=f"wait{e}")
+        # The payload comes from registers alone (a RELEASE ignores the ALLOC fields, an
+        # ALLOC the entity); only ``valid`` waits for the completion queues' levels, so
+        # that the QCC's first fit does not start behind them (the board build's
+        # critical path ran from a queue's level through the ALLOC fields).
+        m.d.comb += [c.payload.op.eq(Mux(rel_v, Op.RELEASE, Op.ALLOC)),
+                     c.payload.entity.eq(rel_ent),
+                     c.payload.etype.eq(a.payload.etype),
+                     c.payload.hold.eq(a.payload.hold),
+                     c.payload.lines.eq(a.payload.lines)]
         with m.If(~wait):
             with m.If(rel_v):
-                m.d.comb += [c.valid.eq(1), c.payload.op.eq(Op.RELEASE),
-                             c.payload.entity.eq(rel_ent)]
+                m.d.comb += c.valid.eq(1)
                 with m.If(c.ready):
                     m.d.sync += rel_v.eq(0)
             with m.Elif(a.valid & ~blocked):
-                m.d.comb += [c.valid.eq(1), c.payload.op.eq(Op.ALLOC),
-                             c.payload.etype.eq(a.payload.etype),
-                             c.payload.hold.eq(a.payload.hold),
-                             c.payload.lines.eq(a.payload.lines)]
+                m.d.comb += c.valid.eq(1)
         with m.If(c.valid & c.ready):
             m.d.sync += wait.eq(1)
         with m.Elif(r.valid):
