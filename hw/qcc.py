@@ -1151,16 +1151,18 @@ class QCC(wiring.Component):
         ev.rec0_etype = _sig(m, meta.data.etype, "lookup_etype")
         ev.rec0_hold = _sig(m, meta.data.hold, "lookup_hold")
         stage = s.stage.read(index, "lookup_stage_now")
-        issued = self._pick(ev.issued, index)
+        # Issued now: popped now (``carry`` and the head compared with the index, not
+        # ``go`` nor a pick of the one-hot ``issued``). These values count only for a
+        # live entity, whose frame-0 record is never a tombstone, so a pop of it is an
+        # issue, and the tombstone bit and the decoder stay out of this path.
+        issued = _sig(m, _any(ev.carry[k] & (ev.head[k] == index) for k in Kind),
+                      "lookup_popped")
         ev.rec0_stage = _wire(4, "lookup_stage")
         ev.rec0_queued, busy = _wire(1, "lookup_queued"), Signal()
         m.d.sync += [ev.rec0_stage.eq(stage),
                      ev.rec0_queued.eq(self._pick(s.queued, index) & ~issued),
                      busy.eq(self._pick(s.busy, index) | issued)]
-        # Popped now (``carry``, not ``go``): a live entity's frame-0 record is never a
-        # tombstone, so the tombstone check stays out of this path.
-        issued_now = _any(ev.carry[k] & (ev.head[k] == index) for k in Kind)
-        ev.rec0_busy = _sig(m, busy | issued_now, "lookup_busy")
+        ev.rec0_busy = _sig(m, busy | issued, "lookup_busy")
 
     def _allocate_code(self, m, ev, code, lines_ok):
         """Response code of ALLOC or MAP, checks in the model's order of precedence."""
