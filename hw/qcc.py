@@ -483,13 +483,11 @@ def _lowest_bits(m, bits, name):
     return onehot, _sig(m, _any(any_ for _, any_ in groups), name + "_any")
 
 
-def _highest_index(m, bits, name):
-    """Index of the highest set bit of a list of 1-bit values (3 bits; 0 if none)."""
-    index = Signal(3, name=name)
-    for i, bit in enumerate(bits):      # later statements win: the highest set bit
-        with m.If(bit):
-            m.d.comb += index.eq(i)
-    return index
+def _highest_onehot(m, bits, name):
+    """Signal holding the one-hot of the highest set bit of a list of 1-bit values."""
+    onehot = Signal(len(bits), name=name)
+    m.d.comb += onehot.eq(Cat(bits[i] & ~_any(bits[i + 1:]) for i in range(len(bits))))
+    return onehot
 
 
 def _round_robin(m, offers, last, name):
@@ -605,17 +603,21 @@ class _ResponseQueue(wiring.Component):
 # ---------------------------------------------------------------- the block
 
 class _Queue(wiring.Component):
-    """A FIFO of record indices whose memory is written before the push is decided.
+    """A FIFO of record indices whose memory is written before the push is decided, with
+    its first two entries known at the start of the clock.
 
     Every clock (unless it is full) the memory is written at the tail with ``w_data``,
     the entry a push would add; ``w_en`` (the push) moves only the tail pointer and the
     level, so the late decision whether to push drives two counters, not the memory's
     write enable and data. The slot beyond the tail is unused, so a write there without
-    a push changes nothing. The head is registered: the memory's read port is
-    synchronous (transparent to the write), addressed by the head pointer after this
-    clock's pop, so an entry pushed into an empty queue is the head from the next
-    clock. ``r_en`` must not be asserted while ``level`` is 0. Depth: a power of two (the
-    pointers wrap by themselves).
+    a push changes nothing. ``head`` (the first entry, valid while ``level >= 1``) is a
+    register, and ``second`` (the entry after it, valid while ``level >= 2``) is the
+    output of the memory's one synchronous read port (transparent to the write),
+    addressed by the head pointer after this clock's pop plus one: a pop moves
+    ``second`` into ``head`` (or the entry pushed in that clock, if it was the only one
+    left), and one read port per FIFO keeps it in block RAM. ``r_en`` must not be
+    asserted while ``level`` is 0. Depth: a power of two (the pointers wrap by
+    themselves).
 
     Parameters
     ----------
@@ -629,7 +631,8 @@ class _Queue(wiring.Component):
         self.depth = 1 << depth_bits
         super().__init__({
             "w_data": In(width), "w_en": In(1), "r_en": In(1),
-            "r_data": Out(width), "level": Out(range(self.depth + 1)),
+            "head": Out(width), "second": Out(width), "level": Out(range(self.depth + 1)),
+            "empty": Out(1, init=1), "one": Out(1),
         })
 
     def elaborate(self, platform):
@@ -637,19 +640,27 @@ class _Queue(wiring.Component):
         storage = m.submodules.storage = Memory(shape=len(self.w_data), depth=self.depth,
                                                 init=[])
         tail = Signal(range(self.depth))
-        head = Signal(range(self.depth))
+        head = Signal(range(self.depth))      # the pointer of ``self.head``
         full = Signal()
+        # Whether the head register takes ``w_data`` if this clock pops, or if it does
+        # not: the queue holds one entry, or none (registers, so that the late pop only
+        # chooses).
+        one, empty = self.one, self.empty
         write = storage.write_port()
         read = storage.read_port(transparent_for=(write,))
         head_next = Mux(self.r_en, head + 1, head)[:len(head)]
         m.d.comb += [write.addr.eq(tail), write.data.eq(self.w_data), write.en.eq(~full),
-                     read.addr.eq(head_next), self.r_data.eq(read.data)]
+                     read.addr.eq(head_next + 1), self.second.eq(read.data)]
+        m.d.sync += self.head.eq(Mux(self.r_en, Mux(one, self.w_data, self.second),
+                                     Mux(empty, self.w_data, self.head)))
         # The push (late) only chooses among values computed from registers.
         push_only, pop_only = self.w_en & ~self.r_en, self.r_en & ~self.w_en
+        level = self.level
         m.d.sync += [head.eq(head_next), tail.eq(Mux(self.w_en, tail + 1, tail)),
-                     self.level.eq(Mux(push_only, self.level + 1,
-                                       Mux(pop_only, self.level - 1, self.level))),
-                     full.eq(Mux(push_only, self.level == self.depth - 1, full & ~pop_only))]
+                     level.eq(Mux(push_only, level + 1, Mux(pop_only, level - 1, level))),
+                     full.eq(Mux(push_only, level == self.depth - 1, full & ~pop_only)),
+                     one.eq(Mux(push_only, empty, Mux(pop_only, level == 2, one))),
+                     empty.eq(Mux(push_only, 0, Mux(pop_only, one, empty)))]
         return m
 
 
@@ -822,6 +833,8 @@ class QCC(wiring.Component):
         s.dec_valid = [Signal(name=f"decided_{k.name.lower()}") for k in Kind]
         s.dec_type = [Signal(3, name=f"decided_type_{k.name.lower()}") for k in Kind]
         s.dec_stage = [Signal(3, name=f"decided_stage_{k.name.lower()}") for k in Kind]
+        s.dec_record = [Signal(self.index_width, name=f"decided_record_{k.name.lower()}")
+                        for k in Kind]
         s.rr = [Signal(range(N_TYPES), init=N_TYPES - 1, name=f"rr_{k.name.lower()}")
                 for k in Kind]
         s.busy_count = [Signal(range(R + 1), name=f"busy{t}_count") for t in range(N_TYPES)]
@@ -898,19 +911,19 @@ class QCC(wiring.Component):
 
     def _select(self, m, s, ev):
         """Per kind: carry out the decision taken in an earlier clock (pop the head of
-        the decided FIFO: issue it, or drop it if it is a tombstone), and decide the
-        next FIFO from the FIFO lengths less this clock's pops. Each type offers the
-        latest non-empty stage of that kind (drain before fill); a round-robin pointer
-        per kind picks the type."""
+        the decided FIFO, whose record the decision holds: issue it, or drop it if it is
+        a tombstone), and decide the next FIFO and its record from the FIFO lengths less
+        this clock's pops. Each type offers the latest non-empty stage of that kind
+        (drain before fill); a round-robin pointer per kind picks the type."""
         R = self.records
         ev.popped = [[Const(0, 1)] * MAX_STAGES for _ in range(N_TYPES)]
         ev.carry, ev.go, ev.drop, ev.head = [], [], [], []
-        heads = Array(s.fifo[t][i].r_data if t < N_TYPES else Const(0, self.index_width)
-                      for t in range(8) for i in range(MAX_STAGES))
         for k, port in zip(Kind, (self.n_issue, self.m_issue)):
             name = k.name.lower()
             carry = _sig(m, s.dec_valid[k] & (~port.valid | port.ready), f"carry_{name}")
-            head = _sig(m, heads[Cat(s.dec_stage[k], s.dec_type[k])], f"head_{name}")
+            # The decided FIFO's head, registered with the decision (nothing else pops
+            # that FIFO meanwhile, and it is not empty, so a push does not change it).
+            head = s.dec_record[k]
             tomb = _sig(m, self._pick(s.tomb, head), f"head_tomb_{name}")
             ev.carry.append(carry)
             ev.head.append(head)
@@ -921,7 +934,7 @@ class QCC(wiring.Component):
                     ev.popped[t][i] |= carry & (s.dec_type[k] == t) & (s.dec_stage[k] == i)
         ev.popped = [[_sig(m, ev.popped[t][i], f"fifo{t}_{i}_popped") for i in range(MAX_STAGES)]
                      for t in range(N_TYPES)]
-        ev.nonempty = [[_sig(m, s.fifo[t][i].level != 0, f"fifo{t}_{i}_nonempty")
+        ev.nonempty = [[_sig(m, ~s.fifo[t][i].empty, f"fifo{t}_{i}_nonempty")
                         for i in range(MAX_STAGES)] for t in range(N_TYPES)]
         for t in range(N_TYPES):
             for i in range(MAX_STAGES):
@@ -938,21 +951,58 @@ class QCC(wiring.Component):
         ev.dropped = _sig(m, (popped[0] | popped[1]) & s.tomb, "dropped")
 
     def _decide(self, m, s, ev, k):
-        """The FIFO port ``k`` pops next, decided when it has none or pops now."""
+        """The FIFO port ``k`` pops next and its head after this clock, decided when the
+        port has no decision or pops now.
+
+        Only port ``k`` pops a FIFO of kind ``k``, and only the one it decided on, so
+        the FIFOs of kind ``k`` after this clock's pops are known from registers for
+        either case, "port ``k`` pops now" or not: the decision is made for both, from
+        registers, and ``carry`` (the port's ``ready``, the late input) only chooses
+        between them. A FIFO popped now has as its head next its ``second`` entry.
+        """
         name = k.name.lower()
-        # After this clock's pop: a FIFO of one entry being popped is empty.
-        left = [[_sig(m, Mux(ev.popped[t][i], s.fifo[t][i].level > 1, ev.nonempty[t][i])
-                      & (s.kinds[t][i] == k), f"waiting_{name}_{t}_{i}")
-                 for i in range(MAX_STAGES)] for t in range(N_TYPES)]
-        latest = [_highest_index(m, left[t], f"latest_{name}_{t}") for t in range(N_TYPES)]
-        offers = _sig(m, Cat(_any(w) for w in left), f"offers_{name}")
-        winner = _round_robin(m, offers, s.rr[k], f"winner_{name}")
-        with m.If(~s.dec_valid[k] | ev.carry[k]):
-            m.d.sync += [s.dec_valid[k].eq(offers.any()),
-                         s.dec_type[k].eq(_encode(winner, 3)),
-                         s.dec_stage[k].eq(_read(winner, latest))]
-            with m.If(offers.any()):
-                m.d.sync += s.rr[k].eq(_encode(winner, 3))
+        dec_fifo = [[_sig(m, (s.dec_type[k] == t) & (s.dec_stage[k] == i),
+                          f"decided_{name}_{t}_{i}") for i in range(MAX_STAGES)]
+                    for t in range(N_TYPES)]
+        choices = []
+        for pops in (False, True):
+            case = f"{name}_{'pop' if pops else 'hold'}"
+            left, after = [], []
+            for t in range(N_TYPES):
+                left.append([])
+                after.append([])
+                for i in range(MAX_STAGES):
+                    fifo, kind_ok = s.fifo[t][i], s.kinds[t][i] == k
+                    if pops:
+                        # (a FIFO of one entry that this port pops is empty after it)
+                        waits = Mux(dec_fifo[t][i], ~fifo.one & ~fifo.empty, ~fifo.empty)
+                        head = Mux(dec_fifo[t][i], fifo.second, fifo.head)
+                    else:
+                        waits, head = ~fifo.empty, fifo.head
+                    left[t].append(_sig(m, waits & kind_ok, f"waiting_{case}_{t}_{i}"))
+                    after[t].append(head)
+            choices.append(self._choose(m, s, k, left, after, case))
+        hold, pop = choices
+        carry = ev.carry[k]
+        with m.If(~s.dec_valid[k] | carry):
+            for register, (a, b) in zip((s.dec_valid[k], s.dec_type[k], s.dec_stage[k],
+                                         s.dec_record[k]), zip(pop[:4], hold[:4])):
+                m.d.sync += register.eq(Mux(carry, a, b))
+            with m.If(Mux(carry, pop[0], hold[0])):
+                m.d.sync += s.rr[k].eq(Mux(carry, pop[1], hold[1]))
+
+    def _choose(self, m, s, k, left, after, case):
+        """The decision from the FIFOs still waiting (``left``) and their heads
+        (``after``): whether any, the type, the stage and the record."""
+        latest = [_highest_onehot(m, left[t], f"latest_{case}_{t}") for t in range(N_TYPES)]
+        offers = _sig(m, Cat(_any(w) for w in left), f"offers_{case}")
+        winner = _round_robin(m, offers, s.rr[k], f"winner_{case}")
+        stages = [_encode(latest[t], 3) for t in range(N_TYPES)]
+        records = [_read(latest[t], after[t]) for t in range(N_TYPES)]
+        return (_sig(m, offers.any(), f"decide_any_{case}"),
+                _sig(m, _encode(winner, 3), f"decide_type_{case}", 3),
+                _sig(m, _read(winner, stages), f"decide_stage_{case}", 3),
+                _sig(m, _read(winner, records), f"decide_record_{case}", self.index_width))
 
     # ------------------------------------------------------------ completions
 
