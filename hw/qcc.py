@@ -606,18 +606,22 @@ class _Queue(wiring.Component):
     """A FIFO of record indices whose memory is written before the push is decided, with
     its first two entries known at the start of the clock.
 
-    Every clock (unless it is full) the memory is written at the tail with ``w_data``,
-    the entry a push would add; ``w_en`` (the push) moves only the tail pointer and the
-    level, so the late decision whether to push drives two counters, not the memory's
-    write enable and data. The slot beyond the tail is unused, so a write there without
-    a push changes nothing. ``head`` (the first entry, valid while ``level >= 1``) is a
-    register, and ``second`` (the entry after it, valid while ``level >= 2``) is the
-    output of the memory's one synchronous read port (transparent to the write),
-    addressed by the head pointer after this clock's pop plus one: a pop moves
-    ``second`` into ``head`` (or the entry pushed in that clock, if it was the only one
-    left), and one read port per FIFO keeps it in block RAM. ``r_en`` must not be
-    asserted while ``level`` is 0. Depth: a power of two (the pointers wrap by
-    themselves).
+    Every clock the memory is written at the tail with ``w_data``, the entry a push
+    would add; ``w_en`` (the push) moves only the tail pointer, so the late decision
+    whether to push drives a counter, not the memory's write enable and data. The slot
+    at the tail is free (beyond the last entry, or, when the FIFO holds ``depth``
+    entries, the head's, whose entry is in the head register), so a write there
+    without a push changes nothing. ``head`` (the first entry, valid unless ``empty``)
+    is a register, and ``second`` (the entry after it, valid unless ``empty`` or
+    ``one``) is the output of the memory's one synchronous read port (transparent to
+    the write), addressed by the head pointer after this clock's pop plus one: a pop
+    moves ``second`` into ``head`` (or the entry pushed in that clock, if it was the
+    only one left), and one read port per FIFO keeps it in block RAM. There is no
+    level counter: ``empty`` and ``one`` are flags, and whether a pop leaves one entry
+    compares the tail with the pointers. The owner must not pop while ``empty`` nor
+    push more than ``depth`` entries (the QCC's FIFOs hold record indices, each record
+    in at most one FIFO once: at most ``records`` entries). Depth: a power of two (the
+    pointers wrap by themselves).
 
     Parameters
     ----------
@@ -631,35 +635,33 @@ class _Queue(wiring.Component):
         self.depth = 1 << depth_bits
         super().__init__({
             "w_data": In(width), "w_en": In(1), "r_en": In(1),
-            "head": Out(width), "second": Out(width), "level": Out(range(self.depth + 1)),
-            "empty": Out(1, init=1), "one": Out(1),
+            "head": Out(width), "second": Out(width), "empty": Out(1, init=1), "one": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
         storage = m.submodules.storage = Memory(shape=len(self.w_data), depth=self.depth,
                                                 init=[])
-        tail = Signal(range(self.depth))
-        head = Signal(range(self.depth))      # the pointer of ``self.head``
-        full = Signal()
-        # Whether the head register takes ``w_data`` if this clock pops, or if it does
-        # not: the queue holds one entry, or none (registers, so that the late pop only
-        # chooses).
+        bits = (self.depth - 1).bit_length()
+        tail = Signal(bits)
+        ahead = Signal(bits, init=1)            # the head pointer + 1: ``second``'s slot
         one, empty = self.one, self.empty
         write = storage.write_port()
         read = storage.read_port(transparent_for=(write,))
-        head_next = Mux(self.r_en, head + 1, head)[:len(head)]
-        m.d.comb += [write.addr.eq(tail), write.data.eq(self.w_data), write.en.eq(~full),
-                     read.addr.eq(head_next + 1), self.second.eq(read.data)]
+        beyond = Signal(bits)
+        m.d.comb += beyond.eq(ahead + 1)
+        ahead_next = Mux(self.r_en, beyond, ahead)
+        m.d.comb += [write.addr.eq(tail), write.data.eq(self.w_data), write.en.eq(1),
+                     read.addr.eq(ahead_next), self.second.eq(read.data)]
+        # The head register takes the entry pushed now if the FIFO is empty, or holds one
+        # entry and is popped (the flags are registers, so the late pop only chooses).
         m.d.sync += self.head.eq(Mux(self.r_en, Mux(one, self.w_data, self.second),
                                      Mux(empty, self.w_data, self.head)))
-        # The push (late) only chooses among values computed from registers.
+        # The push (late) only chooses among values computed from registers. A pop of
+        # two entries leaves one: the tail is two past the head.
         push_only, pop_only = self.w_en & ~self.r_en, self.r_en & ~self.w_en
-        level = self.level
-        m.d.sync += [head.eq(head_next), tail.eq(Mux(self.w_en, tail + 1, tail)),
-                     level.eq(Mux(push_only, level + 1, Mux(pop_only, level - 1, level))),
-                     full.eq(Mux(push_only, level == self.depth - 1, full & ~pop_only)),
-                     one.eq(Mux(push_only, empty, Mux(pop_only, level == 2, one))),
+        m.d.sync += [ahead.eq(ahead_next), tail.eq(Mux(self.w_en, tail + 1, tail)),
+                     one.eq(Mux(push_only, empty, Mux(pop_only, tail == beyond, one))),
                      empty.eq(Mux(push_only, 0, Mux(pop_only, one, empty)))]
         return m
 
@@ -954,55 +956,39 @@ class QCC(wiring.Component):
         """The FIFO port ``k`` pops next and its head after this clock, decided when the
         port has no decision or pops now.
 
-        Only port ``k`` pops a FIFO of kind ``k``, and only the one it decided on, so
-        the FIFOs of kind ``k`` after this clock's pops are known from registers for
-        either case, "port ``k`` pops now" or not: the decision is made for both, from
-        registers, and ``carry`` (the port's ``ready``, the late input) only chooses
-        between them. A FIFO popped now has as its head next its ``second`` entry.
+        A decision is made only in a clock in which the port holds none (then it pops
+        nothing) or pops its decided FIFO (``carry``). Only port ``k`` pops a FIFO of
+        kind ``k``, and only the one it decided on, so the FIFOs of kind ``k`` after this
+        clock's pops are known from registers: as they are if the port holds no
+        decision, less the decided FIFO's head if it does. The decision is made from
+        registers only, and the late ``carry`` (the port's ``ready``) only enables the
+        write. A FIFO popped now has as its head next its ``second`` entry.
         """
         name = k.name.lower()
-        dec_fifo = [[_sig(m, (s.dec_type[k] == t) & (s.dec_stage[k] == i),
-                          f"decided_{name}_{t}_{i}") for i in range(MAX_STAGES)]
-                    for t in range(N_TYPES)]
-        choices = []
-        for pops in (False, True):
-            case = f"{name}_{'pop' if pops else 'hold'}"
-            left, after = [], []
-            for t in range(N_TYPES):
-                left.append([])
-                after.append([])
-                for i in range(MAX_STAGES):
-                    fifo, kind_ok = s.fifo[t][i], s.kinds[t][i] == k
-                    if pops:
-                        # (a FIFO of one entry that this port pops is empty after it)
-                        waits = Mux(dec_fifo[t][i], ~fifo.one & ~fifo.empty, ~fifo.empty)
-                        head = Mux(dec_fifo[t][i], fifo.second, fifo.head)
-                    else:
-                        waits, head = ~fifo.empty, fifo.head
-                    left[t].append(_sig(m, waits & kind_ok, f"waiting_{case}_{t}_{i}"))
-                    after[t].append(head)
-            choices.append(self._choose(m, s, k, left, after, case))
-        hold, pop = choices
-        carry = ev.carry[k]
-        with m.If(~s.dec_valid[k] | carry):
-            for register, (a, b) in zip((s.dec_valid[k], s.dec_type[k], s.dec_stage[k],
-                                         s.dec_record[k]), zip(pop[:4], hold[:4])):
-                m.d.sync += register.eq(Mux(carry, a, b))
-            with m.If(Mux(carry, pop[0], hold[0])):
-                m.d.sync += s.rr[k].eq(Mux(carry, pop[1], hold[1]))
-
-    def _choose(self, m, s, k, left, after, case):
-        """The decision from the FIFOs still waiting (``left``) and their heads
-        (``after``): whether any, the type, the stage and the record."""
-        latest = [_highest_onehot(m, left[t], f"latest_{case}_{t}") for t in range(N_TYPES)]
-        offers = _sig(m, Cat(_any(w) for w in left), f"offers_{case}")
-        winner = _round_robin(m, offers, s.rr[k], f"winner_{case}")
-        stages = [_encode(latest[t], 3) for t in range(N_TYPES)]
+        left, after = [], []
+        for t in range(N_TYPES):
+            left.append([])
+            after.append([])
+            for i in range(MAX_STAGES):
+                fifo = s.fifo[t][i]
+                popping = _sig(m, s.dec_valid[k] & (s.dec_type[k] == t) & (s.dec_stage[k] == i),
+                               f"decided_{name}_{t}_{i}")
+                # (a FIFO of one entry that this port pops is empty after it)
+                left[t].append(_sig(m, ~fifo.empty & ~(popping & fifo.one)
+                                    & (s.kinds[t][i] == k), f"waiting_{name}_{t}_{i}"))
+                after[t].append(Mux(popping, fifo.second, fifo.head))
+        latest = [_highest_onehot(m, left[t], f"latest_{name}_{t}") for t in range(N_TYPES)]
+        offers = _sig(m, Cat(_any(w) for w in left), f"offers_{name}")
+        winner = _round_robin(m, offers, s.rr[k], f"winner_{name}")
         records = [_read(latest[t], after[t]) for t in range(N_TYPES)]
-        return (_sig(m, offers.any(), f"decide_any_{case}"),
-                _sig(m, _encode(winner, 3), f"decide_type_{case}", 3),
-                _sig(m, _read(winner, stages), f"decide_stage_{case}", 3),
-                _sig(m, _read(winner, records), f"decide_record_{case}", self.index_width))
+        with m.If(~s.dec_valid[k] | ev.carry[k]):
+            m.d.sync += [s.dec_valid[k].eq(offers.any()),
+                         s.dec_type[k].eq(_encode(winner, 3)),
+                         s.dec_stage[k].eq(_read(winner, [_encode(latest[t], 3)
+                                                          for t in range(N_TYPES)])),
+                         s.dec_record[k].eq(_read(winner, records))]
+            with m.If(offers.any()):
+                m.d.sync += s.rr[k].eq(_encode(winner, 3))
 
     # ------------------------------------------------------------ completions
 
@@ -1195,7 +1181,9 @@ class QCC(wiring.Component):
         looked2 = Signal()
         changed = Signal()
         m.d.sync += [looked2.eq(ev.looked & self.cmd.valid & ~self.cmd.ready),
-                     changed.eq(_any(self._pick(d.onehot, index) for d in ev.done))]
+                     # (the completion's record compared with the index: a comparator,
+                     # not a 1-of-``records`` pick of its one-hot)
+                     changed.eq(_any(d.ok & (d.record == index) for d in ev.done))]
         ev.rec0_ready = _sig(m, looked2 & ~changed, "lookup_ready")
         ev.meta_cmd = meta = s.meta.read_port()
         ev.rec0_etype = _sig(m, meta.data.etype, "lookup_etype")
