@@ -118,12 +118,14 @@ How it is built, and why
   offered.
 * **Logical FIFOs in memory.** Each FIFO (type, stage) is a ring buffer of record
   indices (:class:`_Queue`, depth ``records`` rounded up to a power of two: a memory
-  with its read end in a register, so the head is known at the start of the clock).
+  with its head in a register and the entry after it on the output of its one
+  synchronous read port, so both are known at the start of the clock, and no level
+  counter: an "empty" and a "one entry" flag).
   Its memory is written at the tail every clock with the entry a push would add (for
   stage 0 ALLOC's lowest free record; for a later stage the record on the completion
   port of the previous stage's kind, the only port that pushes there), and the push
-  itself moves only the tail pointer and the level: the late "push or not" (a
-  completion's check, ALLOC's accept) drives two small counters instead of the
+  itself moves only the tail pointer and the flags: the late "push or not" (a
+  completion's check, ALLOC's accept) drives a small counter instead of the
   memory's write enable, data multiplexer and level adder (it replaces
   ``amaranth.lib.fifo.SyncFIFOBuffered``, whose write enable and level were the end
   of the routed worst path, and takes 979 fewer LUT4 at 32 records). Pushes
@@ -132,14 +134,20 @@ How it is built, and why
   clock; a record takes no logic for its place in a queue. Nothing is removed from
   the middle: DELETE of a queued entity leaves its frame-0 record in the FIFO as a
   *tombstone* (a ``tomb`` bit per record: neither valid nor free) that the pop drops.
-* **Issue selection decided a clock ahead.** Per kind, a register holds the FIFO the
-  next issue comes from. In a clock where the port can load, the decided FIFO's head
-  is popped and loaded into the port with its RAM fields (or dropped if it is a
-  tombstone), and the next FIFO is decided from the FIFO lengths less this clock's
-  pops: each type offers the latest non-empty stage of that kind (drain before
-  fill), a round-robin pointer per kind picks the type. So the choice (lengths,
-  round-robin) and its effect on the records (busy, the pop) are a clock apart, and
-  a decided FIFO cannot run empty before its pop (only that pop empties it).
+* **Issue selection decided a clock ahead.** Per kind, registers hold the FIFO the
+  next issue comes from and its head, the record (``decided_record_<kind>``). In a
+  clock where the port can load, that record is popped and loaded into the port with
+  its RAM fields (or dropped if it is a tombstone), and the next FIFO and its head
+  after this clock's pop (the head, or the entry after it if this FIFO is the one
+  popped) are decided from the FIFOs less this clock's pops: each type offers the
+  latest non-empty stage of that kind (drain before fill), a round-robin pointer per
+  kind picks the type. A decision is made only when the port holds none or pops now,
+  and only that port pops a FIFO of its kind, so the FIFOs after the pops are known
+  from registers (less the held decision's head, if there is one) and the port's
+  late ``ready`` only enables the write. So the choice (FIFOs, round-robin) and its
+  effect on the records (busy, the pop) are a clock apart, the issue path starts from
+  the record register (no multiplexer of FIFO heads on it), and a decided FIFO cannot
+  run empty nor change its head before its pop (only that pop takes from it).
 * **Allocation.** The lowest free record and entity number come from priority encoders
   over the free bits; the lines from a first fit of the length the command asks for
   (runs of free lines, then the lowest start). The lowest free record and the RAMs
