@@ -1169,13 +1169,6 @@ class QCC(wiring.Component):
                         "map_rest")
         ev.alloc_ok = _sig(m, alloc_rest & ev.fit_any, "alloc_ok")
         ev.map_ok = _sig(m, map_rest & ev.fit_any, "map_ok")
-        # ALLOC or MAP carried out, and ALLOC into each type's stage-0 FIFO: "a fit
-        # exists" ANDed last here too, not through ``alloc_ok`` and ``map_ok`` (one LUT
-        # and one wide net less between the first fit and every record's ``valid``, the
-        # lines and the FIFOs' tails).
-        ev.placed = _sig(m, (alloc_rest | map_rest) & ev.fit_any, "placed")
-        ev.alloc_into = [_sig(m, _sig(m, alloc_rest & (c.etype == t), f"alloc_rest_{t}")
-                              & ev.fit_any, f"alloc_into_{t}") for t in range(N_TYPES)]
         ev.config_ok = _sig(m, take & (c.op == Op.CONFIG) & ~ev.config_bad & ~ev.config_busy,
                             "config_ok")
         ev.delete_ok = _sig(m, take & (c.op == Op.DELETE) & ev.rec0_any & ~ev.rec0_busy,
@@ -1283,7 +1276,7 @@ class QCC(wiring.Component):
         n_done, m_done = ev.done
         for t in range(N_TYPES):
             buffer = s.fifo[t][0]
-            m.d.comb += [buffer.w_en.eq(ev.alloc_into[t]),
+            m.d.comb += [buffer.w_en.eq(ev.alloc_ok & (c.etype == t)),
                          buffer.w_data.eq(self._index(ev.new_record))]
             for i in range(1, MAX_STAGES):
                 # Only completions of stage i - 1 push here, all of its kind: the
@@ -1308,7 +1301,7 @@ class QCC(wiring.Component):
         d_n, d_m = ev.done
         # (A frame mapped in the clock its entity dies is in the map word the reaper
         # reads: it is reaped with the others.)
-        new_valid = ev.placed
+        new_valid = _sig(m, ev.alloc_ok | ev.map_ok, "new_valid")
         m.d.sync += s.busy_d.eq(s.busy)
         # ``stage``: ALLOC's record starts at 0, a completion moves its record on.
         s.stage.write(0, self._index(ev.new_record), Const(0, 4), ev.any_rec)
@@ -1365,7 +1358,7 @@ class QCC(wiring.Component):
 
     def _update_lines(self, m, s, ev):
         """Lines taken by ALLOC/MAP, lines of a reaped record freed (never the same)."""
-        ok = ev.placed
+        ok = ev.alloc_ok | ev.map_ok
         taken = _sig(m, Mux(ok, ev.fit_mask, 0), "lines_taken")
         m.d.sync += s.line_free.eq((s.line_free | ev.reap_lines) & ~taken)
         # Their count, so that ``status`` needs no population count of the bitmap (only
@@ -1499,7 +1492,7 @@ class QCC(wiring.Component):
         # for the accept decision.
         taken = [Signal(4, name=f"run_taken{j}") for j in range(RUN_DELAY)]
         window = Signal(range(RUN_DELAY * MAX_BUF_LINES + 1), name="run_window")
-        ok = ev.placed
+        ok = ev.alloc_ok | ev.map_ok
         kept = _sig(m, window - taken[-1], "run_window_kept", len(window))
         grown = _sig(m, kept + c.lines, "run_window_grown", len(window))
         m.d.sync += [taken[0].eq(Mux(ok, c.lines, 0)), window.eq(Mux(ok, grown, kept))]
