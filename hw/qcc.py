@@ -241,9 +241,9 @@ How it is built, and why
   look-up's checks as comparisons, the issue path starts from a register and is off
   the worst path; the small build takes 8211 LUT4 and routes at 52.9 MHz, its worst
   path ALLOC's first fit (the runs of free lines → the lowest start → ``alloc_ok`` →
-  every record's ``valid``, 18.9 ns); 256 records take 29104 LUT4, 6133 FF,
-  780 DPR16X4 and 52 DP16KD (35 %; measured with an ALLOC change since reverted, 58
-  LUT4 fewer at 32 records). README, block 2.
+  every record's ``valid``, 18.9 ns); 256 records take 29048 LUT4, 6133 FF,
+  780 DPR16X4 and 52 DP16KD (35 % of the device's LUT4; target 30 %). README,
+  block 2.
 
 Decisions beyond the golden model
 ---------------------------------
