@@ -118,12 +118,14 @@ How it is built, and why
   offered.
 * **Logical FIFOs in memory.** Each FIFO (type, stage) is a ring buffer of record
   indices (:class:`_Queue`, depth ``records`` rounded up to a power of two: a memory
-  with its read end in a register, so the head is known at the start of the clock).
+  with its head in a register and the entry after it on the output of its one
+  synchronous read port, so both are known at the start of the clock, and no level
+  counter: an "empty" and a "one entry" flag).
   Its memory is written at the tail every clock with the entry a push would add (for
   stage 0 ALLOC's lowest free record; for a later stage the record on the completion
   port of the previous stage's kind, the only port that pushes there), and the push
-  itself moves only the tail pointer and the level: the late "push or not" (a
-  completion's check, ALLOC's accept) drives two small counters instead of the
+  itself moves only the tail pointer and the flags: the late "push or not" (a
+  completion's check, ALLOC's accept) drives a small counter instead of the
   memory's write enable, data multiplexer and level adder (it replaces
   ``amaranth.lib.fifo.SyncFIFOBuffered``, whose write enable and level were the end
   of the routed worst path, and takes 979 fewer LUT4 at 32 records). Pushes
@@ -132,14 +134,20 @@ How it is built, and why
   clock; a record takes no logic for its place in a queue. Nothing is removed from
   the middle: DELETE of a queued entity leaves its frame-0 record in the FIFO as a
   *tombstone* (a ``tomb`` bit per record: neither valid nor free) that the pop drops.
-* **Issue selection decided a clock ahead.** Per kind, a register holds the FIFO the
-  next issue comes from. In a clock where the port can load, the decided FIFO's head
-  is popped and loaded into the port with its RAM fields (or dropped if it is a
-  tombstone), and the next FIFO is decided from the FIFO lengths less this clock's
-  pops: each type offers the latest non-empty stage of that kind (drain before
-  fill), a round-robin pointer per kind picks the type. So the choice (lengths,
-  round-robin) and its effect on the records (busy, the pop) are a clock apart, and
-  a decided FIFO cannot run empty before its pop (only that pop empties it).
+* **Issue selection decided a clock ahead.** Per kind, registers hold the FIFO the
+  next issue comes from and its head, the record (``decided_record_<kind>``). In a
+  clock where the port can load, that record is popped and loaded into the port with
+  its RAM fields (or dropped if it is a tombstone), and the next FIFO and its head
+  after this clock's pop (the head, or the entry after it if this FIFO is the one
+  popped) are decided from the FIFOs less this clock's pops: each type offers the
+  latest non-empty stage of that kind (drain before fill), a round-robin pointer per
+  kind picks the type. A decision is made only when the port holds none or pops now,
+  and only that port pops a FIFO of its kind, so the FIFOs after the pops are known
+  from registers (less the held decision's head, if there is one) and the port's
+  late ``ready`` only enables the write. So the choice (FIFOs, round-robin) and its
+  effect on the records (busy, the pop) are a clock apart, the issue path starts from
+  the record register (no multiplexer of FIFO heads on it), and a decided FIFO cannot
+  run empty nor change its head before its pop (only that pop takes from it).
 * **Allocation.** The lowest free record and entity number come from priority encoders
   over the free bits; the lines from a first fit of the length the command asks for
   (runs of free lines, then the lowest start). The lowest free record and the RAMs
@@ -227,7 +235,14 @@ How it is built, and why
   780 DPR16X4 and 52 DP16KD (36 %), the small build 8610 LUT4 (was 9823); it still
   routes at 52.7 MHz: the completion's chain is off the worst path, but the issue
   path (a port's decision → the 40-way multiplexer of FIFO heads → the head's one-hot
-  → ``issued`` → the look-up's pick of ``queued``, 18.97 ns) was as long. README,
+  → ``issued`` → the look-up's pick of ``queued``, 18.97 ns) was as long. With the
+  record held in the decision (made from registers), each FIFO's head in a register
+  and the entry after it from its one read port, no FIFO level counters and the
+  look-up's checks as comparisons, the issue path starts from a register and is off
+  the worst path; the small build takes 8211 LUT4 and routes at 52.9 MHz, its worst
+  path ALLOC's first fit (the runs of free lines → the lowest start → ``alloc_ok`` →
+  every record's ``valid``, 18.9 ns); 256 records take 29048 LUT4, 6133 FF,
+  780 DPR16X4 and 52 DP16KD (35 % of the device's LUT4; target 30 %). README,
   block 2.
 
 Decisions beyond the golden model
@@ -483,13 +498,11 @@ def _lowest_bits(m, bits, name):
     return onehot, _sig(m, _any(any_ for _, any_ in groups), name + "_any")
 
 
-def _highest_index(m, bits, name):
-    """Index of the highest set bit of a list of 1-bit values (3 bits; 0 if none)."""
-    index = Signal(3, name=name)
-    for i, bit in enumerate(bits):      # later statements win: the highest set bit
-        with m.If(bit):
-            m.d.comb += index.eq(i)
-    return index
+def _highest_onehot(m, bits, name):
+    """Signal holding the one-hot of the highest set bit of a list of 1-bit values."""
+    onehot = Signal(len(bits), name=name)
+    m.d.comb += onehot.eq(Cat(bits[i] & ~_any(bits[i + 1:]) for i in range(len(bits))))
+    return onehot
 
 
 def _round_robin(m, offers, last, name):
@@ -605,16 +618,24 @@ class _ResponseQueue(wiring.Component):
 # ---------------------------------------------------------------- the block
 
 class _Queue(wiring.Component):
-    """A FIFO of record indices whose memory is written before the push is decided.
+    """A FIFO of record indices whose memory is written before the push is decided, with
+    its first two entries known at the start of the clock.
 
-    Every clock (unless it is full) the memory is written at the tail with ``w_data``,
-    the entry a push would add; ``w_en`` (the push) moves only the tail pointer and the
-    level, so the late decision whether to push drives two counters, not the memory's
-    write enable and data. The slot beyond the tail is unused, so a write there without
-    a push changes nothing. The head is registered: the memory's read port is
-    synchronous (transparent to the write), addressed by the head pointer after this
-    clock's pop, so an entry pushed into an empty queue is the head from the next
-    clock. ``r_en`` must not be asserted while ``level`` is 0. Depth: a power of two (the
+    Every clock the memory is written at the tail with ``w_data``, the entry a push
+    would add; ``w_en`` (the push) moves only the tail pointer, so the late decision
+    whether to push drives a counter, not the memory's write enable and data. The slot
+    at the tail is free (beyond the last entry, or, when the FIFO holds ``depth``
+    entries, the head's, whose entry is in the head register), so a write there
+    without a push changes nothing. ``head`` (the first entry, valid unless ``empty``)
+    is a register, and ``second`` (the entry after it, valid unless ``empty`` or
+    ``one``) is the output of the memory's one synchronous read port (transparent to
+    the write), addressed by the head pointer after this clock's pop plus one: a pop
+    moves ``second`` into ``head`` (or the entry pushed in that clock, if it was the
+    only one left), and one read port per FIFO keeps it in block RAM. There is no
+    level counter: ``empty`` and ``one`` are flags, and whether a pop leaves one entry
+    compares the tail with the pointers. The owner must not pop while ``empty`` nor
+    push more than ``depth`` entries (the QCC's FIFOs hold record indices, each record
+    in at most one FIFO once: at most ``records`` entries). Depth: a power of two (the
     pointers wrap by themselves).
 
     Parameters
@@ -629,27 +650,34 @@ class _Queue(wiring.Component):
         self.depth = 1 << depth_bits
         super().__init__({
             "w_data": In(width), "w_en": In(1), "r_en": In(1),
-            "r_data": Out(width), "level": Out(range(self.depth + 1)),
+            "head": Out(width), "second": Out(width), "empty": Out(1, init=1), "one": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
         storage = m.submodules.storage = Memory(shape=len(self.w_data), depth=self.depth,
                                                 init=[])
-        tail = Signal(range(self.depth))
-        head = Signal(range(self.depth))
-        full = Signal()
+        bits = (self.depth - 1).bit_length()
+        tail = Signal(bits)
+        ahead = Signal(bits, init=1)            # the head pointer + 1: ``second``'s slot
+        one, empty = self.one, self.empty
         write = storage.write_port()
         read = storage.read_port(transparent_for=(write,))
-        head_next = Mux(self.r_en, head + 1, head)[:len(head)]
-        m.d.comb += [write.addr.eq(tail), write.data.eq(self.w_data), write.en.eq(~full),
-                     read.addr.eq(head_next), self.r_data.eq(read.data)]
-        # The push (late) only chooses among values computed from registers.
+        beyond = Signal(bits)
+        m.d.comb += beyond.eq(ahead + 1)
+        ahead_next = Mux(self.r_en, beyond, ahead)
+        m.d.comb += [write.addr.eq(tail), write.data.eq(self.w_data), write.en.eq(1),
+                     read.addr.eq(ahead_next), self.second.eq(read.data)]
+        # The head register takes the entry pushed now if the FIFO is empty, or holds one
+        # entry and is popped (the flags are registers, so the late pop only chooses).
+        m.d.sync += self.head.eq(Mux(self.r_en, Mux(one, self.w_data, self.second),
+                                     Mux(empty, self.w_data, self.head)))
+        # The push (late) only chooses among values computed from registers. A pop of
+        # two entries leaves one: the tail is two past the head.
         push_only, pop_only = self.w_en & ~self.r_en, self.r_en & ~self.w_en
-        m.d.sync += [head.eq(head_next), tail.eq(Mux(self.w_en, tail + 1, tail)),
-                     self.level.eq(Mux(push_only, self.level + 1,
-                                       Mux(pop_only, self.level - 1, self.level))),
-                     full.eq(Mux(push_only, self.level == self.depth - 1, full & ~pop_only))]
+        m.d.sync += [ahead.eq(ahead_next), tail.eq(Mux(self.w_en, tail + 1, tail)),
+                     one.eq(Mux(push_only, empty, Mux(pop_only, tail == beyond, one))),
+                     empty.eq(Mux(push_only, 0, Mux(pop_only, one, empty)))]
         return m
 
 
@@ -822,6 +850,8 @@ class QCC(wiring.Component):
         s.dec_valid = [Signal(name=f"decided_{k.name.lower()}") for k in Kind]
         s.dec_type = [Signal(3, name=f"decided_type_{k.name.lower()}") for k in Kind]
         s.dec_stage = [Signal(3, name=f"decided_stage_{k.name.lower()}") for k in Kind]
+        s.dec_record = [Signal(self.index_width, name=f"decided_record_{k.name.lower()}")
+                        for k in Kind]
         s.rr = [Signal(range(N_TYPES), init=N_TYPES - 1, name=f"rr_{k.name.lower()}")
                 for k in Kind]
         s.busy_count = [Signal(range(R + 1), name=f"busy{t}_count") for t in range(N_TYPES)]
@@ -898,19 +928,19 @@ class QCC(wiring.Component):
 
     def _select(self, m, s, ev):
         """Per kind: carry out the decision taken in an earlier clock (pop the head of
-        the decided FIFO: issue it, or drop it if it is a tombstone), and decide the
-        next FIFO from the FIFO lengths less this clock's pops. Each type offers the
-        latest non-empty stage of that kind (drain before fill); a round-robin pointer
-        per kind picks the type."""
+        the decided FIFO, whose record the decision holds: issue it, or drop it if it is
+        a tombstone), and decide the next FIFO and its record from the FIFO lengths less
+        this clock's pops. Each type offers the latest non-empty stage of that kind
+        (drain before fill); a round-robin pointer per kind picks the type."""
         R = self.records
         ev.popped = [[Const(0, 1)] * MAX_STAGES for _ in range(N_TYPES)]
         ev.carry, ev.go, ev.drop, ev.head = [], [], [], []
-        heads = Array(s.fifo[t][i].r_data if t < N_TYPES else Const(0, self.index_width)
-                      for t in range(8) for i in range(MAX_STAGES))
         for k, port in zip(Kind, (self.n_issue, self.m_issue)):
             name = k.name.lower()
             carry = _sig(m, s.dec_valid[k] & (~port.valid | port.ready), f"carry_{name}")
-            head = _sig(m, heads[Cat(s.dec_stage[k], s.dec_type[k])], f"head_{name}")
+            # The decided FIFO's head, registered with the decision (nothing else pops
+            # that FIFO meanwhile, and it is not empty, so a push does not change it).
+            head = s.dec_record[k]
             tomb = _sig(m, self._pick(s.tomb, head), f"head_tomb_{name}")
             ev.carry.append(carry)
             ev.head.append(head)
@@ -921,7 +951,7 @@ class QCC(wiring.Component):
                     ev.popped[t][i] |= carry & (s.dec_type[k] == t) & (s.dec_stage[k] == i)
         ev.popped = [[_sig(m, ev.popped[t][i], f"fifo{t}_{i}_popped") for i in range(MAX_STAGES)]
                      for t in range(N_TYPES)]
-        ev.nonempty = [[_sig(m, s.fifo[t][i].level != 0, f"fifo{t}_{i}_nonempty")
+        ev.nonempty = [[_sig(m, ~s.fifo[t][i].empty, f"fifo{t}_{i}_nonempty")
                         for i in range(MAX_STAGES)] for t in range(N_TYPES)]
         for t in range(N_TYPES):
             for i in range(MAX_STAGES):
@@ -938,19 +968,40 @@ class QCC(wiring.Component):
         ev.dropped = _sig(m, (popped[0] | popped[1]) & s.tomb, "dropped")
 
     def _decide(self, m, s, ev, k):
-        """The FIFO port ``k`` pops next, decided when it has none or pops now."""
+        """The FIFO port ``k`` pops next and its head after this clock, decided when the
+        port has no decision or pops now.
+
+        A decision is made only in a clock in which the port holds none (then it pops
+        nothing) or pops its decided FIFO (``carry``). Only port ``k`` pops a FIFO of
+        kind ``k``, and only the one it decided on, so the FIFOs of kind ``k`` after this
+        clock's pops are known from registers: as they are if the port holds no
+        decision, less the decided FIFO's head if it does. The decision is made from
+        registers only, and the late ``carry`` (the port's ``ready``) only enables the
+        write. A FIFO popped now has as its head next its ``second`` entry.
+        """
         name = k.name.lower()
-        # After this clock's pop: a FIFO of one entry being popped is empty.
-        left = [[_sig(m, Mux(ev.popped[t][i], s.fifo[t][i].level > 1, ev.nonempty[t][i])
-                      & (s.kinds[t][i] == k), f"waiting_{name}_{t}_{i}")
-                 for i in range(MAX_STAGES)] for t in range(N_TYPES)]
-        latest = [_highest_index(m, left[t], f"latest_{name}_{t}") for t in range(N_TYPES)]
+        left, after = [], []
+        for t in range(N_TYPES):
+            left.append([])
+            after.append([])
+            for i in range(MAX_STAGES):
+                fifo = s.fifo[t][i]
+                popping = _sig(m, s.dec_valid[k] & (s.dec_type[k] == t) & (s.dec_stage[k] == i),
+                               f"decided_{name}_{t}_{i}")
+                # (a FIFO of one entry that this port pops is empty after it)
+                left[t].append(_sig(m, ~fifo.empty & ~(popping & fifo.one)
+                                    & (s.kinds[t][i] == k), f"waiting_{name}_{t}_{i}"))
+                after[t].append(Mux(popping, fifo.second, fifo.head))
+        latest = [_highest_onehot(m, left[t], f"latest_{name}_{t}") for t in range(N_TYPES)]
         offers = _sig(m, Cat(_any(w) for w in left), f"offers_{name}")
         winner = _round_robin(m, offers, s.rr[k], f"winner_{name}")
+        records = [_read(latest[t], after[t]) for t in range(N_TYPES)]
         with m.If(~s.dec_valid[k] | ev.carry[k]):
             m.d.sync += [s.dec_valid[k].eq(offers.any()),
                          s.dec_type[k].eq(_encode(winner, 3)),
-                         s.dec_stage[k].eq(_read(winner, latest))]
+                         s.dec_stage[k].eq(_read(winner, [_encode(latest[t], 3)
+                                                          for t in range(N_TYPES)])),
+                         s.dec_record[k].eq(_read(winner, records))]
             with m.If(offers.any()):
                 m.d.sync += s.rr[k].eq(_encode(winner, 3))
 
@@ -1145,22 +1196,26 @@ class QCC(wiring.Component):
         looked2 = Signal()
         changed = Signal()
         m.d.sync += [looked2.eq(ev.looked & self.cmd.valid & ~self.cmd.ready),
-                     changed.eq(_any(self._pick(d.onehot, index) for d in ev.done))]
+                     # (the completion's record compared with the index: a comparator,
+                     # not a 1-of-``records`` pick of its one-hot)
+                     changed.eq(_any(d.ok & (d.record == index) for d in ev.done))]
         ev.rec0_ready = _sig(m, looked2 & ~changed, "lookup_ready")
         ev.meta_cmd = meta = s.meta.read_port()
         ev.rec0_etype = _sig(m, meta.data.etype, "lookup_etype")
         ev.rec0_hold = _sig(m, meta.data.hold, "lookup_hold")
         stage = s.stage.read(index, "lookup_stage_now")
-        issued = self._pick(ev.issued, index)
+        # Issued now: popped now (``carry`` and the head compared with the index, not
+        # ``go`` nor a pick of the one-hot ``issued``). These values count only for a
+        # live entity, whose frame-0 record is never a tombstone, so a pop of it is an
+        # issue, and the tombstone bit and the decoder stay out of this path.
+        issued = _sig(m, _any(ev.carry[k] & (ev.head[k] == index) for k in Kind),
+                      "lookup_popped")
         ev.rec0_stage = _wire(4, "lookup_stage")
         ev.rec0_queued, busy = _wire(1, "lookup_queued"), Signal()
         m.d.sync += [ev.rec0_stage.eq(stage),
                      ev.rec0_queued.eq(self._pick(s.queued, index) & ~issued),
                      busy.eq(self._pick(s.busy, index) | issued)]
-        # Popped now (``carry``, not ``go``): a live entity's frame-0 record is never a
-        # tombstone, so the tombstone check stays out of this path.
-        issued_now = _any(ev.carry[k] & (ev.head[k] == index) for k in Kind)
-        ev.rec0_busy = _sig(m, busy | issued_now, "lookup_busy")
+        ev.rec0_busy = _sig(m, busy | issued, "lookup_busy")
 
     def _allocate_code(self, m, ev, code, lines_ok):
         """Response code of ALLOC or MAP, checks in the model's order of precedence."""
