@@ -194,6 +194,18 @@ Decisions
    (``held_size_debit``), the input head's is added from the port, and ``parked``
    chooses between the two compares last (before, ``parked`` selected the size ahead
    of an adder and the compare: the routed critical path at 50.8 MHz).
+12. ``load``'s fan-out (issue 12; contract unchanged): ``load`` (the offers -> the
+   arbiter -> the enable of every register a pass loads) enabled stage R's pass
+   registers, the winner's held packet and its ``passes`` counter: hundreds of
+   flip-flops behind the arbiter. Now R's pass registers are loaded with the winner's
+   data whenever R does not keep its pass (``stays``: R's registers and the answer),
+   whether a pass enters R or not (with none, ``active`` falls and they are not read);
+   each stream's ``held`` register is loaded from its source whenever it is not R's
+   kept packet (a parked packet reloads itself; with none held the input's head is
+   loaded and not read until ``held_v``); ``passes`` counts from R (1 at the consume,
+   +1 when R parks the packet: the same count as 1 per pass entering R). ``load`` is
+   left in the valid bits (``held_v``, ``parked``, ``active``, ``q_v``), the inputs'
+   ``ready`` and the arbiter's starvation counters.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -1412,45 +1424,57 @@ class Spreader(wiring.Component):
         m.d.comb += [load.eq(s.offer.any() & room & (~s.active | s.consumed | s.parks)
                              & ~(s.active & (win == s.r_stream) & ~s.consumed)),
                      arb.load.eq(load)]
+        # R keeps its packet (``stays``): otherwise R's pass registers and every held
+        # packet register but R's are loaded, whether a pass enters R or not (decision
+        # 12): ``load`` selects none of their data and enables none of them, only the
+        # valid bits (``held_v``, ``parked``, ``active``, ``q_v``)
+        stays = s.active & ~s.consumed & ~s.parks
         for k in range(4):
             mine = s.consumed & (s.r_stream == k)
+            in_r = s.active & (s.r_stream == k) & ~s.consumed     # R keeps or parks it
             m.d.comb += s.ins[k].ready.eq(load & (win == k) & ~s.parked[k])
             with m.If(mine):
-                m.d.sync += [s.seq[k].eq(s.seq[k] + 1), s.passes[k].eq(0), s.held_v[k].eq(0)]
+                m.d.sync += [s.seq[k].eq(s.seq[k] + 1), s.held_v[k].eq(0)]
             with m.If(load & (win == k)):
-                m.d.sync += [s.held_v[k].eq(1), s.held[k].eq(s.src[k]),
-                             s.passes[k].eq(_sat_inc(Mux(mine, 0, s.passes[k])))]
+                m.d.sync += s.held_v[k].eq(1)
+            # a parked packet reloads itself (its source is ``held``); a stream with no
+            # held packet loads its input's head, which nothing reads until ``held_v``
+            with m.If(~in_r):
+                m.d.sync += s.held[k].eq(s.src[k])
                 if k == PAT:        # its second group, for the triangles' provider check
                     m.d.sync += s.held_pat_g1.eq(s.src[PAT].base[3:] + 1)
+            # the passes of the packet, counted from R (1 + the passes that parked it)
+            with m.If(mine):
+                m.d.sync += s.passes[k].eq(1)
+            with m.Elif(s.parks & (s.r_stream == k)):
+                m.d.sync += s.passes[k].eq(_sat_inc(s.passes[k]))
         # ``parked`` after the edge, for both outcomes of ``load`` before it chooses
-        stays = s.active & ~s.consumed & ~s.parks      # R keeps its packet
         for k in range(4):
             kept = s.held_v[k] & ~(s.consumed & (s.r_stream == k))
             m.d.sync += s.parked[k].eq(Mux(load, kept & (win != k),
                                            kept & ~(stays & (s.r_stream == k))))
-        with m.If(load):
+        with m.If(~stays):
             m.d.sync += [s.r_stream.eq(win), s.r_size.eq(s.w_size), s.r_ev.eq(s.w_ev),
                          s.r_ahead.eq(s.w_ahead), s.r_need_r.eq(s.w_need_r),
                          s.r_need_l.eq(s.w_need_l), s.r_vrn.eq(chk.tri_distinct),
-                         s.r_refused.eq(0), s.q_v.eq(s.w_q_v),
-                         s.q_eu.eq(s.w_q_eu)]
+                         s.r_refused.eq(0), s.q_eu.eq(s.w_q_eu)]
             m.d.sync += [s.r_vr[i].eq(chk.tri_recs[i]) for i in range(3)]
             m.d.sync += [s.r_loc[i].eq(s.w_loc[i]) for i in range(3)]
+            m.d.sync += s.q_v.eq(Mux(load, s.w_q_v, 0))
         with m.Elif(s.refused):
             m.d.sync += [s.r_refused.eq(s.r_refused | (Const(1, MAX_EUS) << s.q_eu)),
                          s.q_v.eq(scan.next), s.q_eu.eq(scan.eu)]
-        with m.Elif(s.consumed | s.parks):
-            m.d.sync += s.q_v.eq(0)
-        # stage P's debited minimum for the next clock: its minimum lines + R's size,
-        # both outcomes of ``load`` added before it chooses
+        # stage P's debited minimum for the next clock: its minimum lines + R's size
+        # (R's next size: ``w_size`` unless R keeps its packet; with no pass in R it is
+        # not read), both sums made before ``stays`` chooses
         for k in range(4):
             nxt = cfg.min_lines_next[k]
-            m.d.sync += s.need_lines_debit[k].eq(Mux(load, nxt + s.w_size, nxt + s.r_size))
-        # each held packet's size + R's size, likewise (the packet taken is the source)
+            m.d.sync += s.need_lines_debit[k].eq(Mux(stays, nxt + s.r_size, nxt + s.w_size))
+        # each held packet's size + R's size, likewise (read only while the packet is
+        # parked, when ``held`` keeps its size)
         for k in range(4):
             held = s.held[k].size
-            m.d.sync += s.held_size_debit[k].eq(
-                Mux(load, Mux(win == k, s.src[k].size, held) + s.w_size, held + s.r_size))
+            m.d.sync += s.held_size_debit[k].eq(Mux(stays, held + s.r_size, held + s.w_size))
         m.d.sync += [s.active.eq(load | (s.active & ~s.consumed & ~s.parks)),
                      s.q_first.eq(load | s.refused)]
 
@@ -1602,7 +1626,8 @@ class _State:
         self.held = [Signal(L[n], name=f"held_{n}") for n in STREAMS]
         self.held_pat_g1 = Signal(sp.index_bits - 2)    # the held patch's group + 1
         self.seq = [Signal(SEQ_W, name=f"seq{k}") for k in range(4)]
-        self.passes = [Signal(8, name=f"passes{k}") for k in range(4)]
+        # the passes of the held packet so far: 1 + the passes that parked it
+        self.passes = [Signal(8, name=f"passes{k}", init=1) for k in range(4)]
         # stage R's pass registers
         self.active, self.r_stream = Signal(), Signal(2)
         self.r_ev = Signal(_eval_layout(D))
