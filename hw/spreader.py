@@ -205,7 +205,18 @@ Decisions
    loaded and not read until ``held_v``); ``passes`` counts from R (1 at the consume,
    +1 when R parks the packet: the same count as 1 per pass entering R). ``load`` is
    left in the valid bits (``held_v``, ``parked``, ``active``, ``q_v``), the inputs'
-   ``ready`` and the arbiter's starvation counters.
+   ``ready`` and the arbiter's starvation counters. 4 EUs, 32/32: 52.5 MHz routed (48.4
+   before, one seed each); the critical path is stage R's accept again (an in-flight
+   valid bit -> the bad-answer check -> ``accepted`` -> ``stays`` -> ``q_v``).
+13. Locality against load (issue 12 item 6; the golden model's decision 10; parameters,
+   default off): ``patience`` makes a pixel packet's :class:`CandidateList` its
+   triangle's EU alone (``only_held``: the listed EUs holding its data, when there is
+   one) while its pass number is at most ``patience``: 1 for the input's head, else
+   the parked packet's ``passes`` (1 + the passes that parked it; a register, so the
+   rule adds no status compare to stage P). ``local_records`` masks a vertex-holding
+   EU out of a triangle's holders (``room``) unless its status, debited as for the
+   first request's scan, shows that many free records: one compare per EU beside the
+   minimum's, ahead of the sort.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -751,7 +762,7 @@ class CandidateList(wiring.Component):
         super().__init__({
             "walk": In(data.ArrayLayout(EU_W, n_eus)), "count": In(5),
             "holders": In(data.ArrayLayout(EU_W, max(1, n_holders))),
-            "meets": In(n_eus),
+            "meets": In(n_eus), "only_held": In(1), "room": In(n_eus, init=-1),
             "ahead": Out(data.ArrayLayout(n_eus, n_eus)),
             "first": Out(n_eus), "first_eu": Out(EU_W),
         })
@@ -759,19 +770,22 @@ class CandidateList(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         N = self.n_eus
-        # each EU's position in the walk and whether it is listed (from registers only)
-        listed = Signal(N)
+        # each EU's position in the walk and whether it is in the list (from registers)
+        in_list, listed = Signal(N), Signal(N)
         pos = [Signal(range(max(2, N)), name=f"pos{e}") for e in range(N)]
         for j in range(N):
             for e in range(N):
                 with m.If((j < self.count) & (self.walk[j] == e)):
-                    m.d.comb += [listed[e].eq(1), pos[e].eq(j)]
+                    m.d.comb += [in_list[e].eq(1), pos[e].eq(j)]
         # how many of the packet's data each EU holds
         held = [Signal(2, name=f"held{e}") for e in range(N)]
         for e in range(N):
-            m.d.comb += held[e].eq(sum((self.holders[i] == e).as_unsigned()
-                                       for i in range(self.n_holders)) if self.n_holders
-                                   else 0)
+            m.d.comb += held[e].eq(Mux(self.room[e], sum(
+                (self.holders[i] == e).as_unsigned() for i in range(self.n_holders)), 0)
+                if self.n_holders else 0)
+        # ``only_held`` (patience): the listed EUs holding the packet's data, if any
+        holding = Cat(held[e] != 0 for e in range(N)) & in_list
+        m.d.comb += listed.eq(Mux(self.only_held & holding.any(), holding, in_list))
         for a in range(N):
             m.d.comb += self.ahead[a].eq(Cat(
                 listed[a] & listed[b] & ((held[a] > held[b])
@@ -1146,6 +1160,17 @@ class Spreader(wiring.Component):
         the request's first clock only (False, default; EUs such as the QCC show an
         allocation from the clock after they took it), or in every clock R holds it
         (True; EUs whose status changes only at their answer).
+    patience : int
+        Pixel locality (decision 13; the golden model's decision 10): in its first
+        ``patience`` passes a pixel packet is offered only to its triangle's EU (when
+        that EU is in the pixel list); a pass that finds it without room parks the
+        packet. 0..255, default 0 (off).
+    local_records : int
+        Triangle locality yields to load (decision 13; the golden model's decision 10):
+        a vertex-holding EU heads a triangle's candidate list only while it has at
+        least ``local_records`` free records (in the status stage P's scan reads);
+        one with fewer keeps its place in the walk. 0 .. ``eu_records``, default 0
+        (off).
 
     Raises
     ------
@@ -1155,7 +1180,8 @@ class Spreader(wiring.Component):
 
     def __init__(self, *, n_eus=4, vdt_records=256, pt_records=256, index_bits=16,
                  prid_bits=16, coord_bits=12, max_lines=8, eu_records=256, eu_lines=256,
-                 starve_limit=8, fifo_depth=4, rotate=True, debit_held=False):
+                 starve_limit=8, fifo_depth=4, rotate=True, debit_held=False, patience=0,
+                 local_records=0):
         self.n_eus = check_int("n_eus", n_eus, 1, MAX_EUS)
         self.vdt_records = check_pow2("vdt_records", vdt_records, 2, 256)
         self.pt_records = check_pow2("pt_records", pt_records, 1, 256)
@@ -1175,6 +1201,8 @@ class Spreader(wiring.Component):
         if not isinstance(debit_held, bool):
             raise TypeError(f"debit_held must be a bool, not {debit_held!r}")
         self.debit_held = debit_held
+        self.patience = check_int("patience", patience, 0, SAT)
+        self.local_records = check_int("local_records", local_records, 0, eu_records)
         I, R, C = index_bits, prid_bits, coord_bits
         SR, SL = eu_records.bit_length(), eu_lines.bit_length()
         D = max(I, R, 12)
@@ -1318,7 +1346,18 @@ class Spreader(wiring.Component):
         # in loc 0); the arbiter's winner chooses among them last
         m.d.comb += [cands[TRI].holders[i].eq(chk.tri_locs[i].eu) for i in range(3)]
         m.d.comb += cands[PIX].holders[0].eq(chk.pix_tri.eu)
+        # patience (decision 13): a pixel packet's pass number is 1 + the passes that
+        # parked it (``passes``) when it is parked, else 1
+        if self.patience:
+            m.d.comb += cands[PIX].only_held.eq(
+                ~s.parked[PIX] | (s.passes[PIX] <= self.patience))
         meets = self._first_scan_meets(m, s, cfg)
+        if self.local_records:
+            # the vertex-holding EUs with room for locality (the debited status)
+            for e in range(self.n_eus):
+                fr, d = self.status[e].free_records, s.q_v[e] & (s.q_first | self.debit_held)
+                m.d.comb += cands[TRI].room[e].eq(
+                    Mux(d, fr >= self.local_records + 1, fr >= self.local_records))
         for k in range(4):
             alloc = chk.result[k].outcome == Outcome.ALLOC
             m.d.comb += [cands[k].meets.eq(meets[k]),
@@ -1748,7 +1787,7 @@ class SpreaderQCC(wiring.Component):
     records, entities, lines : int
         Parameters of every QCC (its ``frames`` is 1: the spreader maps no frames).
         Defaults 8, 8, 16.
-    vdt_records, pt_records, fifo_depth, starve_limit, rotate
+    vdt_records, pt_records, fifo_depth, starve_limit, rotate, patience, local_records
         Parameters of the spreader (:class:`Spreader`); defaults 8, 4, 2, 8, True. The
         spreader's ``eu_records`` and ``eu_lines`` are the QCC's ``records`` and
         ``lines``, its ``max_lines`` is ``min(8, lines)``.
@@ -1771,13 +1810,15 @@ class SpreaderQCC(wiring.Component):
     """
 
     def __init__(self, *, n_eus=2, records=8, entities=8, lines=16, vdt_records=8,
-                 pt_records=4, fifo_depth=2, starve_limit=8, rotate=True):
+                 pt_records=4, fifo_depth=2, starve_limit=8, rotate=True, patience=0,
+                 local_records=0):
         from hw.qcc import DONE, ISSUE, QCC     # only here: the plain spreader needs none
         self.n_eus = check_int("n_eus", n_eus, 1, MAX_EUS)
         self.spreader_params, self.qcc_params = self.split_params(
             n_eus=n_eus, records=records, entities=entities, lines=lines,
             vdt_records=vdt_records, pt_records=pt_records, fifo_depth=fifo_depth,
-            starve_limit=starve_limit, rotate=rotate)
+            starve_limit=starve_limit, rotate=rotate, patience=patience,
+            local_records=local_records)
         self._qccs = [QCC(**self.qcc_params) for _ in range(n_eus)]   # validates them
         self._spreader = Spreader(**self.spreader_params)
         L = self._spreader.lay
@@ -1803,13 +1844,15 @@ class SpreaderQCC(wiring.Component):
 
     @staticmethod
     def split_params(*, n_eus=2, records=8, entities=8, lines=16, vdt_records=8,
-                     pt_records=4, fifo_depth=2, starve_limit=8, rotate=True):
+                     pt_records=4, fifo_depth=2, starve_limit=8, rotate=True, patience=0,
+                     local_records=0):
         """``(spreader parameters, QCC parameters)`` of a parameter set, unchecked."""
         qcc = {"records": records, "entities": entities, "lines": lines, "frames": 1}
         spreader = {"n_eus": n_eus, "vdt_records": vdt_records, "pt_records": pt_records,
                     "eu_records": records, "eu_lines": lines,
                     "max_lines": max(1, min(8, lines)), "fifo_depth": fifo_depth,
-                    "starve_limit": starve_limit, "rotate": rotate}
+                    "starve_limit": starve_limit, "rotate": rotate, "patience": patience,
+                    "local_records": local_records}
         return spreader, qcc
 
     def elaborate(self, platform):
