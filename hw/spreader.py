@@ -194,6 +194,30 @@ Decisions
    (``held_size_debit``), the input head's is added from the port, and ``parked``
    chooses between the two compares last (before, ``parked`` selected the size ahead
    of an adder and the compare: the routed critical path at 50.8 MHz).
+12. ``load``'s fan-out (issue 12; contract unchanged): ``load`` (the offers -> the
+   arbiter -> the enable of every register a pass loads) enabled stage R's pass
+   registers, the winner's held packet and its ``passes`` counter: hundreds of
+   flip-flops behind the arbiter. Now R's pass registers are loaded with the winner's
+   data whenever R does not keep its pass (``stays``: R's registers and the answer),
+   whether a pass enters R or not (with none, ``active`` falls and they are not read);
+   each stream's ``held`` register is loaded from its source whenever it is not R's
+   kept packet (a parked packet reloads itself; with none held the input's head is
+   loaded and not read until ``held_v``); ``passes`` counts from R (1 at the consume,
+   +1 when R parks the packet: the same count as 1 per pass entering R). ``load`` is
+   left in the valid bits (``held_v``, ``parked``, ``active``, ``q_v``), the inputs'
+   ``ready`` and the arbiter's starvation counters. 4 EUs, 32/32: 52.5 MHz routed (48.4
+   before, one seed each); the critical path is stage R's accept again (an in-flight
+   valid bit -> the bad-answer check -> ``accepted`` -> ``stays`` -> ``q_v``); 8 EUs:
+   42.0 MHz (44.8 before), its critical path that same accept path, as before.
+13. Locality against load (issue 12 item 6; the golden model's decision 10; parameters,
+   default off): ``patience`` makes a pixel packet's :class:`CandidateList` its
+   triangle's EU alone (``only_held``: the listed EUs holding its data, when there is
+   one) while its pass number is at most ``patience``: 1 for the input's head, else
+   the parked packet's ``passes`` (1 + the passes that parked it; a register, so the
+   rule adds no status compare to stage P). ``local_records`` masks a vertex-holding
+   EU out of a triangle's holders (``room``) unless its status, debited as for the
+   first request's scan, shows that many free records: one compare per EU beside the
+   minimum's, ahead of the sort.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -739,7 +763,7 @@ class CandidateList(wiring.Component):
         super().__init__({
             "walk": In(data.ArrayLayout(EU_W, n_eus)), "count": In(5),
             "holders": In(data.ArrayLayout(EU_W, max(1, n_holders))),
-            "meets": In(n_eus),
+            "meets": In(n_eus), "only_held": In(1), "room": In(n_eus, init=-1),
             "ahead": Out(data.ArrayLayout(n_eus, n_eus)),
             "first": Out(n_eus), "first_eu": Out(EU_W),
         })
@@ -747,19 +771,22 @@ class CandidateList(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         N = self.n_eus
-        # each EU's position in the walk and whether it is listed (from registers only)
-        listed = Signal(N)
+        # each EU's position in the walk and whether it is in the list (from registers)
+        in_list, listed = Signal(N), Signal(N)
         pos = [Signal(range(max(2, N)), name=f"pos{e}") for e in range(N)]
         for j in range(N):
             for e in range(N):
                 with m.If((j < self.count) & (self.walk[j] == e)):
-                    m.d.comb += [listed[e].eq(1), pos[e].eq(j)]
+                    m.d.comb += [in_list[e].eq(1), pos[e].eq(j)]
         # how many of the packet's data each EU holds
         held = [Signal(2, name=f"held{e}") for e in range(N)]
         for e in range(N):
-            m.d.comb += held[e].eq(sum((self.holders[i] == e).as_unsigned()
-                                       for i in range(self.n_holders)) if self.n_holders
-                                   else 0)
+            m.d.comb += held[e].eq(Mux(self.room[e], sum(
+                (self.holders[i] == e).as_unsigned() for i in range(self.n_holders)), 0)
+                if self.n_holders else 0)
+        # ``only_held`` (patience): the listed EUs holding the packet's data, if any
+        holding = Cat(held[e] != 0 for e in range(N)) & in_list
+        m.d.comb += listed.eq(Mux(self.only_held & holding.any(), holding, in_list))
         for a in range(N):
             m.d.comb += self.ahead[a].eq(Cat(
                 listed[a] & listed[b] & ((held[a] > held[b])
@@ -1134,6 +1161,17 @@ class Spreader(wiring.Component):
         the request's first clock only (False, default; EUs such as the QCC show an
         allocation from the clock after they took it), or in every clock R holds it
         (True; EUs whose status changes only at their answer).
+    patience : int
+        Pixel locality (decision 13; the golden model's decision 10): in its first
+        ``patience`` passes a pixel packet is offered only to its triangle's EU (when
+        that EU is in the pixel list); a pass that finds it without room parks the
+        packet. 0..255, default 0 (off).
+    local_records : int
+        Triangle locality yields to load (decision 13; the golden model's decision 10):
+        a vertex-holding EU heads a triangle's candidate list only while it has at
+        least ``local_records`` free records (in the status stage P's scan reads);
+        one with fewer keeps its place in the walk. 0 .. ``eu_records``, default 0
+        (off).
 
     Raises
     ------
@@ -1143,7 +1181,8 @@ class Spreader(wiring.Component):
 
     def __init__(self, *, n_eus=4, vdt_records=256, pt_records=256, index_bits=16,
                  prid_bits=16, coord_bits=12, max_lines=8, eu_records=256, eu_lines=256,
-                 starve_limit=8, fifo_depth=4, rotate=True, debit_held=False):
+                 starve_limit=8, fifo_depth=4, rotate=True, debit_held=False, patience=0,
+                 local_records=0):
         self.n_eus = check_int("n_eus", n_eus, 1, MAX_EUS)
         self.vdt_records = check_pow2("vdt_records", vdt_records, 2, 256)
         self.pt_records = check_pow2("pt_records", pt_records, 1, 256)
@@ -1163,6 +1202,8 @@ class Spreader(wiring.Component):
         if not isinstance(debit_held, bool):
             raise TypeError(f"debit_held must be a bool, not {debit_held!r}")
         self.debit_held = debit_held
+        self.patience = check_int("patience", patience, 0, SAT)
+        self.local_records = check_int("local_records", local_records, 0, eu_records)
         I, R, C = index_bits, prid_bits, coord_bits
         SR, SL = eu_records.bit_length(), eu_lines.bit_length()
         D = max(I, R, 12)
@@ -1306,7 +1347,18 @@ class Spreader(wiring.Component):
         # in loc 0); the arbiter's winner chooses among them last
         m.d.comb += [cands[TRI].holders[i].eq(chk.tri_locs[i].eu) for i in range(3)]
         m.d.comb += cands[PIX].holders[0].eq(chk.pix_tri.eu)
+        # patience (decision 13): a pixel packet's pass number is 1 + the passes that
+        # parked it (``passes``) when it is parked, else 1
+        if self.patience:
+            m.d.comb += cands[PIX].only_held.eq(
+                ~s.parked[PIX] | (s.passes[PIX] <= self.patience))
         meets = self._first_scan_meets(m, s, cfg)
+        if self.local_records:
+            # the vertex-holding EUs with room for locality (the debited status)
+            for e in range(self.n_eus):
+                fr, d = self.status[e].free_records, s.q_v[e] & (s.q_first | self.debit_held)
+                m.d.comb += cands[TRI].room[e].eq(
+                    Mux(d, fr >= self.local_records + 1, fr >= self.local_records))
         for k in range(4):
             alloc = chk.result[k].outcome == Outcome.ALLOC
             m.d.comb += [cands[k].meets.eq(meets[k]),
@@ -1412,45 +1464,57 @@ class Spreader(wiring.Component):
         m.d.comb += [load.eq(s.offer.any() & room & (~s.active | s.consumed | s.parks)
                              & ~(s.active & (win == s.r_stream) & ~s.consumed)),
                      arb.load.eq(load)]
+        # R keeps its packet (``stays``): otherwise R's pass registers and every held
+        # packet register but R's are loaded, whether a pass enters R or not (decision
+        # 12): ``load`` selects none of their data and enables none of them, only the
+        # valid bits (``held_v``, ``parked``, ``active``, ``q_v``)
+        stays = s.active & ~s.consumed & ~s.parks
         for k in range(4):
             mine = s.consumed & (s.r_stream == k)
+            in_r = s.active & (s.r_stream == k) & ~s.consumed     # R keeps or parks it
             m.d.comb += s.ins[k].ready.eq(load & (win == k) & ~s.parked[k])
             with m.If(mine):
-                m.d.sync += [s.seq[k].eq(s.seq[k] + 1), s.passes[k].eq(0), s.held_v[k].eq(0)]
+                m.d.sync += [s.seq[k].eq(s.seq[k] + 1), s.held_v[k].eq(0)]
             with m.If(load & (win == k)):
-                m.d.sync += [s.held_v[k].eq(1), s.held[k].eq(s.src[k]),
-                             s.passes[k].eq(_sat_inc(Mux(mine, 0, s.passes[k])))]
+                m.d.sync += s.held_v[k].eq(1)
+            # a parked packet reloads itself (its source is ``held``); a stream with no
+            # held packet loads its input's head, which nothing reads until ``held_v``
+            with m.If(~in_r):
+                m.d.sync += s.held[k].eq(s.src[k])
                 if k == PAT:        # its second group, for the triangles' provider check
                     m.d.sync += s.held_pat_g1.eq(s.src[PAT].base[3:] + 1)
+            # the passes of the packet, counted from R (1 + the passes that parked it)
+            with m.If(mine):
+                m.d.sync += s.passes[k].eq(1)
+            with m.Elif(s.parks & (s.r_stream == k)):
+                m.d.sync += s.passes[k].eq(_sat_inc(s.passes[k]))
         # ``parked`` after the edge, for both outcomes of ``load`` before it chooses
-        stays = s.active & ~s.consumed & ~s.parks      # R keeps its packet
         for k in range(4):
             kept = s.held_v[k] & ~(s.consumed & (s.r_stream == k))
             m.d.sync += s.parked[k].eq(Mux(load, kept & (win != k),
                                            kept & ~(stays & (s.r_stream == k))))
-        with m.If(load):
+        with m.If(~stays):
             m.d.sync += [s.r_stream.eq(win), s.r_size.eq(s.w_size), s.r_ev.eq(s.w_ev),
                          s.r_ahead.eq(s.w_ahead), s.r_need_r.eq(s.w_need_r),
                          s.r_need_l.eq(s.w_need_l), s.r_vrn.eq(chk.tri_distinct),
-                         s.r_refused.eq(0), s.q_v.eq(s.w_q_v),
-                         s.q_eu.eq(s.w_q_eu)]
+                         s.r_refused.eq(0), s.q_eu.eq(s.w_q_eu)]
             m.d.sync += [s.r_vr[i].eq(chk.tri_recs[i]) for i in range(3)]
             m.d.sync += [s.r_loc[i].eq(s.w_loc[i]) for i in range(3)]
+            m.d.sync += s.q_v.eq(Mux(load, s.w_q_v, 0))
         with m.Elif(s.refused):
             m.d.sync += [s.r_refused.eq(s.r_refused | (Const(1, MAX_EUS) << s.q_eu)),
                          s.q_v.eq(scan.next), s.q_eu.eq(scan.eu)]
-        with m.Elif(s.consumed | s.parks):
-            m.d.sync += s.q_v.eq(0)
-        # stage P's debited minimum for the next clock: its minimum lines + R's size,
-        # both outcomes of ``load`` added before it chooses
+        # stage P's debited minimum for the next clock: its minimum lines + R's size
+        # (R's next size: ``w_size`` unless R keeps its packet; with no pass in R it is
+        # not read), both sums made before ``stays`` chooses
         for k in range(4):
             nxt = cfg.min_lines_next[k]
-            m.d.sync += s.need_lines_debit[k].eq(Mux(load, nxt + s.w_size, nxt + s.r_size))
-        # each held packet's size + R's size, likewise (the packet taken is the source)
+            m.d.sync += s.need_lines_debit[k].eq(Mux(stays, nxt + s.r_size, nxt + s.w_size))
+        # each held packet's size + R's size, likewise (read only while the packet is
+        # parked, when ``held`` keeps its size)
         for k in range(4):
             held = s.held[k].size
-            m.d.sync += s.held_size_debit[k].eq(
-                Mux(load, Mux(win == k, s.src[k].size, held) + s.w_size, held + s.r_size))
+            m.d.sync += s.held_size_debit[k].eq(Mux(stays, held + s.r_size, held + s.w_size))
         m.d.sync += [s.active.eq(load | (s.active & ~s.consumed & ~s.parks)),
                      s.q_first.eq(load | s.refused)]
 
@@ -1602,7 +1666,8 @@ class _State:
         self.held = [Signal(L[n], name=f"held_{n}") for n in STREAMS]
         self.held_pat_g1 = Signal(sp.index_bits - 2)    # the held patch's group + 1
         self.seq = [Signal(SEQ_W, name=f"seq{k}") for k in range(4)]
-        self.passes = [Signal(8, name=f"passes{k}") for k in range(4)]
+        # the passes of the held packet so far: 1 + the passes that parked it
+        self.passes = [Signal(8, name=f"passes{k}", init=1) for k in range(4)]
         # stage R's pass registers
         self.active, self.r_stream = Signal(), Signal(2)
         self.r_ev = Signal(_eval_layout(D))
@@ -1723,7 +1788,7 @@ class SpreaderQCC(wiring.Component):
     records, entities, lines : int
         Parameters of every QCC (its ``frames`` is 1: the spreader maps no frames).
         Defaults 8, 8, 16.
-    vdt_records, pt_records, fifo_depth, starve_limit, rotate
+    vdt_records, pt_records, fifo_depth, starve_limit, rotate, patience, local_records
         Parameters of the spreader (:class:`Spreader`); defaults 8, 4, 2, 8, True. The
         spreader's ``eu_records`` and ``eu_lines`` are the QCC's ``records`` and
         ``lines``, its ``max_lines`` is ``min(8, lines)``.
@@ -1746,13 +1811,15 @@ class SpreaderQCC(wiring.Component):
     """
 
     def __init__(self, *, n_eus=2, records=8, entities=8, lines=16, vdt_records=8,
-                 pt_records=4, fifo_depth=2, starve_limit=8, rotate=True):
+                 pt_records=4, fifo_depth=2, starve_limit=8, rotate=True, patience=0,
+                 local_records=0):
         from hw.qcc import DONE, ISSUE, QCC     # only here: the plain spreader needs none
         self.n_eus = check_int("n_eus", n_eus, 1, MAX_EUS)
         self.spreader_params, self.qcc_params = self.split_params(
             n_eus=n_eus, records=records, entities=entities, lines=lines,
             vdt_records=vdt_records, pt_records=pt_records, fifo_depth=fifo_depth,
-            starve_limit=starve_limit, rotate=rotate)
+            starve_limit=starve_limit, rotate=rotate, patience=patience,
+            local_records=local_records)
         self._qccs = [QCC(**self.qcc_params) for _ in range(n_eus)]   # validates them
         self._spreader = Spreader(**self.spreader_params)
         L = self._spreader.lay
@@ -1778,13 +1845,15 @@ class SpreaderQCC(wiring.Component):
 
     @staticmethod
     def split_params(*, n_eus=2, records=8, entities=8, lines=16, vdt_records=8,
-                     pt_records=4, fifo_depth=2, starve_limit=8, rotate=True):
+                     pt_records=4, fifo_depth=2, starve_limit=8, rotate=True, patience=0,
+                     local_records=0):
         """``(spreader parameters, QCC parameters)`` of a parameter set, unchecked."""
         qcc = {"records": records, "entities": entities, "lines": lines, "frames": 1}
         spreader = {"n_eus": n_eus, "vdt_records": vdt_records, "pt_records": pt_records,
                     "eu_records": records, "eu_lines": lines,
                     "max_lines": max(1, min(8, lines)), "fifo_depth": fifo_depth,
-                    "starve_limit": starve_limit, "rotate": rotate}
+                    "starve_limit": starve_limit, "rotate": rotate, "patience": patience,
+                    "local_records": local_records}
         return spreader, qcc
 
     def elaborate(self, platform):

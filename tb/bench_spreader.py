@@ -99,6 +99,41 @@ def placement(res, stats):
     return max(stats.per_eu) / total, min(stats.per_eu) / total, tri_local, pix_local
 
 
+def spill_reasons(res):
+    """Why pixel packets left their triangle's EU: a count per reason, from the log
+    entry (passes, refusals) and the status the accepted request's scan read for the
+    triangle's EU (a clock before its first request, less R's request then): ``refused``
+    (the triangle's EU refused it in its final pass), ``records`` / ``entities`` /
+    ``lines`` (that EU's status failed that part of the minimum; the first that
+    failed), ``other`` (none of these: not in the pixel list), each also counted with
+    ``+retry`` when the packet took more than one pass."""
+    logs = {e.seq: e for _, e in res.log if e.etype == EType.PIXEL and e.kind == 0}
+    reqs = {r.req.seq: r for r in res.requests
+            if r.req.etype == EType.PIXEL and r.accept}
+    out = {}
+    for _, mv in res.move:
+        if mv.etype != EType.PIXEL or mv.eu == mv.src[0].eu:
+            continue
+        home, entry, req = mv.src[0].eu, logs.get(mv.seq), reqs.get(mv.seq)
+        st = req.status[home] if req is not None else None
+        if entry is not None and entry.refused >> home & 1:
+            why = "refused"
+        elif st is None:
+            why = "other"
+        elif st.free_records < 1:
+            why = "records"
+        elif st.free_entities < 1:
+            why = "entities"
+        elif st.free_lines < mv.size:
+            why = "lines"
+        else:
+            why = "other"
+        if entry is not None and entry.passes > 1:
+            why += "+retry"
+        out[why] = out.get(why, 0) + 1
+    return out
+
+
 def _emit_placement(dut, label, runs):
     """Print each run's placement figures (with max/min allocations per EU) and emit
     their means (shares, so that an EU without allocations stays a finite figure)."""
@@ -136,6 +171,8 @@ async def _scene_runs(dut, run, begin=start):
         await reset(dut)
         res, stats = await run(np.random.default_rng(seed), wl, seed)
         runs.append((seed, (*placement(res, stats), stats.per_eu)))
+        dut._log.info("EU seed %d: %d clocks; pixel packets off their triangle's EU, by "
+                      "reason: %s", seed, res.cycles, spill_reasons(res))
     return runs, stats
 
 

@@ -73,6 +73,16 @@ def test_spreader_eight_eu(simulator):
                testcase=["random_traffic", "dedicated_eus"])
 
 
+@pytest.mark.parametrize("simulator", split_simulators("icarus"))
+def test_spreader_locality(simulator):
+    """Locality against load (``patience``: a pixel packet's first passes offered to its
+    triangle's EU alone; ``local_records``: a vertex-holding EU heads a triangle's list
+    only with that many free records) in lock-step with the golden model."""
+    run_cocotb("spreader.spreader", "tb.test_spreader", simulator,
+               {**SMALL, "patience": 2, "local_records": 6},
+               testcase=["random_traffic", "scene_traffic"])
+
+
 @pytest.mark.parametrize("simulator", simulators()[:1])
 def test_spreader_default_tables(simulator):
     """The default tables (256-record VDT and primitive table) on one simulator: random
@@ -684,7 +694,8 @@ async def scene_traffic(dut):
                                  {"max_lines": 16}, {"eu_lines": 4, "max_lines": 8},
                                  {"starve_limit": 256}, {"fifo_depth": 0},
                                  {"coord_bits": 3}, {"eu_records": 0}, {"rotate": 1},
-                                 {"debit_held": 1}])
+                                 {"debit_held": 1}, {"patience": 256},
+                                 {"local_records": 257}])
 def test_parameters_refused(bad):
     """Illegal parameters are refused naming the parameter (RTL and model agree)."""
     from hw.spreader import Spreader as RTL

@@ -262,6 +262,23 @@ Decisions (where spec and issue are silent)
    with the reset lists, the first EUs take most of the work (the ``mesh`` scene on 4
    QCCs left one EU idle); vertex packets, which have no locality, now go round the EUs
    and the triangles and pixels follow their data.
+10. **Locality against load** (issue 12, item 6; parameters, default off):
+   ``patience`` -- in its first ``patience`` passes (:meth:`Spreader.pass_number`: 1
+   for the input's head, 1 + the passes it took for a parked packet) a pixel packet's
+   candidate list is its triangle's EU alone, when that EU is in the pixel list: a
+   pass that finds it without room (or refused) parks the packet, which is prepared
+   again two clocks later, rather than placing it on another EU; from pass
+   ``patience + 1`` on the whole list as in decision 1. ``local_records`` -- a
+   vertex-holding EU heads a triangle's candidate list (decision 1) only while it has
+   at least ``local_records`` free records in the status the pass's first scan reads
+   (rule 3, debited); one with fewer keeps its place in the walk, so a triangle (and
+   then its pixel packets) moves off an EU busy with earlier primitives. Pixel packets
+   of one primitive come back to back, faster than one EU completes them, so they
+   spill off their triangle's EU when it runs out of records (the mesh scene on 4
+   QCCs: every pixel packet placed elsewhere was skipped because its triangle's QCC
+   showed no free record); patience trades clocks for that locality, and
+   ``local_records`` keeps the shares even, since with patience the pixel work follows
+   the triangles, which follow their vertex groups.
 
 Producer contract (not checked beyond the errors above): a triangle is presented only
 after the vertex packets it names were taken (their ``ready``); pixel packets after their

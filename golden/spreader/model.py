@@ -94,6 +94,17 @@ class Spreader(Codec):
         allocation from the clock after they took it, as the QCC, whose ALLOC takes
         effect at the edge it is taken and which answers a clock later), or in every
         clock R holds it (True: EUs whose status changes only at their answer).
+    patience : int
+        Pixel locality (decision 10 of the module docstring): in its first ``patience``
+        passes a pixel packet's candidate list is its triangle's EU alone (when that EU
+        is in the pixel list), so a pass that finds that EU without room parks the
+        packet rather than place it elsewhere; from pass ``patience + 1`` on, the whole
+        list. 0..255, default 0 (off).
+    local_records : int
+        Triangle locality yields to load (decision 10): a vertex-holding EU heads a
+        triangle's candidate list only while it has at least ``local_records`` free
+        records in the status the pass's first scan reads (:meth:`debited`); one with
+        fewer keeps its place in the walk. 0 .. ``eu_records``, default 0 (off).
 
     Notes
     -----
@@ -104,7 +115,8 @@ class Spreader(Codec):
 
     def __init__(self, n_eus=4, vdt_records=256, pt_records=256, index_bits=16,
                  prid_bits=16, coord_bits=12, max_lines=8, eu_records=256, eu_lines=256,
-                 starve_limit=8, fifo_depth=4, rotate=True, debit_held=False):
+                 starve_limit=8, fifo_depth=4, rotate=True, debit_held=False, patience=0,
+                 local_records=0):
         self.n_eus = check_int("n_eus", n_eus, 1, MAX_EUS)
         self.vdt_records = check_pow2("vdt_records", vdt_records, 2, 256)
         self.pt_records = check_pow2("pt_records", pt_records, 1, 256)
@@ -124,6 +136,8 @@ class Spreader(Codec):
         if not isinstance(debit_held, (bool, np.bool_)):
             raise TypeError(f"debit_held must be a bool, not {debit_held!r}")
         self.debit_held = bool(debit_held)
+        self.patience = check_int("patience", patience, 0, SAT)
+        self.local_records = check_int("local_records", local_records, 0, self.eu_records)
         self.status_widths = (self.eu_records.bit_length(), 9, self.eu_lines.bit_length())
         self.detail_bits = max(self.index_bits, self.prid_bits, 12)
         self.reset()
@@ -337,7 +351,7 @@ class Spreader(Codec):
         """Stage P: checks, lookups, candidate list, minimum and the first request's
         scan of a packet from ``S_t``, this clock's status and the request stage's
         packet (rules 2 and 3 of the timing contract)."""
-        p = self._fill(s, pkt)
+        p = self._fill(s, pkt, status)
         if p.outcome is None:
             p.req = self._scan(p, status, 0)
         return p
@@ -356,7 +370,7 @@ class Spreader(Codec):
                                  max(0, st.free_lines - req.lines))
         return status
 
-    def _fill(self, s, pkt):
+    def _fill(self, s, pkt, status):
         p = _Pass(s, pkt, self._seq[s])
         V, stages = self.vdt_records, self._stages()   # R's and C's passes
         if s == EType.VERTEX:
@@ -417,14 +431,23 @@ class Spreader(Codec):
             count = {}
             for loc in locs:
                 count[loc.eu] = count.get(loc.eu, 0) + 1
-            local = sorted((e for e in count if e in lst),
+            local = sorted((e for e in count if e in lst
+                            and status[e].free_records >= self.local_records),
                            key=lambda e: (-count[e], lst.index(e)))
             p.cands = self.candidates(s, local)
         else:
             self._pixel_lookup(p, None)
             if p.outcome != "error":
                 p.cands = self.candidates(s, (p.tri.eu,))
+                if self.pass_number(s) <= self.patience and p.tri.eu in self._list[s]:
+                    p.cands = (p.tri.eu,)       # patience: its triangle's EU only
         return p
+
+    def pass_number(self, s):
+        """The number of the pass stage P prepares for stream ``s`` in this clock: 1 for
+        the input's head, for a parked packet 1 + the passes it took."""
+        parked = self._held[s] is not None and (self._pass is None or self._pass.stream != s)
+        return min(SAT, self._passes[s] + 1) if parked else 1
 
     def _pixel_lookup(self, p, outcome):
         """The PT lookup of a pixel packet or end marker: its triangle, a wait (the

@@ -68,7 +68,9 @@ class Scoreboard:
       request that does not start in the clock after the previous answer, starts a new
       pass), so locality is honoured
       whenever the preferred EU had room; the list is rebuilt from the configuration
-      words and the log's own vertex and triangle allocations;
+      words and the log's own vertex and triangle allocations; with ``patience``, a
+      pixel packet allocated in one of its first ``patience`` passes went to its
+      triangle's EU (when that EU is in the pixel list);
     * a move command per allocation with the right fields (the vertex / triangle
       addresses, local or global);
     * per ``(eu, entity)``: a completion after each allocation and before its reuse;
@@ -204,7 +206,10 @@ class Scoreboard:
                 last = last_eu[s][0] if last_eu[s][1] < r.start - 1 else last_eu[s][2]
                 lst = rotated(lists[s], last if sp.rotate else None)
                 if s == EType.TRIANGLE:
-                    local = sorted((x for x in cnt if x in lst),
+                    # a vertex-holding EU with fewer than ``local_records`` free
+                    # records in the status the pass's first scan read is not local
+                    local = sorted((x for x in cnt if x in lst and EUStatus(
+                        *r.status[x]).free_records >= sp.local_records),
                                    key=lambda x: (-cnt[x], lst.index(x)))
                 elif s == EType.PIXEL:
                     local = [pr["eu"]]
@@ -242,6 +247,11 @@ class Scoreboard:
                     st.refusals += 1
                     refused.add(r.eu)
                 pos = i + 1
+            if (s == EType.PIXEL and e.passes <= sp.patience and locs[0].eu in lists[s]):
+                # patience: in its first passes a pixel packet goes to its triangle's EU
+                assert e.eu == locs[0].eu, \
+                    (f"log at {t}: pixel packet placed on EU {e.eu} in pass {e.passes}, "
+                     f"not its triangle's EU {locs[0].eu} (patience {sp.patience})")
             st.alloc_cycles += rq[-1].end - rq[k].start + 1
             last_eu[s] = (e.eu, t, last_eu[s][0])
             refused_mask = sum(1 << x for x in refused)

@@ -122,6 +122,9 @@ def run_streams(sp, streams, respond=None, status=None, limit=50):
     (dict(eu_records=0), ValueError, "eu_records must be an integer from 1 to 256, not 0"),
     (dict(starve_limit=256), ValueError, "starve_limit must be an integer from 0 to 255"),
     (dict(fifo_depth=0), ValueError, "fifo_depth must be an integer from 1 to 64, not 0"),
+    (dict(patience=256), ValueError, "patience must be an integer from 0 to 255, not 256"),
+    (dict(eu_records=16, local_records=17), ValueError,
+     "local_records must be an integer from 0 to 16, not 17"),
 ])
 def test_bad_parameters(kw, exc, msg):
     with pytest.raises(exc, match=msg):
@@ -299,6 +302,52 @@ def test_pixel_goes_to_its_triangles_eu():
                          8, 12, 0x00F0)
     take(sp, P, PixelPacket(40), status=[ROOM, ROOM, ROOM, FULL])
     assert sp.cycle(respond=accept(1)).request[0] == 0
+
+
+def test_patience_keeps_a_pixel_packet_for_its_triangles_eu():
+    """``patience`` = 2: the pixel packet's first two passes offer it to its triangle's
+    EU alone (full: each pass ends without a request and parks it); its third pass
+    walks the whole list. Without patience its first pass goes elsewhere."""
+    for patience, want in ((2, [None] * 4 + [0]), (0, [0])):
+        sp = small(patience=patience)
+        place(sp, V, VertexPacket(0), 0, 1)
+        place(sp, T, TrianglePacket(40, (0, 1, 2)), 3, 7)
+        take(sp, P, PixelPacket(40, 8, 12, 0x00F0), status=[ROOM, ROOM, ROOM, FULL])
+        reqs = []
+        for _ in range(len(want)):
+            r = sp.cycle(status=[ROOM, ROOM, ROOM, FULL], respond=accept(9))
+            reqs.append(None if r.request is None else r.request[0])
+        assert reqs == want and r.consumed == P
+        e = drain(sp, 3)["log"][-1]
+        assert (e.eu, e.passes, e.ref) == (0, patience + 1, Ref.GLOBAL)
+
+
+def test_patience_waits_only_for_a_listed_triangle_eu():
+    """A pixel packet whose triangle's EU is not in the pixel list is not patient (the
+    list wins over locality): its first pass goes to the list's first EU with room."""
+    sp = small(patience=4)
+    place(sp, V, VertexPacket(0), 0, 1)
+    place(sp, T, TrianglePacket(40, (0, 1, 2)), 3, 7)
+    sp.cycle(cfg=Config.priority(P, [1, 2]))
+    take(sp, P, PixelPacket(40, 8, 12, 0x00F0))
+    r = sp.cycle(respond=accept(9))
+    assert r.request[0] == 1 and r.consumed == P
+
+
+def test_local_records_makes_triangle_locality_yield_to_load():
+    """``local_records`` = 4: the EU holding the triangle's vertices heads its list only
+    with 4 free records or more (in the status the first scan reads); with 3 it keeps
+    its place in the walk, so EU 0 is asked first."""
+    low = EUStatus(3, 16, 64)
+    for local_records, status, eu in ((4, low, 0), (4, EUStatus(4, 16, 64), 2), (0, low, 2)):
+        sp = small(local_records=local_records)
+        place(sp, V, VertexPacket(0), 2, 1)
+        st = [ROOM, ROOM, status, ROOM]
+        take(sp, T, TrianglePacket(40, (0, 1, 2)), status=st)
+        r = sp.cycle(status=st, respond=accept(5))
+        assert r.request[0] == eu and r.consumed == T
+        mv = drain(sp, 3)["move"][-1]
+        assert mv.ref == (Ref.LOCAL if eu == 2 else Ref.GLOBAL)
 
 
 # ---------------------------------------------------------------- Fig. 10 flow and timing
