@@ -258,7 +258,7 @@ import enum
 from types import SimpleNamespace
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib import enum as hdl_enum
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -588,7 +588,10 @@ class _ResponseQueue(wiring.Component):
     ``fresh`` (from a register) says that ``payload`` is a new response this clock. It
     goes straight out when the queue is empty and the port takes it; otherwise it is
     stored. ``room`` (registers only) says the owner may take a request this clock:
-    its response, fresh in the next clock, will have a place.
+    its response, fresh in the next clock, will have a place. The two entries are
+    registers, not a LUT-RAM FIFO: a stored response goes out from a flip-flop (the
+    LUT-RAM read and its multiplexer were the start of the board build's critical
+    path, the QCC's answer into the spreader's accept).
     """
 
     def __init__(self, layout):
@@ -602,16 +605,33 @@ class _ResponseQueue(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.store = store = fifo.SyncFIFO(width=self.layout.size, depth=2)
-        bypass = ~store.r_rdy
+        first = Signal(self.layout.size)        # the oldest stored response
+        second = Signal(self.layout.size)
+        count = Signal(range(3))                # stored responses
+        fresh = self.payload.as_value()
         m.d.comb += [
-            self.o.valid.eq(store.r_rdy | self.fresh),
-            self.o.payload.eq(Mux(bypass, self.payload.as_value(), store.r_data)),
-            store.r_en.eq(self.o.ready),
-            store.w_en.eq(self.fresh & ~(bypass & self.o.ready)),
-            store.w_data.eq(self.payload),
-            self.room.eq(store.level + self.fresh < 2),
+            self.o.valid.eq((count != 0) | self.fresh),
+            self.o.payload.eq(Mux(count == 0, fresh, first)),
+            self.room.eq(count + self.fresh < 2),
         ]
+        taken = self.o.valid & self.o.ready
+        # After this clock, oldest first: the stored entries and the fresh response, less
+        # the one taken (the oldest); ``room`` keeps them at two.
+        with m.If(count == 0):
+            with m.If(self.fresh & ~taken):
+                m.d.sync += [first.eq(fresh), count.eq(1)]
+        with m.Elif(count == 1):
+            with m.If(taken & self.fresh):
+                m.d.sync += first.eq(fresh)
+            with m.Elif(taken):
+                m.d.sync += count.eq(0)
+            with m.Elif(self.fresh):
+                m.d.sync += [second.eq(fresh), count.eq(2)]
+        with m.Else():
+            with m.If(taken):
+                m.d.sync += [first.eq(second), count.eq(1 + self.fresh)]
+                with m.If(self.fresh):
+                    m.d.sync += second.eq(fresh)
         return m
 
 
