@@ -54,19 +54,14 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    pair decides both corners: 12 comparators per edge (the seed's Fig. 17). Also the
    pixel-centre offsets ``half_j = (2px - 3)A + (2py - 3)B`` (8, the others by
    symmetry), each lane's sample offset in the block's mode, and the box's column/row
-   masks. MSAA builds also form the combined span classes here (below), from the
-   corner signs before their registers, so that stage 3 starts the ranks from
-   registers.
+   masks.
 3. *Span select*: per edge and span, FULL when its 4 corners pass, PARTIAL when some do,
    EMPTY otherwise or when no pixel of the span lies in the box. Combined class: EMPTY if
    any edge is, FULL if all are, PARTIAL otherwise -- only combined-PARTIAL spans need
    sample tests. Their ranks by a short prefix count (per row of 4 spans the local
-   counts, then the row totals added: 3 small adders, not a chain of 15, written as
-   gates so that yosys makes LUTs of them, not carry chains) and, from the ranks,
-   ``order``: the PARTIAL spans in rank order, and whether the block has more than one
-   batch (more than ``16 / S`` PARTIAL spans, as gates from the count). A copy of the
-   block's mode per quad of lanes, for stage 4's span choice (MSAA builds). Per lane
-   ``lane_lo = lo +`` its sample offset (MSAA builds; at 1x ``lo``, one copy per quad of lanes). Per edge
+   counts, then the row totals added: 3 small adders, not a chain of 15) and, from
+   the ranks, ``order``: the PARTIAL spans in rank order. Per lane ``lane_lo = lo +``
+   its sample offset (MSAA builds; at 1x ``lo``, one copy per quad of lanes). Per edge
    the FULL bits the lanes use, with "edge unused" folded in (an unused edge passes
    every sample), so that bit does not fan out to every lane's mask logic.
 4. *Lane select* (one row per *batch*): at 1x lane ``l`` takes span ``l``; with ``S``
@@ -74,9 +69,8 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    ``order`` moves on by ``16 / S`` entries per batch, so no lane looks at the batch
    number. A span's centre offset is ``+-half_j << (subpix + 1)`` (spans ``k`` and
    ``15 - k`` are opposite), so each lane picks its span (one choice for all edges:
-   span ``l`` at 1x, ``order[l // S]`` at ``S`` samples, by its quad's copy of the
-   mode), then per edge one of 8 ``half_j`` (a kept net: ABC maps the choice on its
-   own) and a sign, and adds it: in the lanes' units (``>> subpix - 1``, see below)
+   span ``l`` at 1x, ``order[l // S]`` at ``S`` samples), then per edge one of 8
+   ``half_j`` and a sign, and adds it: in the lanes' units (``>> subpix - 1``, see below)
    ``t = lane_lo + (half_j << 2)``, or ``~lane_lo + ...`` for the minus sign
    (``lane_lo - x = ~(~lane_lo + x)``, and the inversion cancels in the fold below).
    The lane keeps ``b`` folded, ``b`` or ``-b - 1`` (its bits inverted when negative),
@@ -94,7 +88,7 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    with the box mask (a FULL span) (:meth:`BlockRasterizer._mask_plan`). At 1x the
    combined span classes, which are only reported there, are formed here from copies
    of each edge's FULL and EMPTY bits registered in stage 4 (the edges' registers sit
-   apart on the device; MSAA builds form them in stage 2 for the ranks).
+   apart on the device; MSAA builds form them in stage 3 for the ranks).
 6. *Lane masks*: each lane ANDs its edges' masks, registered (the comparators of the
    four edges sit apart on the device, and the crossbar below spans the lanes).
 7. *Final mask*: each output bit is one multiplexer over the lane bits that can reach
@@ -168,22 +162,13 @@ spread across the device, into its copy's ``ok`` register (12.2 ns, 11.2 ns of i
 routing). Hence ``move`` is now one LUT of a register ``hold`` (:class:`_Flow`), the
 input buffer is in 14 parts with flags of their own and a spare with no enable, an
 edge's stages 1-3 have a flow copy per stage, and constants are not registered (a
-constant register is one net to all its users): 115.49 MHz routed.
+constant register is one net to all its users). Not yet routed: nextpnr's placement
+estimate rose from 53.77 to 82.52 MHz.
 
 The MSAA builds are harder to route (the lane multiplexers of stage 4 and the crossbar
 into the output mask). Before issue 16 the ``(1, 4)`` build routed at 33.8 MHz, its
 critical path a chain of 15 adders that counted the span ranks in stage 3, now a prefix
-count of 3 small adders; the ``(1, 2, 4)`` build fitted but did not route. In the
-``(1, 4)`` build the longest chains then ran from the stage-2 corner signs through the
-span classes, their combination, the ranks and the count into ``order`` and into the
-``more`` registers of every flow copy; hence the combined classes are registered in
-stage 2, and the ranks, the count and "more than one batch" are gates (:func:`_add_bits`,
-:func:`_greater`; ``+`` on 2-5 bits became carry chains), and the block's mode
-register, which reached every lane's span choice in stage 4 (469 loads), has a copy per
-quad of lanes. The area of the MSAA builds hangs on how ABC maps stage 4's 8:1 choices
-of ``half_j`` (24 bits, 64 lanes and edges), which moved by thousands of LUT4 with
-small changes elsewhere; the chosen ``half_j`` is a kept net, so that ABC maps the
-choice on its own. The output
+count of 3 small adders; the ``(1, 2, 4)`` build fitted but did not route. The output
 mask was half the area of the every-mode build: written mode by mode (a ``Switch`` over
 the modes, in each a span field chosen from the lane groups), its 4,096 bits took
 32,107 LUT4 (the output stage alone, ``synth_ecp5``); written chunk by chunk from the
@@ -320,45 +305,11 @@ def _pair_signs(m, lo, off, name):
     return plus, minus
 
 
-def _add_bits(m, a, b, name):
-    """``a + b`` of two small unsigned values as gates (ripple carry), one bit longer
-    than the wider, as a named signal: yosys maps ``+`` to carry chains even at two or
-    three bits, and the chains' entry and exit cost more than the LUTs that ABC makes of
-    these gates."""
-    width = max(len(a), len(b))
-    a, b = Cat(a, Const(0, width - len(a))), Cat(b, Const(0, width - len(b)))
-    carry, bits = Const(0, 1), []
-    for i in range(width):
-        bits.append(a[i] ^ b[i] ^ carry)
-        carry = (a[i] & b[i]) | (carry & (a[i] ^ b[i]))
-    return _wire(m, Cat(*bits, carry), name)
-
-
-def _popcount(m, bits, name):
-    """The number of set bits of ``bits``, as gates (:func:`_add_bits`, a balanced tree)."""
-    values = [Cat(bit) for bit in bits]
-    if not values:
-        return Const(0, 1)
-    level = 0
-    while len(values) > 1:
-        values = [_add_bits(m, values[i], values[i + 1], f"{name}_{level}_{i}")
-                  if i + 1 < len(values) else values[i] for i in range(0, len(values), 2)]
-        level += 1
-    return values[0]
-
-
-def _greater(value, limit):
-    """``value > limit`` for a constant ``limit``, as gates (no carry chain)."""
-    if limit >= (1 << len(value)) - 1:
-        return Const(0, 1)
-    terms, equal = [], Const(1, 1)
-    for i in reversed(range(len(value))):
-        if not limit >> i & 1:
-            terms.append(equal & value[i])
-            equal = equal & ~value[i]
-        else:
-            equal = equal & value[i]
-    return Cat(terms).any()
+def _popcount(bits):
+    total = Const(0, 1)
+    for bit in bits:
+        total = total + bit
+    return total
 
 
 def _encode(one_hot):
@@ -367,11 +318,9 @@ def _encode(one_hot):
                for b in range((len(one_hot) - 1).bit_length()))
 
 
-def _wire(m, value, name, shape=None, keep=False):
-    """``value`` as a named combinational signal, so that its uses share one copy.
-    ``keep``: yosys keeps the net, so that ABC maps the logic before and after it apart."""
-    sig = Signal(shape if shape is not None else value.shape(), name=name,
-                 attrs={"keep": 1} if keep else {})
+def _wire(m, value, name, shape=None):
+    """``value`` as a named combinational signal, so that its uses share one copy."""
+    sig = Signal(shape if shape is not None else value.shape(), name=name)
     m.d.comb += sig.eq(value)
     return sig
 
@@ -512,10 +461,13 @@ class BlockRasterizer(wiring.Component):
     ============================  ==================  ==============  ==================
     build                         LUT4                flip-flops      Fmax
     ============================  ==================  ==============  ==================
-    ``modes=(1,)``                25,285 (30.2 %)     12,849          115.49 MHz routed
-    ``modes=(1, 4)``              44,262 (52.9 %)     15,522          README step 7
-    every mode (default)          64,809 (77.5 %)     20,639          not placed
+    ``modes=(1,)``                25,285 (30.2 %)     12,849          not routed (*)
+    every mode (default)          57,873 (69.19 %)    20,575          not measured
     ============================  ==================  ==============  ==================
+
+    (*) Not routed within 40 minutes on a heavily loaded machine; nextpnr's placement
+    estimate is 82.52 MHz. The RTL before the input buffer's rework (README, issue 16
+    step 4) routed at 82.15 MHz (placement estimate 53.77).
 
     Per mode (the schedule, any build): 1x 1.000 block / 256 samples per clock, 2x
     0.889 / 455, 4x 0.679 / 696, 8x 0.440 / 902, 16x 0.251 / 1030 on the bench's mixed
@@ -637,7 +589,7 @@ class BlockRasterizer(wiring.Component):
 
         # A rigid pipeline (see the module docstring and _Flow).
         m.d.comb += [
-                     flow.more_in.eq(v2 & r3["more_in"]),
+                     flow.more_in.eq(v2 & (r3["n_last_in"] != 0)),
                      flow.more_on.eq(batch + 1 != r3["n_last"]),
                      self.o.valid.eq(flow.copy("adv", "out")["full"])]
         for stage, kind in ((s1, "load"), (s2, "load"), (s3, "load"), (s4, "adv"),
@@ -791,7 +743,7 @@ class BlockRasterizer(wiring.Component):
     def _corners(self, m, r1, st):
         """Stage 2: the 25 corner signs, pixel offsets, lane sample offsets, box masks."""
         s = self.subpix
-        edges, corner_signs = [], []
+        edges = []
         mode, used = r1["meta"].mode, r1["meta"].used
         for e, edge in enumerate(r1["edges"]):
             lo = edge["lo"]
@@ -800,7 +752,6 @@ class BlockRasterizer(wiring.Component):
             for (i, _, _), off in zip(_CORNER_PAIRS, edge["off"]):
                 # lo + (off << s + 2) >= 0 exactly when (lo >> s + 2) + off >= 0.
                 pos[i], pos[24 - i] = _pair_signs(m, lo >> (s + 2), off, f"corner{e}_{i}")
-            corner_signs.append(Cat(pos))
             half = [_lin(edge["odd_a"], edge["odd_b"], a, b) for _, a, b in _HALF]
             edges.append({
                 "pos": st.reg(Cat(pos), f"pos{e}", group=e),
@@ -818,24 +769,9 @@ class BlockRasterizer(wiring.Component):
         cols = [wide & (box["dx0"] <= 4 * x + 3) & (box["dx1"] >= 4 * x) for x in range(4)]
         rows = [high & (box["dy0"] <= 4 * y + 3) & (box["dy1"] >= 4 * y) for y in range(4)]
         inbox = Cat(cols[k % 4] & rows[k // 4] for k in range(SPANS))
-        result = {"edges": edges, "col": st.reg(col, "col"), "row": st.reg(row, "row"),
-                  "inbox": st.reg(inbox, "inbox"),
-                  "meta": self._meta_layout()(st.reg(r1["meta"].as_value(), "meta"))}
-        if not self.msaa_modes:
-            return result
-        # MSAA builds: the combined classes a stage early, so that stage 3 starts the
-        # ranks from registers (classes, combination and ranks were one chain).
-        fulls, empties, inbox = [], [], _wire(m, inbox, "inbox")
-        for e, pos in enumerate(corner_signs):
-            pos = _wire(m, pos, f"pos{e}")
-            full, part = (_wire(m, v, f"{n}_in{e}") for v, n in
-                          zip(self._classes(pos, inbox), ("full", "part")))
-            edge_used = used[e] if e == 3 else Const(1, 1)
-            fulls.append(full | ~edge_used.replicate(SPANS))
-            empties.append(~(full | part) & edge_used.replicate(SPANS))
-        comb_full, comb_part = self._combine(m, inbox, fulls, empties)
-        return {**result, "comb_full": st.reg(comb_full, "comb_full"),
-                "comb_part": st.reg(comb_part, "comb_part")}
+        return {"edges": edges, "col": st.reg(col, "col"), "row": st.reg(row, "row"),
+                "inbox": st.reg(inbox, "inbox"),
+                "meta": self._meta_layout()(st.reg(r1["meta"].as_value(), "meta"))}
 
     def _lane_msaa(self, m, edge, mode, st, e):
         """Per lane ``ox*A + oy*B`` for the lane's sample ``l % S`` in the block's mode."""
@@ -855,9 +791,6 @@ class BlockRasterizer(wiring.Component):
         the PARTIAL spans, and per lane ``lo`` plus its sample offset."""
         s, meta, inbox = self.subpix, r2["meta"], r2["inbox"]
         edges, fulls, empties = [], [], []
-        if self.msaa_modes:
-            ranks, count = self._ranks(m, r2["comb_part"])
-            order = self._order(m, r2["comb_part"], ranks)
         for e, edge in enumerate(r2["edges"]):
             full, part = (_wire(m, v, f"{n}{e}") for v, n in
                           zip(self._classes(edge["pos"], inbox), ("full", "part")))
@@ -881,22 +814,19 @@ class BlockRasterizer(wiring.Component):
                 "lane_lo": lane_lo,
                 "half": st.regs(edge["half"], f"half{e}_", group=e),
                 "empty": st.reg(empties[-1], f"empty{e}", group=e),
-                # the 1x mode bit for each quad of the edge's lanes (MSAA builds with 1x)
-                "one_x": ([st.reg(meta.mode[0], f"one_x{e}_{q}", group=(e, q))
-                           for q in range(self.lane_groups)]
-                          if self.msaa_modes and 1 in self.modes else None),
             })
         result = {"edges": edges, "col": st.reg(r2["col"], "col"),
                   "row": st.reg(r2["row"], "row"), "inbox": st.reg(inbox, "inbox"),
                   "meta": self._meta_layout()(st.reg(meta.as_value(), "meta")),
-                  "order": None, "rank": None, "n_last": Const(0, 4), "lane_mode": None,
-                  # no block has a second batch at 1x (written as the comparison it was,
-                  # so that the 1x build's Verilog, routed at 115.49 MHz, is unchanged)
-                  "more_in": Const(0, 4) != 0}
+                  "order": None, "rank": None, "n_last": Const(0, 4), "n_last_in": Const(0, 4)}
         if not self.msaa_modes:
             # At 1x the combined classes are only reported: stage 4 combines the edges'.
             return result
-        comb_full, comb_part = r2["comb_full"], r2["comb_part"]
+        comb_full, comb_part = self._combine(m, inbox, fulls, empties)
+        ranks, count = self._ranks(m, comb_part)
+        # rank[k] <= k: only spans j.. can have rank j.
+        order = [_encode(Cat(comb_part[k] & (ranks[k] == j) if k >= j else Const(0, 1)
+                             for k in range(SPANS))) for j in range(SPANS)]
         n_last = self._by_mode(meta.mode, {
             n: Mux(count == 0, 0, (count - 1) >> (4 - _log2(n))) if n > 1 else Const(0, 4)
             for n in self.modes})
@@ -906,24 +836,7 @@ class BlockRasterizer(wiring.Component):
                 "rank": st.regs(ranks, "rank", unsigned(4)),
                 "order": st.regs(order, "order", unsigned(4)),
                 "n_last": st.reg(n_last, "n_last", unsigned(4)),
-                # the mode for each quad of lanes' span choice: the block's mode register
-                # reached every lane's choice and part bits of stage 4 (469 loads at
-                # (1, 4)), in front of the lanes' multiplexers and adders
-                "lane_mode": [st.reg(meta.mode, f"lane_mode{q}", group=(0, q))
-                              for q in range(self.lane_groups)],
-                # the block entering stage 3 has more than one batch: more than 16/S
-                # PARTIAL spans, as gates from the count (its net reaches every flow copy)
-                "more_in": self._by_mode(meta.mode, {
-                    n: _greater(count, LANES // n) if n > 1 else Const(0, 1)
-                    for n in self.modes})}
-
-    @staticmethod
-    def _order(m, part, ranks):
-        """The PARTIAL spans in rank order (``order[j]``: the span of rank ``j``)."""
-        # rank[k] <= k: only spans j.. can have rank j.
-        return [_wire(m, _encode(Cat(part[k] & (ranks[k] == j) if k >= j else Const(0, 1)
-                                     for k in range(SPANS))), f"order_in{j}", unsigned(4))
-                for j in range(SPANS)]
+                "n_last_in": n_last}            # the value being loaded
 
     @staticmethod
     def _combine(m, inbox, fulls, empties):
@@ -942,15 +855,14 @@ class BlockRasterizer(wiring.Component):
         local, totals = [], []
         for row in range(4):
             bits = flags[4 * row:4 * row + 4]
-            local.append([_popcount(m, bits[:c], f"local{row}_{c}") if c else Const(0, 1)
-                          for c in range(4)])
-            totals.append(_popcount(m, bits, f"row_count{row}"))
+            local.append([_popcount(bits[:c]) if c else Const(0, 1) for c in range(4)])
+            totals.append(_wire(m, _popcount(bits), f"row_count{row}", unsigned(3)))
         before = [Const(0, 1)]
         for row in range(3):
-            before.append(_add_bits(m, before[-1], totals[row], f"rows_before{row + 1}")[:4])
-        ranks = [_add_bits(m, before[k // 4], local[k // 4][k % 4], f"rank{k}")[:4]
-                 for k in range(SPANS)]
-        return ranks, _add_bits(m, before[3], totals[3], "count")[:5]
+            before.append(_wire(m, before[-1] + totals[row], f"rows_before{row + 1}",
+                                unsigned(4)))
+        ranks = [(before[k // 4] + local[k // 4][k % 4])[:4] for k in range(SPANS)]
+        return ranks, _wire(m, before[3] + totals[3], "count", unsigned(5))
 
     @staticmethod
     def _and_all(vectors):
@@ -982,10 +894,11 @@ class BlockRasterizer(wiring.Component):
         ``b = lane_lo[l] + c_span`` with ``c_span = +-half[j] << (subpix + 1)`` its span
         centre offset (spans ``k`` and ``15 - k`` have opposite offsets), kept folded."""
         meta = r3["meta"]
-        spans = self._lane_spans(m, r3["order"], r3["lane_mode"])
+        spans = self._lane_spans(m, r3["order"], meta.mode)
+        one_x = meta.mode[0] if self.msaa_modes and 1 in self.modes else None
         edges = []
         for e, edge in enumerate(r3["edges"]):
-            folded, negative, full, part = self._edge_lanes(m, edge, spans, edge["one_x"], e)
+            folded, negative, full, part = self._edge_lanes(m, edge, spans, one_x, e)
             mag_neg = [h[-1] for h in edge["half"]]
             mag = [_wire(m, Mux(h[-1], -h, h), f"mag{e}_{j}", unsigned(self.test_bits - 1))
                    for j, h in enumerate(edge["half"])]
@@ -1033,12 +946,11 @@ class BlockRasterizer(wiring.Component):
             return half[k - 8] if k >= 8 else half[7 - k], Const(k < 8, 1)
         return Array(half)[k[:3] ^ (~k[3]).replicate(3)], ~k[3]
 
-    def _lane_spans(self, m, order, lane_mode):
+    def _lane_spans(self, m, order, mode):
         """The span each lane tests in this batch, for every edge: at 1x lane ``l`` tests
         span ``l`` (a constant in a 1x-only build); at ``S`` samples lane ``l`` is sample
         ``l % S`` of group ``l // S``, which tests ``order[l // S]`` (the batch's PARTIAL
-        span of that rank). ``lane_mode[q]`` is the quad of lanes ``q``'s copy of the
-        block's mode (:meth:`_span_select`)."""
+        span of that rank)."""
         if not self.msaa_modes:
             return list(range(LANES))
         spans = []
@@ -1046,31 +958,25 @@ class BlockRasterizer(wiring.Component):
             choice = {n: order[lane // n] for n in self.msaa_modes}
             if 1 in self.modes:
                 choice[1] = Const(lane, 4)
-            spans.append(_wire(m, self._by_mode(lane_mode[self._quad(lane)], choice),
-                               f"span{lane}", unsigned(4)))
+            spans.append(_wire(m, self._by_mode(mode, choice), f"span{lane}", unsigned(4)))
         return spans
 
     def _edge_lanes(self, m, edge, spans, one_x, e):
         """One edge's 16 lanes: folded ``b``, its sign, and the lane's FULL / PARTIAL
         bits, each lane from its span ``spans[lane]`` (:meth:`_lane_spans`): one choice
-        of the 8 ``half_j`` and the FULL / PARTIAL bits per lane. ``one_x[q]`` is the
-        quad of lanes ``q``'s copy of the 1x mode bit (``None`` in a build with one kind
-        of mode)."""
+        of the 8 ``half_j`` and the FULL / PARTIAL bits per lane. ``one_x`` is the 1x mode
+        bit (``None`` in a build with one kind of mode)."""
         folded, negative, full, part = [], [], [], []
         for lane, k in enumerate(spans):
             half, neg = self._span_offset(edge["half"], k)
             if isinstance(k, int):
                 f, p = edge["lane_full"][k], edge["part"][k]
             else:
-                # kept: ABC then maps the 8:1 choice apart from the select logic and the
-                # adder, and in the fewest LUTs it was seen to take (only the bits the
-                # adder uses: a kept net's unused bits would keep their LUTs)
-                half = _wire(m, half[:self.test_bits - 2], f"hsel{e}_{lane}", keep=True)
+                half = _wire(m, half, f"hsel{e}_{lane}")
                 f = edge["lane_full"].bit_select(k, 1)
                 # At 1x a lane tests its span whatever its class; at S samples a span is
                 # combined-PARTIAL, so on each edge PARTIAL unless FULL (or unused).
-                p = ~f if one_x is None else Mux(one_x[self._quad(lane)],
-                                                 edge["part"].bit_select(k, 1), ~f)
+                p = ~f if one_x is None else Mux(one_x, edge["part"].bit_select(k, 1), ~f)
             # b = lo + half or lo - half = ~(~lo + half): add to lo or ~lo, and the
             # inversion cancels in the fold (folded b = t ^ sign(t)).
             t = _wire(m, ((edge["lane_lo"][lane] ^ neg.replicate(self.test_bits)) +
