@@ -1795,8 +1795,9 @@ class SpreaderQCC(wiring.Component):
 
     Attributes
     ----------
-    spreader_params : dict
-        The parameters of the spreader inside (a golden model built with them agrees).
+    spreader_params, qcc_params : dict
+        The parameters of the spreader inside (a golden model built with them agrees)
+        and of each QCC.
     alloc_tap[e] : out
         ``valid``, ``ready``, ``accept``, ``entity`` and ``payload`` of the spreader's
         ``alloc[e]`` and its answer, every clock.
@@ -1815,11 +1816,13 @@ class SpreaderQCC(wiring.Component):
                  local_records=0):
         from hw.qcc import DONE, ISSUE, QCC     # only here: the plain spreader needs none
         self.n_eus = check_int("n_eus", n_eus, 1, MAX_EUS)
-        self.spreader_params, self.qcc_params = self.split_params(
-            n_eus=n_eus, records=records, entities=entities, lines=lines,
-            vdt_records=vdt_records, pt_records=pt_records, fifo_depth=fifo_depth,
-            starve_limit=starve_limit, rotate=rotate, patience=patience,
-            local_records=local_records)
+        self.qcc_params = {"records": records, "entities": entities, "lines": lines,
+                           "frames": 1}
+        self.spreader_params = {
+            "n_eus": n_eus, "vdt_records": vdt_records, "pt_records": pt_records,
+            "eu_records": records, "eu_lines": lines, "max_lines": max(1, min(8, lines)),
+            "fifo_depth": fifo_depth, "starve_limit": starve_limit, "rotate": rotate,
+            "patience": patience, "local_records": local_records}
         self._qccs = [QCC(**self.qcc_params) for _ in range(n_eus)]   # validates them
         self._spreader = Spreader(**self.spreader_params)
         L = self._spreader.lay
@@ -1842,19 +1845,6 @@ class SpreaderQCC(wiring.Component):
             "qcc_error": Out(n_eus), "adapter_error": Out(1),
         }
         super().__init__(members)
-
-    @staticmethod
-    def split_params(*, n_eus=2, records=8, entities=8, lines=16, vdt_records=8,
-                     pt_records=4, fifo_depth=2, starve_limit=8, rotate=True, patience=0,
-                     local_records=0):
-        """``(spreader parameters, QCC parameters)`` of a parameter set, unchecked."""
-        qcc = {"records": records, "entities": entities, "lines": lines, "frames": 1}
-        spreader = {"n_eus": n_eus, "vdt_records": vdt_records, "pt_records": pt_records,
-                    "eu_records": records, "eu_lines": lines,
-                    "max_lines": max(1, min(8, lines)), "fifo_depth": fifo_depth,
-                    "starve_limit": starve_limit, "rotate": rotate, "patience": patience,
-                    "local_records": local_records}
-        return spreader, qcc
 
     def elaborate(self, platform):
         from hw.qcc import Code, Op
@@ -1931,12 +1921,12 @@ class SpreaderQCC(wiring.Component):
         pending = Signal(name=f"pending{e}")
         m.d.comb += pending.eq(asked & ~taken)
         qs, lines = q.status, Mux(pending, a.payload.lines, 0)
-        m.d.comb += [
-            st.free_records.eq(Mux(qs.free_records > pending, qs.free_records - pending, 0)),
-            st.free_entities.eq(Mux(qs.free_entities > pending,
-                                    qs.free_entities - pending, 0)),
-            st.free_lines.eq(Mux(qs.free_run > lines, qs.free_run - lines, 0)),
-        ]
+
+        def less(count, taken):                 # never below 0
+            return Mux(count > taken, count - taken, 0)
+        m.d.comb += [st.free_records.eq(less(qs.free_records, pending)),
+                     st.free_entities.eq(less(qs.free_entities, pending)),
+                     st.free_lines.eq(less(qs.free_run, lines))]
 
     def _completions(self, m, q, e, kind):
         """The queue of entity completions of one issue kind of EU ``e``."""
@@ -1970,13 +1960,9 @@ class SpreaderQCC(wiring.Component):
                      c.payload.etype.eq(a.payload.etype),
                      c.payload.hold.eq(a.payload.hold),
                      c.payload.lines.eq(a.payload.lines)]
-        with m.If(~wait):
-            with m.If(rel_v):
-                m.d.comb += c.valid.eq(1)
-                with m.If(c.ready):
-                    m.d.sync += rel_v.eq(0)
-            with m.Elif(a.valid & ~blocked):
-                m.d.comb += c.valid.eq(1)
+        m.d.comb += c.valid.eq(~wait & (rel_v | (a.valid & ~blocked)))
+        with m.If(c.valid & c.ready & rel_v):
+            m.d.sync += rel_v.eq(0)
         with m.If(c.valid & c.ready):
             m.d.sync += wait.eq(1)
         with m.Elif(r.valid):

@@ -101,7 +101,8 @@ class Processor:
 
 def _split():
     """The spreader's and the QCCs' parameters of the running design."""
-    return SpreaderQCC.split_params(**params())
+    design = SpreaderQCC(**params())
+    return design.spreader_params, design.qcc_params
 
 
 async def _start(dut):

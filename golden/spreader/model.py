@@ -438,9 +438,10 @@ class Spreader(Codec):
         else:
             self._pixel_lookup(p, None)
             if p.outcome != "error":
-                p.cands = self.candidates(s, (p.tri.eu,))
                 if self.pass_number(s) <= self.patience and p.tri.eu in self._list[s]:
                     p.cands = (p.tri.eu,)       # patience: its triangle's EU only
+                else:
+                    p.cands = self.candidates(s, (p.tri.eu,))
         return p
 
     def pass_number(self, s):
