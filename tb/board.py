@@ -13,10 +13,13 @@ terminal at 115200 baud on the board's USB UART shows
 expected CRC is printed here. LEDs: busy, done, error, heartbeat (ULX3S LEDs 0-3; on
 the ECPIX-5 the green of RGB LEDs 0-3).
 
-The design is clocked at 25 MHz: the ULX3S's oscillator directly, the ECPIX-5's 100 MHz
-through an ECP5 PLL (EHXPLLL: 100 MHz / 4 at the phase detector, VCO 600 MHz,
-CLKOP = VCO / 24). Place and route stops after ``--route-minutes`` (default 40); only it
-holds a place-and-route slot, not the synthesis before it.
+The design is clocked at ``--clock-mhz``: by default 75 MHz on the ECPIX-5 (its 100 MHz
+oscillator through an ECP5 PLL, EHXPLLL) and 25 MHz on the ULX3S (its oscillator
+directly; another frequency goes through the PLL too). The clock is nextpnr's timing
+constraint: a build whose routed Fmax is below it fails (nextpnr's "FAIL"), so a
+``top.bit`` that is written runs at its clock. Place and route stops after
+``--route-minutes`` (default 40); only it holds a place-and-route slot, not the
+synthesis before it.
 """
 
 import argparse
@@ -32,7 +35,9 @@ from amaranth.hdl import (Cat, ClockDomain, ClockSignal, Elaboratable, Instance,
 
 ROOT = Path(__file__).resolve().parent.parent
 BOARDS = ("ulx3s-85f", "ecpix5-85")
-CLOCK_HZ = 25_000_000
+#: each board's oscillator and its default design clock, in MHz
+OSCILLATOR_MHZ = {"ulx3s-85f": 25, "ecpix5-85": 100}
+DEFAULT_CLOCK_MHZ = {"ulx3s-85f": 25, "ecpix5-85": 75}
 BAUD = 115200
 
 
@@ -54,43 +59,53 @@ def board_scene():
 class BoardTop(Elaboratable):
     """:class:`hw.frontend.FrontendBoard` wired to a platform's clock, UART and LEDs."""
 
-    def __init__(self, board, commands):
-        self.board, self.commands = board, commands
+    def __init__(self, board, commands, clock_mhz):
+        self.board, self.commands, self.clock_mhz = board, commands, clock_mhz
 
     def elaborate(self, platform):
         from hw.frontend import FrontendBoard
         m = Module()
         m.domains.sync = ClockDomain()
         if self.board == "ecpix5-85":
-            m.domains.por = ClockDomain(reset_less=True)
-            clk100 = platform.request("clk100", 0).i
-            clk25, locked = Signal(), Signal()
-            m.submodules.pll = Instance(
-                "EHXPLLL",
-                p_CLKI_DIV=4, p_CLKFB_DIV=1, p_CLKOP_DIV=24, p_CLKOP_CPHASE=11,
-                p_CLKOP_ENABLE="ENABLED", p_FEEDBK_PATH="CLKOP",
-                i_CLKI=clk100, i_CLKFB=clk25, i_RST=0, i_STDBY=0, i_PHASESEL0=0,
-                i_PHASESEL1=0, i_PHASEDIR=0, i_PHASESTEP=0, i_PHASELOADREG=0,
-                i_PLLWAKESYNC=0, i_ENCLKOP=0, o_CLKOP=clk25, o_LOCK=locked)
-            m.d.comb += [ClockSignal("sync").eq(clk25), ClockSignal("por").eq(clk25)]
-            m.d.comb += ResetSignal("sync").eq(self._global_reset(m, locked))
+            oscillator = platform.request("clk100", 0).i
             leds = [platform.request("rgb_led", k).g.o for k in range(4)]
             button = Signal()
         else:
-            m.d.comb += ClockSignal("sync").eq(platform.request("clk25", 0).i)
+            oscillator = platform.request("clk25", 0).i
             leds = [platform.request("led", k).o for k in range(4)]
             button = platform.request("button_fire", 0).i
-        m.submodules.board = top = FrontendBoard(commands=tuple(self.commands),
-                                                 divisor=CLOCK_HZ // BAUD)
+        self._clock(m, oscillator)
+        m.submodules.board = top = FrontendBoard(
+            commands=tuple(self.commands), divisor=round(self.clock_mhz * 1e6 / BAUD))
         uart = platform.request("uart", 0)
         m.d.comb += [uart.tx.o.eq(top.uart_tx), top.button.eq(button)]
         m.d.comb += [led.eq(top.leds[k]) for k, led in enumerate(leds)]
         return m
 
+    def _clock(self, m, oscillator):
+        """The sync clock: the oscillator itself when it runs at the design clock (no
+        reset: yosys removes it), else the PLL's output with a reset held until it locks."""
+        if self.clock_mhz == OSCILLATOR_MHZ[self.board]:
+            m.d.comb += ClockSignal("sync").eq(oscillator)
+            return
+        m.domains.por = ClockDomain(reset_less=True)
+        clock, locked = Signal(), Signal()
+        divide_in, multiply, divide_out = pll_dividers(OSCILLATOR_MHZ[self.board],
+                                                       self.clock_mhz)
+        m.submodules.pll = Instance(
+            "EHXPLLL",
+            p_CLKI_DIV=divide_in, p_CLKFB_DIV=multiply, p_CLKOP_DIV=divide_out,
+            p_CLKOP_CPHASE=max(divide_out // 2 - 1, 0),
+            p_CLKOP_ENABLE="ENABLED", p_FEEDBK_PATH="CLKOP",
+            i_CLKI=oscillator, i_CLKFB=clock, i_RST=0, i_STDBY=0, i_PHASESEL0=0,
+            i_PHASESEL1=0, i_PHASEDIR=0, i_PHASESTEP=0, i_PHASELOADREG=0,
+            i_PLLWAKESYNC=0, i_ENCLKOP=0, o_CLKOP=clock, o_LOCK=locked)
+        m.d.comb += [ClockSignal("sync").eq(clock), ClockSignal("por").eq(clock)]
+        m.d.comb += ResetSignal("sync").eq(self._global_reset(m, locked))
 
     @staticmethod
     def _global_reset(m, locked):
-        """The ECPIX-5's reset, held until the PLL locks: ``~locked`` through two
+        """The reset behind a PLL, held until it locks: ``~locked`` through two
         flip-flops (its release is synchronous), then a DCCA clock buffer so that it
         reaches the flip-flops' LSR pins on a global net. (On general routing this one
         net to about 9,000 flip-flops congested the device: the first ECPIX-5 builds
@@ -102,6 +117,27 @@ class BoardTop(Elaboratable):
         m.submodules.reset_buffer = Instance("DCCA", i_CLKI=sync_reset[1], i_CE=1,
                                              o_CLKO=reset)
         return reset
+
+
+def pll_dividers(f_in, f_out):
+    """EHXPLLL dividers ``(CLKI_DIV, CLKFB_DIV, CLKOP_DIV)`` for exactly ``f_out`` MHz
+    from ``f_in`` MHz with the feedback from CLKOP: ``f_out = f_in / CLKI_DIV *
+    CLKFB_DIV``, the phase detector at 3.125-400 MHz and the VCO (``f_out * CLKOP_DIV``)
+    at 400-800 MHz (the ECP5 data sheet's ranges); the highest phase-detector frequency
+    wins (the least jitter), then the VCO nearest the middle of its range."""
+    for divide_in in range(1, 129):
+        pfd = f_in / divide_in
+        if not 3.125 <= pfd <= 400:
+            continue
+        multiply = f_out / pfd
+        if multiply != int(multiply) or not 1 <= multiply <= 80:
+            continue
+        outs = [d for d in range(1, 129) if 400 <= f_out * d <= 800]
+        if outs:
+            return divide_in, int(multiply), min(outs, key=lambda d: abs(f_out * d - 600))
+    raise ValueError(f"clock_mhz must be a frequency the ECP5 PLL makes exactly from the "
+                     f"{f_in:g} MHz oscillator (f_in / 1..128 * 1..80, 3.125-400 MHz at its "
+                     f"phase detector), not {f_out:g}")
 
 
 def _run_group(command, cwd, env, timeout):
@@ -131,8 +167,12 @@ def platform_of(board):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="make bitstream", description=__doc__.split("\n")[0])
     parser.add_argument("--board", default="ulx3s-85f", choices=BOARDS)
+    parser.add_argument("--clock-mhz", type=float, default=None,
+                        help="the design clock (default: 75 on the ECPIX-5, 25 on the ULX3S)")
     parser.add_argument("--route-minutes", type=int, default=40)
     args = parser.parse_args(argv)
+    clock_mhz = args.clock_mhz or DEFAULT_CLOCK_MHZ[args.board]
+    pll_dividers(OSCILLATOR_MHZ[args.board], clock_mhz)  # refuse an unreachable clock early
     from tb.harness import venv_tools_first
     from tb.results import record, save
     from tb.synth import FMAX_METRIC, fmax_from_log, pnr_lock
@@ -142,10 +182,11 @@ def main(argv=None):
     words, crc = board_scene()
     out = ROOT / "build" / "bitstream" / args.board
     started = time.time()
-    print(f"bitstream for {args.board}: {len(words)} command words, expected UART line "
-          f"'fresco crc={crc:08x} ...'; building in {out.relative_to(ROOT)} ...", flush=True)
+    print(f"bitstream for {args.board} at {clock_mhz:g} MHz: {len(words)} command words, "
+          f"expected UART line 'fresco crc={crc:08x} ...'; building in "
+          f"{out.relative_to(ROOT)} ...", flush=True)
     platform = platform_of(args.board)
-    plan = platform.build(BoardTop(args.board, words), name="top", do_build=False)
+    plan = platform.build(BoardTop(args.board, words, clock_mhz), name="top", do_build=False)
     plan.extract(str(out))
     # Amaranth's script runs yosys, nextpnr and ecppack; run it twice with the other tools
     # replaced by `true`, so that only place and route holds a machine-wide slot.
@@ -153,15 +194,27 @@ def main(argv=None):
                    env={**os.environ, "NEXTPNR_ECP5": "true", "ECPPACK": "true"})
     print(f"synthesised ({time.time() - started:.0f} s); placing and routing ...", flush=True)
     with pnr_lock():
-        if not _run_group(["sh", "build_top.sh"], out, {**os.environ, "YOSYS": "true"},
-                          args.route_minutes * 60):
-            print(f"not routed in {args.route_minutes} min", file=sys.stderr)
-            return 1
+        try:
+            routed = _run_group(["sh", "build_top.sh"], out, {**os.environ, "YOSYS": "true"},
+                                args.route_minutes * 60)
+        except subprocess.CalledProcessError:
+            routed = None
+    if routed is False:
+        print(f"not routed in {args.route_minutes} min", file=sys.stderr)
+        return 1
+    if "Routing complete" not in (out / "top.tim").read_text():
+        print("place and route failed: see top.tim", file=sys.stderr)
+        return 1
     fmax = fmax_from_log(out / "top.tim")
     # The whole design's routed figure, for `make demo`'s frame time and the README.
     save([record("frontend", FMAX_METRIC, fmax, "MHz", {"board": args.board})])
+    if routed is None:
+        print(f"routed at {fmax:.2f} MHz, below the {clock_mhz:g} MHz clock: no bitstream "
+              f"(try --clock-mhz with a lower clock)", file=sys.stderr)
+        return 1
     print(f"wrote {out.relative_to(ROOT)}/top.bit ({time.time() - started:.0f} s), Fmax "
-          f"{fmax:.2f} MHz routed; expected 'fresco crc={crc:08x}'")
+          f"{fmax:.2f} MHz routed at a {clock_mhz:g} MHz clock; expected "
+          f"'fresco crc={crc:08x}'")
     return 0
 
 

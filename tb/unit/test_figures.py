@@ -1,7 +1,9 @@
-"""The figures plumbing: nextpnr's Fmax read from a log, and the routed front-end
-figure ``make demo`` prints its frame time at."""
+"""The figures plumbing: nextpnr's Fmax read from a log, the routed front-end figure
+``make demo`` prints its frame time at, and the board clock's PLL settings."""
 
-from tb import demo, results
+import pytest
+
+from tb import board, demo, results
 from tb.synth import FMAX_METRIC, fmax_from_log
 
 
@@ -25,3 +27,17 @@ def test_demo_takes_the_lowest_routed_front_end_figure(tmp_path, monkeypatch):
         results.record("qcc", FMAX_METRIC, 20.0, "MHz", {"design": "qcc.qcc"}),
     ], results.RESULTS)
     assert demo._fmax() == (41.4, "ulx3s-85f")
+
+
+@pytest.mark.parametrize("f_in, f_out", [(100, 25), (100, 75), (25, 75), (100, 70),
+                                         (25, 50), (100, 80)])
+def test_board_pll_makes_the_clock_exactly_within_the_ecp5_ranges(f_in, f_out):
+    divide_in, multiply, divide_out = board.pll_dividers(f_in, f_out)
+    assert f_in / divide_in * multiply == pytest.approx(f_out)
+    assert 3.125 <= f_in / divide_in <= 400
+    assert 400 <= f_out * divide_out <= 800
+
+
+def test_board_pll_refuses_a_clock_it_cannot_make():
+    with pytest.raises(ValueError, match="clock_mhz .* not 73.3"):
+        board.pll_dividers(25, 73.3)
