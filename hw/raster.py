@@ -54,14 +54,18 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    pair decides both corners: 12 comparators per edge (the seed's Fig. 17). Also the
    pixel-centre offsets ``half_j = (2px - 3)A + (2py - 3)B`` (8, the others by
    symmetry), each lane's sample offset in the block's mode, and the box's column/row
-   masks.
+   masks. MSAA builds also form the combined span classes here (below), from the
+   corner signs before their registers, so that stage 3 starts the ranks from
+   registers.
 3. *Span select*: per edge and span, FULL when its 4 corners pass, PARTIAL when some do,
    EMPTY otherwise or when no pixel of the span lies in the box. Combined class: EMPTY if
    any edge is, FULL if all are, PARTIAL otherwise -- only combined-PARTIAL spans need
    sample tests. Their ranks by a short prefix count (per row of 4 spans the local
-   counts, then the row totals added: 3 small adders, not a chain of 15) and, from
-   the ranks, ``order``: the PARTIAL spans in rank order. Per lane ``lane_lo = lo +``
-   its sample offset (MSAA builds; at 1x ``lo``, one copy per quad of lanes). Per edge
+   counts, then the row totals added: 3 small adders, not a chain of 15, written as
+   gates so that yosys makes LUTs of them, not carry chains) and, from the ranks,
+   ``order``: the PARTIAL spans in rank order, and whether the block has more than one
+   batch (more than ``16 / S`` PARTIAL spans, as gates from the count). Per lane
+   ``lane_lo = lo +`` its sample offset (MSAA builds; at 1x ``lo``, one copy per quad of lanes). Per edge
    the FULL bits the lanes use, with "edge unused" folded in (an unused edge passes
    every sample), so that bit does not fan out to every lane's mask logic.
 4. *Lane select* (one row per *batch*): at 1x lane ``l`` takes span ``l``; with ``S``
@@ -88,7 +92,7 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    with the box mask (a FULL span) (:meth:`BlockRasterizer._mask_plan`). At 1x the
    combined span classes, which are only reported there, are formed here from copies
    of each edge's FULL and EMPTY bits registered in stage 4 (the edges' registers sit
-   apart on the device; MSAA builds form them in stage 3 for the ranks).
+   apart on the device; MSAA builds form them in stage 2 for the ranks).
 6. *Lane masks*: each lane ANDs its edges' masks, registered (the comparators of the
    four edges sit apart on the device, and the crossbar below spans the lanes).
 7. *Final mask*: each output bit is one multiplexer over the lane bits that can reach
@@ -168,7 +172,14 @@ estimate 82.52 MHz).
 The MSAA builds are harder to route (the lane multiplexers of stage 4 and the crossbar
 into the output mask). Before issue 16 the ``(1, 4)`` build routed at 33.8 MHz, its
 critical path a chain of 15 adders that counted the span ranks in stage 3, now a prefix
-count of 3 small adders; the ``(1, 2, 4)`` build fitted but did not route. The output
+count of 3 small adders; the ``(1, 2, 4)`` build fitted but did not route. In the
+``(1, 4)`` build the longest chains then ran from the stage-2 corner signs through the
+span classes, their combination, the ranks and the count into ``order`` and into the
+``more`` registers of every flow copy; hence the combined classes are registered in
+stage 2, and the ranks, the count and "more than one batch" are gates (:func:`_add_bits`,
+:func:`_greater`; ``+`` on 2-5 bits became carry chains). The area of the MSAA
+builds hangs on how ABC maps stage 4's 8:1 choices of ``half_j`` (24 bits, 64 lanes and
+edges), which moved by thousands of LUT4 with small changes elsewhere. The output
 mask was half the area of the every-mode build: written mode by mode (a ``Switch`` over
 the modes, in each a span field chosen from the lane groups), its 4,096 bits took
 32,107 LUT4 (the output stage alone, ``synth_ecp5``); written chunk by chunk from the
@@ -305,11 +316,45 @@ def _pair_signs(m, lo, off, name):
     return plus, minus
 
 
-def _popcount(bits):
-    total = Const(0, 1)
-    for bit in bits:
-        total = total + bit
-    return total
+def _add_bits(m, a, b, name):
+    """``a + b`` of two small unsigned values as gates (ripple carry), one bit longer
+    than the wider, as a named signal: yosys maps ``+`` to carry chains even at two or
+    three bits, and the chains' entry and exit cost more than the LUTs that ABC makes of
+    these gates."""
+    width = max(len(a), len(b))
+    a, b = Cat(a, Const(0, width - len(a))), Cat(b, Const(0, width - len(b)))
+    carry, bits = Const(0, 1), []
+    for i in range(width):
+        bits.append(a[i] ^ b[i] ^ carry)
+        carry = (a[i] & b[i]) | (carry & (a[i] ^ b[i]))
+    return _wire(m, Cat(*bits, carry), name)
+
+
+def _popcount(m, bits, name):
+    """The number of set bits of ``bits``, as gates (:func:`_add_bits`, a balanced tree)."""
+    values = [Cat(bit) for bit in bits]
+    if not values:
+        return Const(0, 1)
+    level = 0
+    while len(values) > 1:
+        values = [_add_bits(m, values[i], values[i + 1], f"{name}_{level}_{i}")
+                  if i + 1 < len(values) else values[i] for i in range(0, len(values), 2)]
+        level += 1
+    return values[0]
+
+
+def _greater(value, limit):
+    """``value > limit`` for a constant ``limit``, as gates (no carry chain)."""
+    if limit >= (1 << len(value)) - 1:
+        return Const(0, 1)
+    terms, equal = [], Const(1, 1)
+    for i in reversed(range(len(value))):
+        if not limit >> i & 1:
+            terms.append(equal & value[i])
+            equal = equal & ~value[i]
+        else:
+            equal = equal & value[i]
+    return Cat(terms).any()
 
 
 def _encode(one_hot):
@@ -588,7 +633,7 @@ class BlockRasterizer(wiring.Component):
 
         # A rigid pipeline (see the module docstring and _Flow).
         m.d.comb += [
-                     flow.more_in.eq(v2 & (r3["n_last_in"] != 0)),
+                     flow.more_in.eq(v2 & r3["more_in"]),
                      flow.more_on.eq(batch + 1 != r3["n_last"]),
                      self.o.valid.eq(flow.copy("adv", "out")["full"])]
         for stage, kind in ((s1, "load"), (s2, "load"), (s3, "load"), (s4, "adv"),
@@ -742,7 +787,7 @@ class BlockRasterizer(wiring.Component):
     def _corners(self, m, r1, st):
         """Stage 2: the 25 corner signs, pixel offsets, lane sample offsets, box masks."""
         s = self.subpix
-        edges = []
+        edges, corner_signs = [], []
         mode, used = r1["meta"].mode, r1["meta"].used
         for e, edge in enumerate(r1["edges"]):
             lo = edge["lo"]
@@ -751,6 +796,7 @@ class BlockRasterizer(wiring.Component):
             for (i, _, _), off in zip(_CORNER_PAIRS, edge["off"]):
                 # lo + (off << s + 2) >= 0 exactly when (lo >> s + 2) + off >= 0.
                 pos[i], pos[24 - i] = _pair_signs(m, lo >> (s + 2), off, f"corner{e}_{i}")
+            corner_signs.append(Cat(pos))
             half = [_lin(edge["odd_a"], edge["odd_b"], a, b) for _, a, b in _HALF]
             edges.append({
                 "pos": st.reg(Cat(pos), f"pos{e}", group=e),
@@ -768,9 +814,24 @@ class BlockRasterizer(wiring.Component):
         cols = [wide & (box["dx0"] <= 4 * x + 3) & (box["dx1"] >= 4 * x) for x in range(4)]
         rows = [high & (box["dy0"] <= 4 * y + 3) & (box["dy1"] >= 4 * y) for y in range(4)]
         inbox = Cat(cols[k % 4] & rows[k // 4] for k in range(SPANS))
-        return {"edges": edges, "col": st.reg(col, "col"), "row": st.reg(row, "row"),
-                "inbox": st.reg(inbox, "inbox"),
-                "meta": self._meta_layout()(st.reg(r1["meta"].as_value(), "meta"))}
+        result = {"edges": edges, "col": st.reg(col, "col"), "row": st.reg(row, "row"),
+                  "inbox": st.reg(inbox, "inbox"),
+                  "meta": self._meta_layout()(st.reg(r1["meta"].as_value(), "meta"))}
+        if not self.msaa_modes:
+            return result
+        # MSAA builds: the combined classes a stage early, so that stage 3 starts the
+        # ranks from registers (classes, combination and ranks were one chain).
+        fulls, empties, inbox = [], [], _wire(m, inbox, "inbox")
+        for e, pos in enumerate(corner_signs):
+            pos = _wire(m, pos, f"pos{e}")
+            full, part = (_wire(m, v, f"{n}_in{e}") for v, n in
+                          zip(self._classes(pos, inbox), ("full", "part")))
+            edge_used = used[e] if e == 3 else Const(1, 1)
+            fulls.append(full | ~edge_used.replicate(SPANS))
+            empties.append(~(full | part) & edge_used.replicate(SPANS))
+        comb_full, comb_part = self._combine(m, inbox, fulls, empties)
+        return {**result, "comb_full": st.reg(comb_full, "comb_full"),
+                "comb_part": st.reg(comb_part, "comb_part")}
 
     def _lane_msaa(self, m, edge, mode, st, e):
         """Per lane ``ox*A + oy*B`` for the lane's sample ``l % S`` in the block's mode."""
@@ -790,6 +851,9 @@ class BlockRasterizer(wiring.Component):
         the PARTIAL spans, and per lane ``lo`` plus its sample offset."""
         s, meta, inbox = self.subpix, r2["meta"], r2["inbox"]
         edges, fulls, empties = [], [], []
+        if self.msaa_modes:
+            ranks, count = self._ranks(m, r2["comb_part"])
+            order = self._order(m, r2["comb_part"], ranks)
         for e, edge in enumerate(r2["edges"]):
             full, part = (_wire(m, v, f"{n}{e}") for v, n in
                           zip(self._classes(edge["pos"], inbox), ("full", "part")))
@@ -817,15 +881,14 @@ class BlockRasterizer(wiring.Component):
         result = {"edges": edges, "col": st.reg(r2["col"], "col"),
                   "row": st.reg(r2["row"], "row"), "inbox": st.reg(inbox, "inbox"),
                   "meta": self._meta_layout()(st.reg(meta.as_value(), "meta")),
-                  "order": None, "rank": None, "n_last": Const(0, 4), "n_last_in": Const(0, 4)}
+                  "order": None, "rank": None, "n_last": Const(0, 4),
+                  # no block has a second batch at 1x (written as the comparison it was,
+                  # so that the 1x build's Verilog, routed at 115.49 MHz, is unchanged)
+                  "more_in": Const(0, 4) != 0}
         if not self.msaa_modes:
             # At 1x the combined classes are only reported: stage 4 combines the edges'.
             return result
-        comb_full, comb_part = self._combine(m, inbox, fulls, empties)
-        ranks, count = self._ranks(m, comb_part)
-        # rank[k] <= k: only spans j.. can have rank j.
-        order = [_encode(Cat(comb_part[k] & (ranks[k] == j) if k >= j else Const(0, 1)
-                             for k in range(SPANS))) for j in range(SPANS)]
+        comb_full, comb_part = r2["comb_full"], r2["comb_part"]
         n_last = self._by_mode(meta.mode, {
             n: Mux(count == 0, 0, (count - 1) >> (4 - _log2(n))) if n > 1 else Const(0, 4)
             for n in self.modes})
@@ -835,7 +898,19 @@ class BlockRasterizer(wiring.Component):
                 "rank": st.regs(ranks, "rank", unsigned(4)),
                 "order": st.regs(order, "order", unsigned(4)),
                 "n_last": st.reg(n_last, "n_last", unsigned(4)),
-                "n_last_in": n_last}            # the value being loaded
+                # the block entering stage 3 has more than one batch: more than 16/S
+                # PARTIAL spans, as gates from the count (its net reaches every flow copy)
+                "more_in": self._by_mode(meta.mode, {
+                    n: _greater(count, LANES // n) if n > 1 else Const(0, 1)
+                    for n in self.modes})}
+
+    @staticmethod
+    def _order(m, part, ranks):
+        """The PARTIAL spans in rank order (``order[j]``: the span of rank ``j``)."""
+        # rank[k] <= k: only spans j.. can have rank j.
+        return [_wire(m, _encode(Cat(part[k] & (ranks[k] == j) if k >= j else Const(0, 1)
+                                     for k in range(SPANS))), f"order_in{j}", unsigned(4))
+                for j in range(SPANS)]
 
     @staticmethod
     def _combine(m, inbox, fulls, empties):
@@ -854,14 +929,15 @@ class BlockRasterizer(wiring.Component):
         local, totals = [], []
         for row in range(4):
             bits = flags[4 * row:4 * row + 4]
-            local.append([_popcount(bits[:c]) if c else Const(0, 1) for c in range(4)])
-            totals.append(_wire(m, _popcount(bits), f"row_count{row}", unsigned(3)))
+            local.append([_popcount(m, bits[:c], f"local{row}_{c}") if c else Const(0, 1)
+                          for c in range(4)])
+            totals.append(_popcount(m, bits, f"row_count{row}"))
         before = [Const(0, 1)]
         for row in range(3):
-            before.append(_wire(m, before[-1] + totals[row], f"rows_before{row + 1}",
-                                unsigned(4)))
-        ranks = [(before[k // 4] + local[k // 4][k % 4])[:4] for k in range(SPANS)]
-        return ranks, _wire(m, before[3] + totals[3], "count", unsigned(5))
+            before.append(_add_bits(m, before[-1], totals[row], f"rows_before{row + 1}")[:4])
+        ranks = [_add_bits(m, before[k // 4], local[k // 4][k % 4], f"rank{k}")[:4]
+                 for k in range(SPANS)]
+        return ranks, _add_bits(m, before[3], totals[3], "count")[:5]
 
     @staticmethod
     def _and_all(vectors):
