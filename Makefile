@@ -92,11 +92,12 @@ demo: setup
 	  $(if $(call given,SIZE),--size $(SIZE)) $(if $(call given,MSAA),--msaa $(MSAA)) \
 	  $(if $(call given,EUS),--eus $(EUS))
 
-# make bitstream [BOARD=ulx3s-85f|ecpix5-85]: the front end with its board scene in a ROM,
-# checksum over the UART (tb/board.py); build/bitstream/<board>/top.bit.
+# make bitstream [BOARD=ulx3s-85f|ecpix5-85] [CLOCK_MHZ=f]: the front end with its board
+# scene in a ROM, checksum over the UART (tb/board.py); build/bitstream/<board>/top.bit.
+# The clock defaults to 25 MHz on the ULX3S and 75 MHz on the ECPIX-5.
 BOARD ?= ulx3s-85f
 bitstream: $(SYNTH_STAMP)
-	$(BIN)/python -m tb.board --board $(BOARD)
+	$(BIN)/python -m tb.board --board $(BOARD) $(if $(call given,CLOCK_MHZ),--clock-mhz $(CLOCK_MHZ))
 
 clean:
 	rm -rf sim_build build results.xml .pytest_cache
