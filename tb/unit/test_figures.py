@@ -1,7 +1,7 @@
-"""The figures plumbing: nextpnr's Fmax read from a log, and the routed front-end
-figure ``make demo`` prints its frame time at."""
+"""The figures plumbing: nextpnr's Fmax read from a log, the routed front-end figure
+``make demo`` prints its frame time at, and the per-design yosys prefix of ``tb.synth``."""
 
-from tb import demo, results
+from tb import demo, results, synth
 from tb.synth import FMAX_METRIC, fmax_from_log
 
 
@@ -25,3 +25,15 @@ def test_demo_takes_the_lowest_routed_front_end_figure(tmp_path, monkeypatch):
         results.record("qcc", FMAX_METRIC, 20.0, "MHz", {"design": "qcc.qcc"}),
     ], results.RESULTS)
     assert demo._fmax() == (41.4, "ulx3s-85f")
+
+
+def test_abc9_delay_target_only_for_the_block_rasterizers_msaa_builds():
+    """The yosys prefix of tb.synth: the delay target for the block rasterizer's builds
+    with an MSAA mode (the default build has every mode), none for its 1x-only build
+    (whose routed figure was taken without one) or for other designs."""
+    delay = f"scratchpad -set abc9.D {synth.RASTER_ABC9_DELAY_PS}"
+    assert synth.yosys_prefix("raster.block", {}) == delay
+    assert synth.yosys_prefix("raster.block", {"modes": (1, 4)}) == delay
+    assert synth.yosys_prefix("raster.block", {"modes": (4,)}) == delay
+    assert synth.yosys_prefix("raster.block", {"modes": (1,)}) == ""
+    assert synth.yosys_prefix("qcc.qcc", {}) == ""
