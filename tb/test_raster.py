@@ -629,10 +629,14 @@ async def stall_and_release(dut):
     bench = Bench(dut, rng, gap=0.0, stall=1.0)
     fmt = bench.fmt
     side = frame(fmt, 64)
-    tris = S.random_triangles(side, side, 10, int(rng.integers(1 << 30)), max_size=40,
-                              **_fmt(fmt))
-    records = scene_records(fmt, rng, tris, side, side, fmt.modes)[:40]
-    bench.send(records)
+    # More blocks than a stalled pipeline can take (LATENCY + 3), whatever the seed: a
+    # scene of 10 random triangles has as few as 8 blocks at some seeds.
+    records = []
+    while len(records) < LATENCY + 8:
+        tris = S.random_triangles(side, side, 10, int(rng.integers(1 << 30)), max_size=40,
+                                  **_fmt(fmt))
+        records += scene_records(fmt, rng, tris, side, side, fmt.modes)
+    bench.send(records[:40])
     await ClockCycles(dut.clk, 60)
     await ReadOnly()
     assert not int(dut.i__ready.value), "input still ready after a 60-clock output stall"
