@@ -218,6 +218,20 @@ Decisions
    EU out of a triangle's holders (``room``) unless its status, debited as for the
    first request's scan, shows that many free records: one compare per EU beside the
    minimum's, ahead of the sort.
+14. The accept chosen last (issue 12; contract unchanged): the accept (``accepted``:
+   an EU's answer, the in-flight valid bit of its entity, a 256-to-1 select per EU, and
+   the bad-answer check) came ahead of ``consumed`` -> ``stays``/``load`` (with the
+   FIFO room and the offers) -> the valid bits and the request registers. ``load`` is
+   now made for both outcomes of the accept from registers, the offers and the FIFO
+   levels (``load1``, ``load0``), and every register whose next value it decides
+   (``held_v``, ``parked``, ``q_v``, ``q_eu``, ``r_refused``, ``active``,
+   ``q_first``) likewise, the accept choosing last; the enables it drives (``stays``,
+   R's kept packet) are one gate after it. What the accept still precedes: those
+   multiplexers, the enables, the rotation's walk, stage C's valid bit, the ``log`` and
+   ``move`` FIFOs' write enables and the bad-answer report. Taking the in-flight select
+   itself out of the accept's clock needs either the answered entity a clock before
+   the answer, which the EU chooses and which arrives with the answer (``entity[e]``),
+   or the answer registered (cut 2, a new contract: README.md).
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
