@@ -218,6 +218,20 @@ Decisions
    EU out of a triangle's holders (``room``) unless its status, debited as for the
    first request's scan, shows that many free records: one compare per EU beside the
    minimum's, ahead of the sort.
+14. The accept chosen last (issue 12; contract unchanged): the accept (``accepted``:
+   an EU's answer, the in-flight valid bit of its entity, a 256-to-1 select per EU, and
+   the bad-answer check) came ahead of ``consumed`` -> ``stays``/``load`` (with the
+   FIFO room and the offers) -> the valid bits and the request registers. ``load`` is
+   now made for both outcomes of the accept from registers, the offers and the FIFO
+   levels (``load1``, ``load0``), and every register whose next value it decides
+   (``held_v``, ``parked``, ``q_v``, ``q_eu``, ``r_refused``, ``active``,
+   ``q_first``) likewise, the accept choosing last; the enables it drives (``stays``,
+   R's kept packet) are one gate after it. What the accept still precedes: those
+   multiplexers, the enables, the rotation's walk, stage C's valid bit, the ``log`` and
+   ``move`` FIFOs' write enables and the bad-answer report. Taking the in-flight select
+   itself out of the accept's clock needs either the answered entity a clock before
+   the answer, which the EU chooses and which arrives with the answer (``entity[e]``),
+   or the answer registered (cut 2, a new contract: README.md).
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -1458,25 +1472,41 @@ class Spreader(wiring.Component):
         # a free entry after this clock's pushes: both cases from the FIFO levels, then
         # chosen by the answer (no adder behind it)
         lg, mv, depth = fifos["log"].level, fifos["move"].level, self.fifo_depth
-        room = (Mux(s.consumed, lg + 1 < depth, lg < depth)
-                & Mux(s.accepted, mv + 1 < depth, mv < depth))
-        load = Signal()
-        m.d.comb += [load.eq(s.offer.any() & room & (~s.active | s.consumed | s.parks)
-                             & ~(s.active & (win == s.r_stream) & ~s.consumed)),
-                     arb.load.eq(load)]
+        # Every register whose next value depends on the accept is computed for both of
+        # its outcomes and chosen by it last (decision 14): ``acc`` is the accept (the
+        # EU's answer, the in-flight select of its entity and the bad-answer check), the
+        # rest of this clock's inputs to ``load`` come from registers and the FIFO levels
+        acc, c0 = s.accepted, s.consume_err | s.consume_close     # c0: consumed, no answer
+        stays0 = s.active & ~c0 & ~s.parks         # R keeps its packet unless it accepts
+        room1 = (lg + 1 < depth) & (mv + 1 < depth)
+        room0 = Mux(c0, lg + 1 < depth, lg < depth) & (mv < depth)
+        load1, load0, load = Signal(), Signal(), Signal()
+        m.d.comb += [load1.eq(s.offer.any() & room1),
+                     load0.eq(s.offer.any() & room0 & (~s.active | c0 | s.parks)
+                              & ~(s.active & (win == s.r_stream) & ~c0)),
+                     load.eq(Mux(acc, load1, load0)), arb.load.eq(load)]
         # R keeps its packet (``stays``): otherwise R's pass registers and every held
         # packet register but R's are loaded, whether a pass enters R or not (decision
         # 12): ``load`` selects none of their data and enables none of them, only the
         # valid bits (``held_v``, ``parked``, ``active``, ``q_v``)
-        stays = s.active & ~s.consumed & ~s.parks
+        stays = Signal()
+        m.d.comb += stays.eq(stays0 & ~acc)
         for k in range(4):
             mine = s.consumed & (s.r_stream == k)
             in_r = s.active & (s.r_stream == k) & ~s.consumed     # R keeps or parks it
             m.d.comb += s.ins[k].ready.eq(load & (win == k) & ~s.parked[k])
             with m.If(mine):
-                m.d.sync += [s.seq[k].eq(s.seq[k] + 1), s.held_v[k].eq(0)]
-            with m.If(load & (win == k)):
-                m.d.sync += s.held_v[k].eq(1)
+                m.d.sync += s.seq[k].eq(s.seq[k] + 1)
+            # ``held_v`` and ``parked`` after the edge, for both outcomes of the accept
+            # (each for both outcomes of ``load``), chosen by the accept last
+            mine1, mine0 = s.r_stream == k, c0 & (s.r_stream == k)
+            hv1 = Mux(load1 & (win == k), 1, Mux(mine1, 0, s.held_v[k]))
+            hv0 = Mux(load0 & (win == k), 1, Mux(mine0, 0, s.held_v[k]))
+            kept1, kept0 = s.held_v[k] & ~mine1, s.held_v[k] & ~mine0
+            pk1 = Mux(load1, kept1 & (win != k), kept1)
+            pk0 = Mux(load0, kept0 & (win != k), kept0 & ~(stays0 & (s.r_stream == k)))
+            m.d.sync += [s.held_v[k].eq(Mux(acc, hv1, hv0)),
+                         s.parked[k].eq(Mux(acc, pk1, pk0))]
             # a parked packet reloads itself (its source is ``held``); a stream with no
             # held packet loads its input's head, which nothing reads until ``held_v``
             with m.If(~in_r):
@@ -1488,22 +1518,24 @@ class Spreader(wiring.Component):
                 m.d.sync += s.passes[k].eq(1)
             with m.Elif(s.parks & (s.r_stream == k)):
                 m.d.sync += s.passes[k].eq(_sat_inc(s.passes[k]))
-        # ``parked`` after the edge, for both outcomes of ``load`` before it chooses
-        for k in range(4):
-            kept = s.held_v[k] & ~(s.consumed & (s.r_stream == k))
-            m.d.sync += s.parked[k].eq(Mux(load, kept & (win != k),
-                                           kept & ~(stays & (s.r_stream == k))))
         with m.If(~stays):
             m.d.sync += [s.r_stream.eq(win), s.r_size.eq(s.w_size), s.r_ev.eq(s.w_ev),
                          s.r_ahead.eq(s.w_ahead), s.r_need_r.eq(s.w_need_r),
-                         s.r_need_l.eq(s.w_need_l), s.r_vrn.eq(chk.tri_distinct),
-                         s.r_refused.eq(0), s.q_eu.eq(s.w_q_eu)]
+                         s.r_need_l.eq(s.w_need_l), s.r_vrn.eq(chk.tri_distinct)]
             m.d.sync += [s.r_vr[i].eq(chk.tri_recs[i]) for i in range(3)]
             m.d.sync += [s.r_loc[i].eq(s.w_loc[i]) for i in range(3)]
-            m.d.sync += s.q_v.eq(Mux(load, s.w_q_v, 0))
-        with m.Elif(s.refused):
-            m.d.sync += [s.r_refused.eq(s.r_refused | (Const(1, MAX_EUS) << s.q_eu)),
-                         s.q_v.eq(scan.next), s.q_eu.eq(scan.eu)]
+        # the request registers: on an accept the next pass's first request (if one
+        # enters R); else R's pass goes on (the request after a refusal: R's scan) or
+        # ends, a pass that enters R bringing its first request
+        refusal = Const(1, MAX_EUS) << s.q_eu
+        m.d.sync += [
+            s.q_v.eq(Mux(acc, Mux(load1, s.w_q_v, 0),
+                         Mux(~stays0, Mux(load0, s.w_q_v, 0),
+                             Mux(s.taken, scan.next, s.q_v)))),
+            s.q_eu.eq(Mux(acc | ~stays0, s.w_q_eu, Mux(s.taken, scan.eu, s.q_eu))),
+            s.r_refused.eq(Mux(acc | ~stays0, 0,
+                               Mux(s.taken, s.r_refused | refusal, s.r_refused))),
+        ]
         # stage P's debited minimum for the next clock: its minimum lines + R's size
         # (R's next size: ``w_size`` unless R keeps its packet; with no pass in R it is
         # not read), both sums made before ``stays`` chooses
@@ -1515,8 +1547,8 @@ class Spreader(wiring.Component):
         for k in range(4):
             held = s.held[k].size
             m.d.sync += s.held_size_debit[k].eq(Mux(stays, held + s.r_size, held + s.w_size))
-        m.d.sync += [s.active.eq(load | (s.active & ~s.consumed & ~s.parks)),
-                     s.q_first.eq(load | s.refused)]
+        m.d.sync += [s.active.eq(Mux(acc, load1, load0 | stays0)),
+                     s.q_first.eq(Mux(acc, load1, load0 | s.taken))]
 
     def _commit(self, m, s, fifos, ptab, rot):
         """The end of R's pass: the log entry, the move command, the rotation, an end
