@@ -1064,17 +1064,24 @@ class QCC(wiring.Component):
     # ------------------------------------------------------------ allocation
 
     def _allocator(self, m, s, ev):
-        """Lowest free record and entity number; first fit of the lines the command
-        asks for (runs of free lines, then the lowest start)."""
+        """Lowest free record and entity number; whether ``free_run`` covers the lines
+        the command asks for (the accept, golden decision 14); first fit of those lines
+        (runs of free lines, then the lowest start), which only places the buffer."""
         L = self.lines
         ev.free_rec, ev.any_rec = _lowest(m, ~s.valid & ~s.tomb, "free_record")
         ev.free_ent, ev.any_ent = _lowest(m, s.ent_free, "free_entity")
         n = self.cmd.payload.lines
+        # ``free_run`` (golden decision 13): the longest run ``RUN_DELAY`` clocks ago,
+        # ``run``, less ``window``, the lines ALLOC and MAP took since (both registers).
+        # ``free_run >= n`` is ``run >= window + n`` for n >= 1 (n = 0 is BAD_ARG).
+        ev.run = _longest_run(m, s.line_free, RUN_DELAY, "free_run")
+        ev.run_window = Signal(range(RUN_DELAY * MAX_BUF_LINES + 1), name="run_window")
+        ev.run_ok = _sig(m, ev.run >= ev.run_window + n, "run_ok")
         need = _sig(m, Cat(n > j for j in range(MAX_BUF_LINES)), "fit_need")
         free = [s.line_free[i] for i in range(L)] + [Const(0, 1)] * MAX_BUF_LINES
         fits = _sig(m, Cat(Cat(free[b + j] | ~need[j] for j in range(MAX_BUF_LINES)).all()
                            for b in range(L)), "fit_runs")
-        start, ev.fit_any = _lowest(m, fits, "fit_start")
+        start, _ = _lowest(m, fits, "fit_start")   # (always found on an accept)
         ev.fit_base = _sig(m, _encode(start, self.addr_width), "fit_base")
         # The lines taken: a range from the base (a LUT4 a line), not a shift of ``start``.
         ev.fit_mask = _sig(m, _range_mask(m, ev.fit_base, n, L, "fit_range"),
@@ -1187,15 +1194,16 @@ class QCC(wiring.Component):
         updates get them early)."""
         c = self.cmd.payload
         take = ev.take
-        # Every check but the first fit, so that "a fit exists" (the last to settle) is
-        # one AND away from the decision.
+        # Every check but the lines, so that ``free_run >= n`` is one AND away from the
+        # decision (golden decision 14: on ``free_run``, from registers; the first fit
+        # only places the buffer, and always finds one then).
         alloc_rest = _sig(m, take & ev.is_alloc & (c.etype < N_TYPES) & lines_ok & ev.any_rec
                           & ev.any_ent, "alloc_rest")
         map_rest = _sig(m, take & (c.op == Op.MAP) & lines_ok & (c.frame < self.frames)
                         & (c.frame != 0) & ev.rec0_any & ~ev.match_any & ev.any_rec,
                         "map_rest")
-        ev.alloc_ok = _sig(m, alloc_rest & ev.fit_any, "alloc_ok")
-        ev.map_ok = _sig(m, map_rest & ev.fit_any, "map_ok")
+        ev.alloc_ok = _sig(m, alloc_rest & ev.run_ok, "alloc_ok")
+        ev.map_ok = _sig(m, map_rest & ev.run_ok, "map_ok")
         ev.config_ok = _sig(m, take & (c.op == Op.CONFIG) & ~ev.config_bad & ~ev.config_busy,
                             "config_ok")
         ev.delete_ok = _sig(m, take & (c.op == Op.DELETE) & ev.rec0_any & ~ev.rec0_busy,
@@ -1244,12 +1252,12 @@ class QCC(wiring.Component):
             m.d.comb += code.eq(_first(
                 ((c.etype >= N_TYPES) | ~lines_ok, Code.BAD_ARG),
                 (~ev.any_rec, Code.NO_RECORD), (~ev.any_ent, Code.NO_ENTITY),
-                (~ev.fit_any, Code.NO_LINES)))
+                (~ev.run_ok, Code.NO_LINES)))
         with m.Else():
             m.d.comb += code.eq(_first(
                 (~lines_ok | (c.frame >= self.frames), Code.BAD_ARG),
                 (~ev.rec0_any, Code.UNKNOWN), ((c.frame == 0) | ev.match_any, Code.MAPPED),
-                (~ev.any_rec, Code.NO_RECORD), (~ev.fit_any, Code.NO_LINES)))
+                (~ev.any_rec, Code.NO_RECORD), (~ev.run_ok, Code.NO_LINES)))
 
     def _in_flight(self, m, s, ev):
         """Per type: whether an entity of that type is queued or busy.
@@ -1513,12 +1521,11 @@ class QCC(wiring.Component):
         """Counts of free records, entity numbers and lines, the longest free run
         :data:`RUN_DELAY` clocks ago less the lines taken since, and the error flag."""
         st, c = self.status, self.cmd.payload
-        run = _longest_run(m, s.line_free, RUN_DELAY, "free_run")
+        run, window = ev.run, ev.run_window
         # The lines ALLOC and MAP took in the last RUN_DELAY clocks (golden decision 13):
         # ``taken[j]`` j + 1 clocks ago, ``window`` their sum. Only a multiplexer waits
         # for the accept decision.
         taken = [Signal(4, name=f"run_taken{j}") for j in range(RUN_DELAY)]
-        window = Signal(range(RUN_DELAY * MAX_BUF_LINES + 1), name="run_window")
         ok = ev.alloc_ok | ev.map_ok
         kept = _sig(m, window - taken[-1], "run_window_kept", len(window))
         grown = _sig(m, kept + c.lines, "run_window_grown", len(window))
