@@ -159,11 +159,17 @@ How it is built, and why
   LUT4 of four shared signals, and only the base's offset in its block is added to
   the length, not the whole base: no carry chain on ALLOC's path from the free lines
   back to them). The accept decision is the AND of every other check (``alloc_rest``,
-  ``map_rest``: registers and the lowest-free trees) with "a fit exists", the last
-  input to settle, and each "any" of a priority encoder (a fit, a free record, a free
-  entity number) is a flat OR tree of its own: shared with the encoder's "none below"
-  terms, it had become a chain of one level per group of four on the routed worst
-  path.
+  ``map_rest``: registers and the lowest-free trees) with ``run_ok``, ``free_run >=
+  lines`` (golden decision 14: ``run >= run_window + lines``, registers and the
+  command only), and each "any" of a priority encoder (a free record, a free entity
+  number) is a flat OR tree of its own: shared with the encoder's "none below" terms,
+  it had become a chain of one level per group of four on the routed worst path.
+  The first fit only places the buffer (it always finds one on an accept, since
+  ``free_run`` is never above the longest free run): before decision 14 "a fit
+  exists" (the runs of free lines for the command's length, the lowest-start tree
+  and its "any") was the last input of the accept, and the accept's wide nets to
+  every record, line and FIFO came after it (the routed worst path, 18.9 ns at 32
+  records).
 * **Each record tells an issue from a drop by its own ``tomb`` bit**: the popped
   head's one-hot goes to every record, and ``busy`` or the tombstone's end follow
   from the record's own bit, so the pick of the head's ``tomb`` bit (``go``) drives
@@ -739,8 +745,9 @@ class QCC(wiring.Component):
     status : free_records, free_entities, free_lines, free_run, error; out
         Counts of the state at the start of the clock; ``free_run`` is the longest run of
         contiguous free lines :data:`RUN_DELAY` clocks ago less the lines taken since
-        (an ALLOC of n lines is accepted if ``free_run >= n``, given a
-        free record and entity number); ``error`` is sticky (reset only).
+        (an ALLOC of n lines is accepted if and only if ``free_run >= n``, given a
+        free record and entity number: golden decision 14); ``error`` is sticky
+        (reset only).
     """
 
     def __init__(self, *, records=256, entities=256, lines=256, frames=16, programs=None):
