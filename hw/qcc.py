@@ -525,24 +525,6 @@ def _round_robin(m, offers, last, name):
     return winner
 
 
-def _two_or_more(m, bits, name):
-    """Whether at least two of ``bits`` are set: a balanced tree of (any, two) pairs,
-    ``two`` of a node being ``two`` of either half or ``any`` of both."""
-    nodes = [(bits[i], Const(0, 1)) for i in range(len(bits))]
-    level = 0
-    while len(nodes) > 1:
-        level += 1
-        joined = []
-        for j in range(0, len(nodes) - 1, 2):
-            (a0, t0), (a1, t1) = nodes[j], nodes[j + 1]
-            joined.append((_sig(m, a0 | a1, f"{name}{level}_{j // 2}_any"),
-                           _sig(m, t0 | t1 | (a0 & a1), f"{name}{level}_{j // 2}_two")))
-        if len(nodes) % 2:
-            joined.append(nodes[-1])
-        nodes = joined
-    return nodes[0][1]
-
-
 def _popcount(bits):
     """Number of set bits, as a balanced adder tree."""
     return _tree(lambda a, b: a + b, [bits[i] for i in range(len(bits))])
@@ -874,8 +856,6 @@ class QCC(wiring.Component):
         s.ent_live = Signal(self.entities)
         s.to_reap = Signal(self.entities)
         s.free_ent_count = Signal(range(self.entities + 1), init=self.entities)
-        # Some record is free (neither valid nor a tombstone), kept a clock ahead.
-        s.any_free_record = Signal(init=1)
         s.line_free = Signal(self.lines, init=(1 << self.lines) - 1)
         s.free_line_count = Signal(range(self.lines + 1), init=self.lines)
         # The stage parser: programs, FIFO lengths, round-robin pointers.
@@ -1095,13 +1075,8 @@ class QCC(wiring.Component):
         the command asks for (the accept, golden decision 14); first fit of those lines
         (runs of free lines, then the lowest start), which only places the buffer."""
         L = self.lines
-        # "A free record exists" and "a free entity number exists" from registers: the
-        # first is kept a clock ahead (``_update_records``), the second is the counter
-        # of free numbers; so the accept waits for neither priority encoder's tree.
-        ev.free_rec, _ = _lowest(m, ~s.valid & ~s.tomb, "free_record")
-        ev.any_rec = s.any_free_record
-        ev.free_ent, _ = _lowest(m, s.ent_free, "free_entity")
-        ev.any_ent = _sig(m, s.free_ent_count != 0, "free_entity_exists")
+        ev.free_rec, ev.any_rec = _lowest(m, ~s.valid & ~s.tomb, "free_record")
+        ev.free_ent, ev.any_ent = _lowest(m, s.ent_free, "free_entity")
         n = self.cmd.payload.lines
         # ``free_run`` (golden decision 13): the longest run ``RUN_DELAY`` clocks ago,
         # ``run``, less ``window``, the lines ALLOC and MAP took since (both registers).
@@ -1374,16 +1349,6 @@ class QCC(wiring.Component):
         s.stage.write(0, self._index(ev.new_record), Const(0, 4), ev.any_rec)
         for w, d in enumerate(ev.done, start=1):
             s.stage.write(w, d.record, Mux(d.advance, d.next_stage, DONE_STAGE), d.ok)
-        # A free record next clock: one that becomes free now (its ``valid`` ends or
-        # it was not valid, and its tombstone ends or it had none; a record entombed
-        # now is valid and not reaped), or a free one not taken now (if ALLOC or MAP
-        # takes the lowest, a second one). From registers and a multiplexer on the
-        # accept, not from the next state of every record.
-        free = ~s.valid & ~s.tomb
-        freeing = _sig(m, Cat((~s.valid[r] | ev.reaped[r]) & (~s.tomb[r] | ev.dropped[r])
-                              & ~free[r] for r in range(R)).any(), "record_freeing")
-        m.d.sync += s.any_free_record.eq(freeing | Mux(new_valid, _two_or_more(
-            m, free, "free_record_two"), free.any()))
         for r in range(R):
             fresh, issued = ev.free_rec[r], ev.issued[r]
             done = _sig(m, d_n.onehot[r] | d_m.onehot[r], f"rec{r}_done")
