@@ -248,8 +248,12 @@ How it is built, and why
   the worst path; the small build takes 8211 LUT4 and routes at 52.9 MHz, its worst
   path ALLOC's first fit (the runs of free lines → the lowest start → ``alloc_ok`` →
   every record's ``valid``, 18.9 ns); 256 records take 29048 LUT4, 6133 FF,
-  780 DPR16X4 and 52 DP16KD (35 % of the device's LUT4; target 30 %). README,
-  block 2.
+  780 DPR16X4 and 52 DP16KD (35 % of the device's LUT4; target 30 %). With ALLOC
+  and MAP accepted on ``free_run`` (golden decision 14) the first fit is off the
+  accept: the small build takes 8236 LUT4 and routes at 57.7 MHz, its worst path the
+  lowest-free-record tree's "any" → the MAP accept → its wide nets (17.3 ns); 256
+  records take 29288 LUT4, 6353 FF, 752 DPR16X4 and 52 DP16KD (28828 on the RTL
+  before, whose response queue had moved into registers). README, block 2.
 
 Decisions beyond the golden model
 ---------------------------------
