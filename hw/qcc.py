@@ -529,6 +529,24 @@ def _round_robin(m, offers, last, name):
     return winner
 
 
+def _two_or_more(m, bits, name):
+    """Whether at least two of ``bits`` are set: a balanced tree of (any, two) pairs,
+    ``two`` of a node being ``two`` of either half or ``any`` of both."""
+    nodes = [(bits[i], Const(0, 1)) for i in range(len(bits))]
+    level = 0
+    while len(nodes) > 1:
+        level += 1
+        joined = []
+        for j in range(0, len(nodes) - 1, 2):
+            (a0, t0), (a1, t1) = nodes[j], nodes[j + 1]
+            joined.append((_sig(m, a0 | a1, f"{name}{level}_{j // 2}_any"),
+                           _sig(m, t0 | t1 | (a0 & a1), f"{name}{level}_{j // 2}_two")))
+        if len(nodes) % 2:
+            joined.append(nodes[-1])
+        nodes = joined
+    return nodes[0][1]
+
+
 def _popcount(bits):
     """Number of set bits, as a balanced adder tree."""
     return _tree(lambda a, b: a + b, [bits[i] for i in range(len(bits))])
@@ -536,7 +554,8 @@ def _popcount(bits):
 
 def _longest_run(m, bits, stages, name):
     """Length of the longest run of set bits ``stages`` clocks ago, as a balanced tree of
-    segments registered every few levels (``stages`` registers on each path).
+    segments registered every few levels (``stages`` registers on each path), and the
+    value its last register takes at the end of this clock (the run of the next clock).
 
     Each segment knows whether it is all set, its run from its low end, its run into
     its high end and its longest run; joining two segments adds the high-end run of
@@ -546,6 +565,8 @@ def _longest_run(m, bits, stages, name):
     all bits set. Every node's values are signals: an expression would be copied into
     each of its users, doubling the logic with every level.
     """
+    nexts = {}
+
     def node(n, level, values, registered):
         names = ("all", "low", "high", "best")
         shapes = (1, range(n + 1), range(n + 1), range(n + 1))
@@ -555,6 +576,7 @@ def _longest_run(m, bits, stages, name):
             if registered:
                 signal = Signal(shape, name=f"{name}{level}_{field}", init=init)
                 m.d.sync += signal.eq(value)
+                nexts[id(signal)] = value
             else:       # (no ``keep``: each node has two users, and logic optimisation
                         # may merge it into them)
                 signal = Signal(shape, name=f"{name}{level}_{field}")
@@ -588,8 +610,9 @@ def _longest_run(m, bits, stages, name):
     for k in range(done, stages):
         later = Signal(range(len(bits) + 1), name=f"{name}_wait{k}", init=len(bits))
         m.d.sync += later.eq(best)
+        nexts[id(later)] = best
         best = later
-    return best
+    return best, nexts[id(best)]
 
 
 class _ResponseQueue(wiring.Component):
@@ -860,6 +883,8 @@ class QCC(wiring.Component):
         s.ent_live = Signal(self.entities)
         s.to_reap = Signal(self.entities)
         s.free_ent_count = Signal(range(self.entities + 1), init=self.entities)
+        # Some record is free (neither valid nor a tombstone), kept a clock ahead.
+        s.any_free_record = Signal(init=1)
         s.line_free = Signal(self.lines, init=(1 << self.lines) - 1)
         s.free_line_count = Signal(range(self.lines + 1), init=self.lines)
         # The stage parser: programs, FIFO lengths, round-robin pointers.
@@ -1079,15 +1104,23 @@ class QCC(wiring.Component):
         the command asks for (the accept, golden decision 14); first fit of those lines
         (runs of free lines, then the lowest start), which only places the buffer."""
         L = self.lines
-        ev.free_rec, ev.any_rec = _lowest(m, ~s.valid & ~s.tomb, "free_record")
-        ev.free_ent, ev.any_ent = _lowest(m, s.ent_free, "free_entity")
+        # "A free record exists" and "a free entity number exists" from registers: the
+        # first is kept a clock ahead (``_update_records``), the second is the counter
+        # of free numbers; so the accept waits for neither priority encoder's tree.
+        ev.free_rec, _ = _lowest(m, ~s.valid & ~s.tomb, "free_record")
+        ev.any_rec = s.any_free_record
+        ev.free_ent, _ = _lowest(m, s.ent_free, "free_entity")
+        ev.any_ent = _sig(m, s.free_ent_count != 0, "free_entity_exists")
         n = self.cmd.payload.lines
-        # ``free_run`` (golden decision 13): the longest run ``RUN_DELAY`` clocks ago,
-        # ``run``, less ``window``, the lines ALLOC and MAP took since (both registers).
-        # ``free_run >= n`` is ``run >= window + n`` for n >= 1 (n = 0 is BAD_ARG).
-        ev.run = _longest_run(m, s.line_free, RUN_DELAY, "free_run")
+        # ``free_run`` (golden decision 13): the longest run ``RUN_DELAY`` clocks ago
+        # less ``run_window``, the lines ALLOC and MAP took since, kept in a register
+        # (``run_room``) computed a clock ahead (``_status``), so that ``free_run >= n``
+        # compares a register with the command's 4 bits, with no carry chain.
+        _, ev.run_next = _longest_run(m, s.line_free, RUN_DELAY, "free_run")
         ev.run_window = Signal(range(RUN_DELAY * MAX_BUF_LINES + 1), name="run_window")
-        ev.run_ok = _sig(m, ev.run >= ev.run_window + n, "run_ok")
+        ev.run_room = Signal(range(L + 1), name="run_room", init=L)
+        room = ev.run_room
+        ev.run_ok = _sig(m, (room[4:] != 0) | (room[:4] >= n), "run_ok")
         need = _sig(m, Cat(n > j for j in range(MAX_BUF_LINES)), "fit_need")
         free = [s.line_free[i] for i in range(L)] + [Const(0, 1)] * MAX_BUF_LINES
         fits = _sig(m, Cat(Cat(free[b + j] | ~need[j] for j in range(MAX_BUF_LINES)).all()
@@ -1353,6 +1386,16 @@ class QCC(wiring.Component):
         s.stage.write(0, self._index(ev.new_record), Const(0, 4), ev.any_rec)
         for w, d in enumerate(ev.done, start=1):
             s.stage.write(w, d.record, Mux(d.advance, d.next_stage, DONE_STAGE), d.ok)
+        # A free record next clock: one that becomes free now (its ``valid`` ends or
+        # it was not valid, and its tombstone ends or it had none; a record entombed
+        # now is valid and not reaped), or a free one not taken now (if ALLOC or MAP
+        # takes the lowest, a second one). From registers and a multiplexer on the
+        # accept, not from the next state of every record.
+        free = ~s.valid & ~s.tomb
+        freeing = _sig(m, Cat((~s.valid[r] | ev.reaped[r]) & (~s.tomb[r] | ev.dropped[r])
+                              & ~free[r] for r in range(R)).any(), "record_freeing")
+        m.d.sync += s.any_free_record.eq(freeing | Mux(new_valid, _two_or_more(
+            m, free, "free_record_two"), free.any()))
         for r in range(R):
             fresh, issued = ev.free_rec[r], ev.issued[r]
             done = _sig(m, d_n.onehot[r] | d_m.onehot[r], f"rec{r}_done")
@@ -1532,7 +1575,7 @@ class QCC(wiring.Component):
         """Counts of free records, entity numbers and lines, the longest free run
         :data:`RUN_DELAY` clocks ago less the lines taken since, and the error flag."""
         st, c = self.status, self.cmd.payload
-        run, window = ev.run, ev.run_window
+        window = ev.run_window
         # The lines ALLOC and MAP took in the last RUN_DELAY clocks (golden decision 13):
         # ``taken[j]`` j + 1 clocks ago, ``window`` their sum. Only a multiplexer waits
         # for the accept decision.
@@ -1541,11 +1584,19 @@ class QCC(wiring.Component):
         kept = _sig(m, window - taken[-1], "run_window_kept", len(window))
         grown = _sig(m, kept + c.lines, "run_window_grown", len(window))
         m.d.sync += [taken[0].eq(Mux(ok, c.lines, 0)), window.eq(Mux(ok, grown, kept))]
+        # Next clock's ``free_run``: the tree's next run less the next window, for both
+        # outcomes of the accept; the accept only chooses.
+        run_next = _sig(m, ev.run_next, "free_run_next", range(self.lines + 1))
+        room_kept = _sig(m, Mux(run_next > kept, run_next - kept, 0), "run_room_kept",
+                         range(self.lines + 1))
+        room_grown = _sig(m, Mux(run_next > grown, run_next - grown, 0), "run_room_grown",
+                          range(self.lines + 1))
+        m.d.sync += ev.run_room.eq(Mux(ok, room_grown, room_kept))
         m.d.sync += [taken[j].eq(taken[j - 1]) for j in range(1, RUN_DELAY)]
         m.d.comb += [st.free_records.eq(_popcount(~s.valid & ~s.tomb)),
                      st.free_entities.eq(s.free_ent_count),
                      st.free_lines.eq(s.free_line_count),
-                     st.free_run.eq(Mux(run > window, run - window, 0)),
+                     st.free_run.eq(ev.run_room),
                      st.error.eq(s.error)]
 
 
