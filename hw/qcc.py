@@ -197,7 +197,15 @@ How it is built, and why
   into :data:`RUN_DELAY` (4) register stages of at most two levels at 256 lines (the
   reset values are those of all lines free), so the tree gives the run of the state 4
   clocks ago; the port shows it less ``run_window``, the lines ALLOC and MAP took in
-  those 4 clocks (a register updated by a multiplexer on the accept decision). First
+  those 4 clocks (a register updated by a multiplexer on the accept decision). That
+  difference is itself a register, ``run_room``, computed a clock ahead from the D
+  input of the tree's last register and the next window, once for each outcome of
+  the accept, which only chooses: so the accept's ``free_run >= lines`` compares a
+  register with the command's 4 bits. Likewise "a free record exists"
+  (``any_free_record``) is kept a clock ahead: a record that becomes free now, or a
+  free one not taken now (a second one, from a tree of "two or more", when ALLOC or
+  MAP takes the lowest); "a free entity number exists" is the counter of free
+  numbers ``!= 0``. The accept waits for no priority encoder's tree. First
   fit takes a buffer from the start of a free run, so that is never more than the
   longest run now and the spreader's minimum check stays safe; the cost is a status
   that may under-report for 4 clocks after an ALLOC, MAP or reap, and the stage
@@ -253,7 +261,11 @@ How it is built, and why
   accept: the small build takes 8236 LUT4 and routes at 57.7 MHz, its worst path the
   lowest-free-record tree's "any" → the MAP accept → its wide nets (17.3 ns); 256
   records take 29288 LUT4, 6353 FF, 752 DPR16X4 and 52 DP16KD (28828 on the RTL
-  before, whose response queue had moved into registers). README, block 2.
+  before, whose response queue had moved into registers). With "a free record
+  exists" and ``free_run`` as registers kept a clock ahead (``any_free_record``,
+  ``run_room``; below), the small build takes 8498 LUT4 and routes at 59.7 MHz, its
+  worst path the first fit's placement (``cmd.lines`` → the runs of free lines → the
+  lowest start → the range mask → a line's free bit, 16.7 ns). README, block 2.
 
 Decisions beyond the golden model
 ---------------------------------
