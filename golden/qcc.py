@@ -91,8 +91,8 @@ Decisions
    is allowed at any stage (also busy or held).
 10. **Resource refusals are not errors**: ALLOC/MAP refused for lack of records, entity
     numbers or lines, and a search miss, do not set the error flag. Precedence of the
-    refusal reasons: NO_RECORD, then NO_ENTITY, then NO_LINES (a free run of ``lines``
-    contiguous lines; enough scattered lines is not enough).
+    refusal reasons: NO_RECORD, then NO_ENTITY, then NO_LINES (``free_run`` below
+    ``lines``, decision 14; enough scattered lines is not enough).
 11. **Bad input** (codes >= 8, the code's bit 3 is the error bit): ignored, state
     unchanged, sticky ``error`` set (cleared only by reset). Field values that cannot be
     encoded in a port field are Python errors (ValueError/TypeError), not bad input.
@@ -122,17 +122,27 @@ Decisions
     a buffer's lines from the start of a free run (a lower start would fit
     otherwise), so each ALLOC or MAP of k lines shortens the longest run by at most
     k, and the reaper only adds free lines. So the guarantee holds: with a free
-    record and entity number, an ALLOC of ``n`` lines in cycle t is accepted whenever
-    ``free_run >= n`` in cycle t. The cost: it may also be accepted when ``free_run <
-    n`` (the status lags), lines the reaper frees count in ``free_run`` 4 cycles after
+    record and entity number, an ALLOC of ``n`` lines in cycle t finds its lines
+    whenever ``free_run >= n`` in cycle t (decision 14 accepts it exactly then). The
+    cost: lines the reaper frees count in ``free_run`` 4 cycles after
     they count in ``free_lines``, and a buffer taken from another run than the
     longest one lowers ``free_run`` for 4 cycles. After 4 cycles with nothing taken
-    or freed, ``free_run`` is the longest free run exactly. ALLOC and MAP are still
-    accepted on the first fit, not on ``free_run >= n``: that would take the first fit
-    out of the RTL's accept decision (its longest routed path), but was tried and
-    reverted, because a spreader that debits a request only in its first clock then
-    saw a refusal after a passing check when its EU adapter held the request for a
-    clock behind a RELEASE (README, block 2).
+    or freed, ``free_run`` is the longest free run exactly.
+14. **ALLOC and MAP are accepted on** ``free_run``: with the other checks passed, an
+    ALLOC or MAP of ``n`` lines in cycle t is accepted if and only if ``free_run >= n``
+    in cycle t (the status of decision 13, shown in that cycle), else NO_LINES; the
+    buffer is then placed first fit, which always exists (decision 13: ``free_run``
+    is never above the longest free run of ``S_t``). So the RTL's accept reads
+    registers only, and the first fit only places the buffer (before, "a fit exists"
+    over the free lines was on the path to every record, line and FIFO written by the
+    accept, the routed worst path). The cost: while ``free_run`` lags (4 cycles after
+    lines were freed, or after a buffer was taken from another run than the longest
+    one), an ALLOC that first fit could place is refused (NO_LINES); back-to-back
+    ALLOCs that fit in the longest run are not (each lowers ``free_run`` by its own
+    lines only). A spreader that checks ``free_run`` sees every refusal coming: a
+    passing check means accept, a failing one means refuse. (First tried and reverted
+    when the spreader's EU adapter held a request behind a RELEASE uncounted; its
+    adapters now count such a request out of the status, README block 2.)
 
 Response codes (:class:`Code`), with the checks of each request in precedence order:
 
@@ -173,8 +183,8 @@ order as listed, first field in the low bits); ``A = max(1, ceil(log2(lines)))``
   ``free_run`` (each wide enough for its full count, 9 bits at 256) and the sticky
   ``error``. ``free_run`` is the longest run of contiguous free lines 4 cycles ago
   less the lines taken since (decision 13): with a free record and entity number, an
-  ALLOC of ``n`` lines in cycle t is accepted whenever ``free_run >= n`` in cycle t
-  (``free_lines`` alone can pass while first fit fails, which deadlocks a system that
+  ALLOC of ``n`` lines in cycle t is accepted if and only if ``free_run >= n`` in
+  cycle t (decision 14; ``free_lines`` alone can pass while first fit fails, which deadlocks a system that
   waits on data holding the scattered lines).
 
 Response fields not listed for an op are 0, and *every* field but ``op`` and ``code``
@@ -490,7 +500,8 @@ class Status(NamedTuple):
     ``free_run`` is the longest run of contiguous free lines :data:`RUN_DELAY` cycles
     ago less the lines ALLOC and MAP took since (decision 13): never more than the
     longest run now, so an ALLOC or MAP of ``n`` lines finds its lines whenever
-    ``free_run >= n`` (first fit), which a count of scattered free lines cannot tell.
+    ``free_run >= n`` (first fit), which a count of scattered free lines cannot tell;
+    it is accepted exactly then (decision 14).
     """
     free_records: int
     free_entities: int
@@ -1096,9 +1107,10 @@ class QCCModel:
         free_e = np.flatnonzero(self._ent_free)
         if free_e.size == 0:
             return Response(cmd.op, Code.NO_ENTITY)
-        base = self._first_fit(n)
-        if base is None:
+        if self._reported_run() < n:             # decision 14
             return Response(cmd.op, Code.NO_LINES)
+        base = self._first_fit(n)
+        assert base is not None, "free_run above the longest free run (decision 13)"
         e = int(free_e[0])
         self._ent_free[e] = False
         self._new_record(r, e, 0, t, bool(cmd.hold), base, n)
@@ -1117,9 +1129,10 @@ class QCCModel:
         r = self._free_record()
         if r is None:
             return Response(cmd.op, Code.NO_RECORD)
-        base = self._first_fit(n)
-        if base is None:
+        if self._reported_run() < n:             # decision 14
             return Response(cmd.op, Code.NO_LINES)
+        base = self._first_fit(n)
+        assert base is not None, "free_run above the longest free run (decision 13)"
         self._new_record(r, e, f, int(self._etype[r0]), bool(self._hold[r0]), base, n)
         return Response(cmd.op, Code.OK, **self._fields(r))
 

@@ -159,11 +159,17 @@ How it is built, and why
   LUT4 of four shared signals, and only the base's offset in its block is added to
   the length, not the whole base: no carry chain on ALLOC's path from the free lines
   back to them). The accept decision is the AND of every other check (``alloc_rest``,
-  ``map_rest``: registers and the lowest-free trees) with "a fit exists", the last
-  input to settle, and each "any" of a priority encoder (a fit, a free record, a free
-  entity number) is a flat OR tree of its own: shared with the encoder's "none below"
-  terms, it had become a chain of one level per group of four on the routed worst
-  path.
+  ``map_rest``: registers and the lowest-free trees) with ``run_ok``, ``free_run >=
+  lines`` (golden decision 14: ``run >= run_window + lines``, registers and the
+  command only), and each "any" of a priority encoder (a free record, a free entity
+  number) is a flat OR tree of its own: shared with the encoder's "none below" terms,
+  it had become a chain of one level per group of four on the routed worst path.
+  The first fit only places the buffer (it always finds one on an accept, since
+  ``free_run`` is never above the longest free run): before decision 14 "a fit
+  exists" (the runs of free lines for the command's length, the lowest-start tree
+  and its "any") was the last input of the accept, and the accept's wide nets to
+  every record, line and FIFO came after it (the routed worst path, 18.9 ns at 32
+  records).
 * **Each record tells an issue from a drop by its own ``tomb`` bit**: the popped
   head's one-hot goes to every record, and ``busy`` or the tombstone's end follow
   from the record's own bit, so the pick of the head's ``tomb`` bit (``go``) drives
@@ -191,7 +197,15 @@ How it is built, and why
   into :data:`RUN_DELAY` (4) register stages of at most two levels at 256 lines (the
   reset values are those of all lines free), so the tree gives the run of the state 4
   clocks ago; the port shows it less ``run_window``, the lines ALLOC and MAP took in
-  those 4 clocks (a register updated by a multiplexer on the accept decision). First
+  those 4 clocks (a register updated by a multiplexer on the accept decision). That
+  difference is itself a register, ``run_room``, computed a clock ahead from the D
+  input of the tree's last register and the next window, once for each outcome of
+  the accept, which only chooses: so the accept's ``free_run >= lines`` compares a
+  register with the command's 4 bits. Likewise "a free record exists"
+  (``any_free_record``) is kept a clock ahead: a record that becomes free now, or a
+  free one not taken now (a second one, from a tree of "two or more", when ALLOC or
+  MAP takes the lowest); "a free entity number exists" is the counter of free
+  numbers ``!= 0``. The accept waits for no priority encoder's tree. First
   fit takes a buffer from the start of a free run, so that is never more than the
   longest run now and the spreader's minimum check stays safe; the cost is a status
   that may under-report for 4 clocks after an ALLOC, MAP or reap, and the stage
@@ -242,8 +256,16 @@ How it is built, and why
   the worst path; the small build takes 8211 LUT4 and routes at 52.9 MHz, its worst
   path ALLOC's first fit (the runs of free lines → the lowest start → ``alloc_ok`` →
   every record's ``valid``, 18.9 ns); 256 records take 29048 LUT4, 6133 FF,
-  780 DPR16X4 and 52 DP16KD (35 % of the device's LUT4; target 30 %). README,
-  block 2.
+  780 DPR16X4 and 52 DP16KD (35 % of the device's LUT4; target 30 %). With ALLOC
+  and MAP accepted on ``free_run`` (golden decision 14) the first fit is off the
+  accept: the small build takes 8236 LUT4 and routes at 57.7 MHz, its worst path the
+  lowest-free-record tree's "any" → the MAP accept → its wide nets (17.3 ns); 256
+  records take 29288 LUT4, 6353 FF, 752 DPR16X4 and 52 DP16KD (28828 on the RTL
+  before, whose response queue had moved into registers). With "a free record
+  exists" and ``free_run`` as registers kept a clock ahead (``any_free_record``,
+  ``run_room``; below), the small build takes 8498 LUT4 and routes at 59.7 MHz, its
+  worst path the first fit's placement (``cmd.lines`` → the runs of free lines → the
+  lowest start → the range mask → a line's free bit, 16.7 ns). README, block 2.
 
 Decisions beyond the golden model
 ---------------------------------
@@ -519,6 +541,24 @@ def _round_robin(m, offers, last, name):
     return winner
 
 
+def _two_or_more(m, bits, name):
+    """Whether at least two of ``bits`` are set: a balanced tree of (any, two) pairs,
+    ``two`` of a node being ``two`` of either half or ``any`` of both."""
+    nodes = [(bits[i], Const(0, 1)) for i in range(len(bits))]
+    level = 0
+    while len(nodes) > 1:
+        level += 1
+        joined = []
+        for j in range(0, len(nodes) - 1, 2):
+            (a0, t0), (a1, t1) = nodes[j], nodes[j + 1]
+            joined.append((_sig(m, a0 | a1, f"{name}{level}_{j // 2}_any"),
+                           _sig(m, t0 | t1 | (a0 & a1), f"{name}{level}_{j // 2}_two")))
+        if len(nodes) % 2:
+            joined.append(nodes[-1])
+        nodes = joined
+    return nodes[0][1]
+
+
 def _popcount(bits):
     """Number of set bits, as a balanced adder tree."""
     return _tree(lambda a, b: a + b, [bits[i] for i in range(len(bits))])
@@ -526,7 +566,8 @@ def _popcount(bits):
 
 def _longest_run(m, bits, stages, name):
     """Length of the longest run of set bits ``stages`` clocks ago, as a balanced tree of
-    segments registered every few levels (``stages`` registers on each path).
+    segments registered every few levels (``stages`` registers on each path), and the
+    value its last register takes at the end of this clock (the run of the next clock).
 
     Each segment knows whether it is all set, its run from its low end, its run into
     its high end and its longest run; joining two segments adds the high-end run of
@@ -536,6 +577,8 @@ def _longest_run(m, bits, stages, name):
     all bits set. Every node's values are signals: an expression would be copied into
     each of its users, doubling the logic with every level.
     """
+    nexts = {}
+
     def node(n, level, values, registered):
         names = ("all", "low", "high", "best")
         shapes = (1, range(n + 1), range(n + 1), range(n + 1))
@@ -545,6 +588,7 @@ def _longest_run(m, bits, stages, name):
             if registered:
                 signal = Signal(shape, name=f"{name}{level}_{field}", init=init)
                 m.d.sync += signal.eq(value)
+                nexts[id(signal)] = value
             else:       # (no ``keep``: each node has two users, and logic optimisation
                         # may merge it into them)
                 signal = Signal(shape, name=f"{name}{level}_{field}")
@@ -578,8 +622,9 @@ def _longest_run(m, bits, stages, name):
     for k in range(done, stages):
         later = Signal(range(len(bits) + 1), name=f"{name}_wait{k}", init=len(bits))
         m.d.sync += later.eq(best)
+        nexts[id(later)] = best
         best = later
-    return best
+    return best, nexts[id(best)]
 
 
 class _ResponseQueue(wiring.Component):
@@ -739,8 +784,9 @@ class QCC(wiring.Component):
     status : free_records, free_entities, free_lines, free_run, error; out
         Counts of the state at the start of the clock; ``free_run`` is the longest run of
         contiguous free lines :data:`RUN_DELAY` clocks ago less the lines taken since
-        (an ALLOC of n lines is accepted if ``free_run >= n``, given a
-        free record and entity number); ``error`` is sticky (reset only).
+        (an ALLOC of n lines is accepted if and only if ``free_run >= n``, given a
+        free record and entity number: golden decision 14); ``error`` is sticky
+        (reset only).
     """
 
     def __init__(self, *, records=256, entities=256, lines=256, frames=16, programs=None):
@@ -849,6 +895,8 @@ class QCC(wiring.Component):
         s.ent_live = Signal(self.entities)
         s.to_reap = Signal(self.entities)
         s.free_ent_count = Signal(range(self.entities + 1), init=self.entities)
+        # Some record is free (neither valid nor a tombstone), kept a clock ahead.
+        s.any_free_record = Signal(init=1)
         s.line_free = Signal(self.lines, init=(1 << self.lines) - 1)
         s.free_line_count = Signal(range(self.lines + 1), init=self.lines)
         # The stage parser: programs, FIFO lengths, round-robin pointers.
@@ -1064,17 +1112,32 @@ class QCC(wiring.Component):
     # ------------------------------------------------------------ allocation
 
     def _allocator(self, m, s, ev):
-        """Lowest free record and entity number; first fit of the lines the command
-        asks for (runs of free lines, then the lowest start)."""
+        """Lowest free record and entity number; whether ``free_run`` covers the lines
+        the command asks for (the accept, golden decision 14); first fit of those lines
+        (runs of free lines, then the lowest start), which only places the buffer."""
         L = self.lines
-        ev.free_rec, ev.any_rec = _lowest(m, ~s.valid & ~s.tomb, "free_record")
-        ev.free_ent, ev.any_ent = _lowest(m, s.ent_free, "free_entity")
+        # "A free record exists" and "a free entity number exists" from registers: the
+        # first is kept a clock ahead (``_update_records``), the second is the counter
+        # of free numbers; so the accept waits for neither priority encoder's tree.
+        ev.free_rec, _ = _lowest(m, ~s.valid & ~s.tomb, "free_record")
+        ev.any_rec = s.any_free_record
+        ev.free_ent, _ = _lowest(m, s.ent_free, "free_entity")
+        ev.any_ent = _sig(m, s.free_ent_count != 0, "free_entity_exists")
         n = self.cmd.payload.lines
+        # ``free_run`` (golden decision 13): the longest run ``RUN_DELAY`` clocks ago
+        # less ``run_window``, the lines ALLOC and MAP took since, kept in a register
+        # (``run_room``) computed a clock ahead (``_status``), so that ``free_run >= n``
+        # compares a register with the command's 4 bits, with no carry chain.
+        _, ev.run_next = _longest_run(m, s.line_free, RUN_DELAY, "free_run")
+        ev.run_window = Signal(range(RUN_DELAY * MAX_BUF_LINES + 1), name="run_window")
+        ev.run_room = Signal(range(L + 1), name="run_room", init=L)
+        room = ev.run_room
+        ev.run_ok = _sig(m, (room[4:] != 0) | (room[:4] >= n), "run_ok")
         need = _sig(m, Cat(n > j for j in range(MAX_BUF_LINES)), "fit_need")
         free = [s.line_free[i] for i in range(L)] + [Const(0, 1)] * MAX_BUF_LINES
         fits = _sig(m, Cat(Cat(free[b + j] | ~need[j] for j in range(MAX_BUF_LINES)).all()
                            for b in range(L)), "fit_runs")
-        start, ev.fit_any = _lowest(m, fits, "fit_start")
+        start, _ = _lowest(m, fits, "fit_start")   # (always found on an accept)
         ev.fit_base = _sig(m, _encode(start, self.addr_width), "fit_base")
         # The lines taken: a range from the base (a LUT4 a line), not a shift of ``start``.
         ev.fit_mask = _sig(m, _range_mask(m, ev.fit_base, n, L, "fit_range"),
@@ -1187,15 +1250,16 @@ class QCC(wiring.Component):
         updates get them early)."""
         c = self.cmd.payload
         take = ev.take
-        # Every check but the first fit, so that "a fit exists" (the last to settle) is
-        # one AND away from the decision.
+        # Every check but the lines, so that ``free_run >= n`` is one AND away from the
+        # decision (golden decision 14: on ``free_run``, from registers; the first fit
+        # only places the buffer, and always finds one then).
         alloc_rest = _sig(m, take & ev.is_alloc & (c.etype < N_TYPES) & lines_ok & ev.any_rec
                           & ev.any_ent, "alloc_rest")
         map_rest = _sig(m, take & (c.op == Op.MAP) & lines_ok & (c.frame < self.frames)
                         & (c.frame != 0) & ev.rec0_any & ~ev.match_any & ev.any_rec,
                         "map_rest")
-        ev.alloc_ok = _sig(m, alloc_rest & ev.fit_any, "alloc_ok")
-        ev.map_ok = _sig(m, map_rest & ev.fit_any, "map_ok")
+        ev.alloc_ok = _sig(m, alloc_rest & ev.run_ok, "alloc_ok")
+        ev.map_ok = _sig(m, map_rest & ev.run_ok, "map_ok")
         ev.config_ok = _sig(m, take & (c.op == Op.CONFIG) & ~ev.config_bad & ~ev.config_busy,
                             "config_ok")
         ev.delete_ok = _sig(m, take & (c.op == Op.DELETE) & ev.rec0_any & ~ev.rec0_busy,
@@ -1244,12 +1308,12 @@ class QCC(wiring.Component):
             m.d.comb += code.eq(_first(
                 ((c.etype >= N_TYPES) | ~lines_ok, Code.BAD_ARG),
                 (~ev.any_rec, Code.NO_RECORD), (~ev.any_ent, Code.NO_ENTITY),
-                (~ev.fit_any, Code.NO_LINES)))
+                (~ev.run_ok, Code.NO_LINES)))
         with m.Else():
             m.d.comb += code.eq(_first(
                 (~lines_ok | (c.frame >= self.frames), Code.BAD_ARG),
                 (~ev.rec0_any, Code.UNKNOWN), ((c.frame == 0) | ev.match_any, Code.MAPPED),
-                (~ev.any_rec, Code.NO_RECORD), (~ev.fit_any, Code.NO_LINES)))
+                (~ev.any_rec, Code.NO_RECORD), (~ev.run_ok, Code.NO_LINES)))
 
     def _in_flight(self, m, s, ev):
         """Per type: whether an entity of that type is queued or busy.
@@ -1334,6 +1398,16 @@ class QCC(wiring.Component):
         s.stage.write(0, self._index(ev.new_record), Const(0, 4), ev.any_rec)
         for w, d in enumerate(ev.done, start=1):
             s.stage.write(w, d.record, Mux(d.advance, d.next_stage, DONE_STAGE), d.ok)
+        # A free record next clock: one that becomes free now (its ``valid`` ends or
+        # it was not valid, and its tombstone ends or it had none; a record entombed
+        # now is valid and not reaped), or a free one not taken now (if ALLOC or MAP
+        # takes the lowest, a second one). From registers and a multiplexer on the
+        # accept, not from the next state of every record.
+        free = ~s.valid & ~s.tomb
+        freeing = _sig(m, Cat((~s.valid[r] | ev.reaped[r]) & (~s.tomb[r] | ev.dropped[r])
+                              & ~free[r] for r in range(R)).any(), "record_freeing")
+        m.d.sync += s.any_free_record.eq(freeing | Mux(new_valid, _two_or_more(
+            m, free, "free_record_two"), free.any()))
         for r in range(R):
             fresh, issued = ev.free_rec[r], ev.issued[r]
             done = _sig(m, d_n.onehot[r] | d_m.onehot[r], f"rec{r}_done")
@@ -1513,21 +1587,28 @@ class QCC(wiring.Component):
         """Counts of free records, entity numbers and lines, the longest free run
         :data:`RUN_DELAY` clocks ago less the lines taken since, and the error flag."""
         st, c = self.status, self.cmd.payload
-        run = _longest_run(m, s.line_free, RUN_DELAY, "free_run")
+        window = ev.run_window
         # The lines ALLOC and MAP took in the last RUN_DELAY clocks (golden decision 13):
         # ``taken[j]`` j + 1 clocks ago, ``window`` their sum. Only a multiplexer waits
         # for the accept decision.
         taken = [Signal(4, name=f"run_taken{j}") for j in range(RUN_DELAY)]
-        window = Signal(range(RUN_DELAY * MAX_BUF_LINES + 1), name="run_window")
         ok = ev.alloc_ok | ev.map_ok
         kept = _sig(m, window - taken[-1], "run_window_kept", len(window))
         grown = _sig(m, kept + c.lines, "run_window_grown", len(window))
         m.d.sync += [taken[0].eq(Mux(ok, c.lines, 0)), window.eq(Mux(ok, grown, kept))]
+        # Next clock's ``free_run``: the tree's next run less the next window, for both
+        # outcomes of the accept; the accept only chooses.
+        run_next = _sig(m, ev.run_next, "free_run_next", range(self.lines + 1))
+        room_kept = _sig(m, Mux(run_next > kept, run_next - kept, 0), "run_room_kept",
+                         range(self.lines + 1))
+        room_grown = _sig(m, Mux(run_next > grown, run_next - grown, 0), "run_room_grown",
+                          range(self.lines + 1))
+        m.d.sync += ev.run_room.eq(Mux(ok, room_grown, room_kept))
         m.d.sync += [taken[j].eq(taken[j - 1]) for j in range(1, RUN_DELAY)]
         m.d.comb += [st.free_records.eq(_popcount(~s.valid & ~s.tomb)),
                      st.free_entities.eq(s.free_ent_count),
                      st.free_lines.eq(s.free_line_count),
-                     st.free_run.eq(Mux(run > window, run - window, 0)),
+                     st.free_run.eq(ev.run_room),
                      st.error.eq(s.error)]
 
 

@@ -200,14 +200,15 @@ def test_map_frames_and_search():
 
 def test_free_run_tells_whether_alloc_finds_its_lines():
     """With lines scattered by random allocations and deletions, an ALLOC of n lines is
-    accepted whenever the status showed a free run of at least n lines, whatever the
-    count of free lines (decision 13: the run lags, so it never says more than the
-    state has); settled for RUN_DELAY idle clocks, the status is the longest run
-    exactly, and then an ALLOC of more lines is refused."""
+    accepted if and only if the status showed a free run of at least n lines, whatever
+    the count of free lines (decision 14), and then first fit finds its lines (decision
+    13: the run lags, so it never says more than the state has); settled for RUN_DELAY
+    idle clocks, the status is the longest run exactly. Unsettled, an ALLOC that first
+    fit could place is refused while the run lags (the cost of decision 14)."""
     rng = np.random.default_rng(11)
     m = small(records=64, entities=64, lines=48)
     m.configure(S, [(M, 0)])
-    passes = refusals = settled = lagged = 0
+    passes = refusals = settled = lagged = lag_refused = 0
     for _ in range(3000):
         live = m.live_entities()
         if live and rng.random() < 0.4:
@@ -223,13 +224,14 @@ def test_free_run_tells_whether_alloc_finds_its_lines():
         lagged += st.free_run < exact
         r = m.allocate(S, n, hold=True)
         if st.free_records and st.free_entities:
-            assert r.ok or st.free_run < n, (st, n, r)
-            assert r.ok == (exact >= n), (exact, n, r)
+            assert r.ok == (st.free_run >= n), (st, n, r)
+            assert r.ok <= (exact >= n), (exact, n, r)
             passes += r.ok
             refusals += r.code == Code.NO_LINES and st.free_lines >= n
+            lag_refused += not r.ok and exact >= n
         m.run([DRAIN])                   # held and done: a DELETE frees it at once
     assert passes > 100 and refusals > 10       # scattered lines that were not enough
-    assert settled > 100 and lagged > 100
+    assert settled > 100 and lagged > 100 and lag_refused > 10
 
 
 def test_free_run_lags_by_four_clocks_less_what_was_taken():
@@ -555,12 +557,20 @@ def test_first_fit_with_fragmentation():
     m.delete(1)
     m.delete(3)                                       # free: 4..7, 12..15
     reap(m)
+    assert m.status().free_run == 0                   # freed, not yet in free_run
+    assert m.allocate(S, 1).code == Code.NO_LINES     # decision 14: accepted on free_run
+    assert settle(m).free_run == 4
     before = m.snapshot()
     assert m.allocate(S, 5).code == Code.NO_LINES     # 8 lines free, no run of 5
     assert m.snapshot() == before
     assert m.allocate(S, 3).addr == 4
+    assert m.status().free_run == 1                   # 4 less the 3 taken
+    assert m.allocate(S, 2).code == Code.NO_LINES     # 12..15 free, free_run lags
+    assert settle(m).free_run == 4
     assert m.allocate(S, 2).addr == 12                # 7 is a run of 1 only
+    assert settle(m).free_run == 2
     assert m.allocate(S, 1).addr == 7
+    assert settle(m).free_run == 2
     assert m.allocate(S, 2).addr == 14
     assert m.status().free_lines == 0
 
@@ -1067,12 +1077,13 @@ class Scoreboard:
                 exp = Code.NO_RECORD
             elif free_ent is None:
                 exp = Code.NO_ENTITY
-            elif base is None:
+            elif self.status()[3] < c.lines:      # decision 14: on free_run, not the fit
                 exp = Code.NO_LINES
             else:
                 exp = Code.OK
             assert resp.code == exp
             if exp == Code.OK:
+                assert base is not None, "free_run above the longest free run"
                 inc = Inc(self.n_inc, free_ent, c.etype, bool(c.hold), free_rec,
                           len(self.prog[c.etype]))
                 self.n_inc += 1
@@ -1091,12 +1102,13 @@ class Scoreboard:
                 exp = Code.MAPPED
             elif free_rec is None:
                 exp = Code.NO_RECORD
-            elif base is None:
+            elif self.status()[3] < c.lines:      # decision 14
                 exp = Code.NO_LINES
             else:
                 exp = Code.OK
             assert resp.code == exp
             if exp == Code.OK:
+                assert base is not None, "free_run above the longest free run"
                 self.new_record(free_rec, inc, c.frame, base, c.lines)
                 assert resp == Response(c.op, Code.OK, **self.fields(free_rec))
         elif c.op in (Op.DELETE, Op.RELEASE):
