@@ -172,7 +172,10 @@ def main(argv=None):
     parser.add_argument("--route-minutes", type=int, default=40)
     args = parser.parse_args(argv)
     clock_mhz = args.clock_mhz or DEFAULT_CLOCK_MHZ[args.board]
-    pll_dividers(OSCILLATOR_MHZ[args.board], clock_mhz)  # refuse an unreachable clock early
+    try:
+        pll_dividers(OSCILLATOR_MHZ[args.board], clock_mhz)  # refuse it before building
+    except ValueError as error:
+        parser.error(str(error))
     from tb.harness import venv_tools_first
     from tb.results import record, save
     from tb.synth import FMAX_METRIC, fmax_from_log, pnr_lock
