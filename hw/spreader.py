@@ -706,12 +706,14 @@ class Rotation(wiring.Component):
     is the list from the entry after the EU of the type's last allocation (from its
     first entry when there is none, it is not in the list or it is the list's last
     entry), entry j being the list's entry ``start + j`` modulo its ``count`` (entries
-    from ``count`` on are unused). It is a register, computed from the next state: the
-    list a LIST word writes (``written[t]``, ``entries``, ``count``) and the EU of an
-    accept (``accepted[t]``, ``eu``), for both outcomes of the accept (``eu`` is a
-    register: the EU asked) and chosen by it last, so that the EU's answer does not
-    precede the list compare, and stage P's candidate lists start from registers, not
-    from an adder and a select. Without ``rotate``, the lists themselves."""
+    from ``count`` on are unused). It is computed from the next state: the list a LIST
+    word writes (``written[t]``, ``entries``, ``count``) and the EU of an accept
+    (``accepted[t]``, ``eu``), for both outcomes of the accept (``eu`` is a register:
+    the EU asked), each into a register, and the accept itself is registered and
+    chooses between them after the edge (one multiplexer from registers), so that the
+    EU's answer reaches only a flip-flop here, and stage P's candidate lists start from
+    registers, not from an adder and a select. Without ``rotate``, the lists
+    themselves."""
 
     def __init__(self, *, n_eus, rotate):
         self.n_eus, self.rotate = n_eus, rotate
@@ -730,9 +732,17 @@ class Rotation(wiring.Component):
             return m
         for t in range(4):
             last_eu, last_ok = Signal(EU_W, name=f"last_eu{t}"), Signal(name=f"last_ok{t}")
-            walk = Signal(data.ArrayLayout(EU_W, N), name=f"walk{t}",
-                          init=list(range(N)))
-            m.d.comb += self.walk[t].eq(walk)
+            # the walk after an accept of this type and without one, both registers, and
+            # which of them is the walk (``took``: the accept, registered): the accept
+            # reaches only a flip-flop, no logic (at 8 EUs ABC had merged the accept's
+            # final multiplexer into the walk's wide LUTs, a routed critical path)
+            walk_acc = Signal(data.ArrayLayout(EU_W, N), name=f"walk{t}_acc",
+                              init=list(range(N)))
+            walk_keep = Signal(data.ArrayLayout(EU_W, N), name=f"walk{t}_keep",
+                               init=list(range(N)))
+            took = Signal(name=f"took{t}")
+            walk = Signal(data.ArrayLayout(EU_W, N), name=f"walk{t}")
+            m.d.comb += [walk.eq(Mux(took, walk_acc, walk_keep)), self.walk[t].eq(walk)]
             with m.If(self.accepted[t]):
                 m.d.sync += [last_eu.eq(self.eu), last_ok.eq(1)]
             wr = self.written[t]
@@ -751,8 +761,9 @@ class Rotation(wiring.Component):
                     at = Signal(6, name=f"walk{t}_{name}_at{j}")
                     m.d.comb += [at.eq(start + j),
                                  nxt[name][j].eq(Array(lst)[Mux(at >= cnt, at - cnt, at)[:5]])]
-            m.d.sync += [walk[j].eq(Mux(self.accepted[t], nxt["acc"][j], nxt["keep"][j]))
-                         for j in range(N)]
+            m.d.sync += [took.eq(self.accepted[t])]
+            m.d.sync += [walk_acc[j].eq(nxt["acc"][j]) for j in range(N)]
+            m.d.sync += [walk_keep[j].eq(nxt["keep"][j]) for j in range(N)]
         return m
 
 
