@@ -231,7 +231,25 @@ Decisions
    ``move`` FIFOs' write enables and the bad-answer report. Taking the in-flight select
    itself out of the accept's clock needs either the answered entity a clock before
    the answer, which the EU chooses and which arrives with the answer (``entity[e]``),
-   or the answer registered (cut 2, a new contract: README.md).
+   or the answer registered (cut 2, a new contract: README.md). The rotation's walk
+   (:class:`Rotation`) is no longer among them: the walk after an accept and without
+   one are both registers and the accept, registered, chooses between them after the
+   edge (at 8 EUs ABC had merged the accept's last multiplexer into the walk's wide
+   LUTs, the routed critical path).
+15. Stage P's provider compares (issue 12; contract unchanged): a triangle (pixel
+   packet) offers itself only when no vertex or patch packet (triangle) inside the
+   spreader or in stage C provides its data (``provider``): 18 compares of its vertex
+   groups with the held and C's groups (2 of its ``prid`` with the held and C's
+   triangle's). For a parked packet they were made after the source select (``parked``
+   -> ``src``), ahead of the offers, the arbiter and the first request: the routed
+   critical path at 4 EUs. Both sides are packet registers, so the compares are now
+   registers too (``held_tri_eq``, ``held_pix_eq``), computed a clock ahead from the
+   registers' next values (each held packet R's kept packet or its stream's source,
+   C's packets the held ones; for both outcomes of the accept, chosen by it last); the
+   input head's compares are made from the port, and ``parked`` chooses between the
+   two last. ``tb/unit/test_spreader_sim.py`` checks in every clock that the registers
+   equal the compares they stand for (the lock-step runs rarely reach a parked packet
+   with a provider inside).
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -943,6 +961,14 @@ class ErrorReporter(wiring.Component):
         return m
 
 
+def _provider_groups(vtx, pat, pat_g1, c_vtx, c_pat, c_pat_g1):
+    """The vertex groups a packet inside the spreader or in stage C provides, in the
+    order of the provider compares (:class:`PacketChecks` and the registered compares of
+    a held triangle, ``Spreader._provider_compares``): the held vertex packet's, the held
+    patch's two, C's vertex packet's, C's patch's two."""
+    return [vtx.base[3:], pat.base[3:], pat_g1, c_vtx.base[3:], c_pat.base[3:], c_pat_g1]
+
+
 class _Stage:
     """A pipeline stage's packets for stage P's hazard checks: ``is_[s]`` (the stage
     holds a packet of stream s) and the packet registers of each stream."""
@@ -984,6 +1010,8 @@ class PacketChecks(wiring.Component):
             "held_pix": In(layouts["i_pix"]), "held_pat": In(layouts["i_pat"]),
             "held_pat_g1": In(index_bits - 2),
             "held_valid": In(4), "r_active": In(1), "r_stream": In(2), "empty": In(4),
+            "parked": In(4), "in_tri": In(layouts["i_tri"]), "in_pix": In(layouts["i_pix"]),
+            "held_tri_eq": In(data.ArrayLayout(6, 3)), "held_pix_eq": In(2),
             "c_vtx": In(layouts["i_vtx"]), "c_tri": In(layouts["i_tri"]),
             "c_pix": In(layouts["i_pix"]), "c_pat": In(layouts["i_pat"]),
             "c_pat_g1": In(index_bits - 2), "c_active": In(1), "c_stream": In(2),
@@ -1081,20 +1109,25 @@ class PacketChecks(wiring.Component):
         idx = [pt.i0, pt.i1, pt.i2]
         recs = [self.vrec(x) for x in idx]
         hit, prov, closing = (Signal(3, name=n) for n in ("t_hit", "t_prov", "t_closing"))
-        # the groups provided: (valid, group) of the held and C's vertex and patch packets
-        groups = [(self.held_valid[VTX], self.held_vtx.base[3:]),
-                  (self.held_valid[PAT], self.held_pat.base[3:]),
-                  (self.held_valid[PAT], self.held_pat_g1),
-                  (stages[1].is_[VTX], self.c_vtx.base[3:]),
-                  (stages[1].is_[PAT], self.c_pat.base[3:]),
-                  (stages[1].is_[PAT], self.c_pat_g1)]
+        # the groups provided (the held and C's vertex and patch packets') and whether
+        # each is there; the compares for both sources, ``parked`` choosing last: the
+        # input head's from the port, the parked triangle's registers (``held_tri_eq``,
+        # computed a clock before from the registers' next values), so that no source
+        # select and no 13-bit compare lies ahead of the offers for a parked triangle
+        groups = _provider_groups(self.held_vtx, self.held_pat, self.held_pat_g1,
+                                  self.c_vtx, self.c_pat, self.c_pat_g1)
+        there = [self.held_valid[VTX], self.held_valid[PAT], self.held_valid[PAT],
+                 stages[1].is_[VTX], stages[1].is_[PAT], stages[1].is_[PAT]]
+        in_idx = [self.in_tri.i0, self.in_tri.i1, self.in_tri.i2]
         for i in range(3):
-            lk, x, g = self.vdt_look[i], idx[i], idx[i][3:]
+            lk, x, g = self.vdt_look[i], idx[i], in_idx[i][3:]
+            prov_in = Cat(v & (g == gr) for v, gr in zip(there, groups)).any()
+            prov_held = Cat(v & self.held_tri_eq[i][n] for n, v in enumerate(there)).any()
             m.d.comb += [
                 self.vdt_look_addr[i].eq(recs[i]), self.tri_recs[i].eq(recs[i]),
                 hit[i].eq(lk.valid & (lk.tag == self.vtag(x)) & ~lk.closed
                           & (x[:3] < lk.count)),
-                prov[i].eq(Cat(v & (g == gr) for v, gr in groups).any()),
+                prov[i].eq(Mux(self.parked[TRI], prov_held, prov_in)),
                 closing[i].eq(Cat(
                     st.is_[TRI] & st.tri.last[j] & (self.vrec(st.tri[f"i{j}"]) == recs[i])
                     for st in stages for j in range(3)).any()),
@@ -1126,8 +1159,13 @@ class PacketChecks(wiring.Component):
         m.d.comb += [
             self.pt_look_addr.eq(rec), res.rec.eq(rec),
             hit.eq(look.valid & (look.tag == self.ptag(pp.prid)) & ~look.closed),
-            prov.eq((self.held_valid[TRI] & (self.held_tri.prid == pp.prid))
-                    | (stages[1].is_[TRI] & (self.c_tri.prid == pp.prid))),
+            # for both sources, ``parked`` choosing last (the parked packet's compares
+            # are registers: ``held_pix_eq``), as a triangle's provider compares
+            prov.eq(Mux(self.parked[PIX],
+                        (self.held_valid[TRI] & self.held_pix_eq[0])
+                        | (stages[1].is_[TRI] & self.held_pix_eq[1]),
+                        (self.held_valid[TRI] & (self.held_tri.prid == self.in_pix.prid))
+                        | (stages[1].is_[TRI] & (self.c_tri.prid == self.in_pix.prid)))),
             hazard.eq(Cat(st.is_[PIX] & st.pix.last & (self.prec(st.pix.prid) == rec)
                           for st in stages).any()),
             self.provider[PIX].eq(prov),
@@ -1364,7 +1402,9 @@ class Spreader(wiring.Component):
                      chk.c_vtx.eq(s.c_held[VTX]), chk.c_tri.eq(s.c_held[TRI]),
                      chk.c_pix.eq(s.c_held[PIX]), chk.c_pat.eq(s.c_held[PAT]),
                      chk.c_pat_g1.eq(s.c_pat_g1), chk.c_active.eq(s.c_valid),
-                     chk.c_stream.eq(s.c_stream),
+                     chk.c_stream.eq(s.c_stream), chk.parked.eq(s.parked),
+                     chk.in_tri.eq(s.ins[TRI].payload), chk.in_pix.eq(s.ins[PIX].payload),
+                     chk.held_tri_eq.eq(s.held_tri_eq), chk.held_pix_eq.eq(s.held_pix_eq),
                      chk.empty.eq(Cat(cfg.counts[t] == 0 for t in range(4)))]
         m.d.comb += [s.offer.eq(s.src_v & ~chk.provider), arb.offer.eq(s.offer)]
         # every type's evaluation, candidate list and first request in parallel (the
@@ -1523,7 +1563,7 @@ class Spreader(wiring.Component):
             with m.If(~in_r):
                 m.d.sync += s.held[k].eq(s.src[k])
                 if k == PAT:        # its second group, for the triangles' provider check
-                    m.d.sync += s.held_pat_g1.eq(s.src[PAT].base[3:] + 1)
+                    m.d.sync += s.held_pat_g1.eq(s.src_pat_g1)
             # the passes of the packet, counted from R (1 + the passes that parked it)
             with m.If(mine):
                 m.d.sync += s.passes[k].eq(1)
@@ -1560,6 +1600,29 @@ class Spreader(wiring.Component):
             m.d.sync += s.held_size_debit[k].eq(Mux(stays, held + s.r_size, held + s.w_size))
         m.d.sync += [s.active.eq(Mux(acc, load1, load0 | stays0)),
                      s.q_first.eq(Mux(acc, load1, load0 | s.taken))]
+        self._provider_compares(m, s, acc, c0)
+
+    def _provider_compares(self, m, s, acc, c0):
+        """The held triangle's and pixel packet's provider compares (decision 15), from
+        the registers' next values: each held packet is R's kept packet or its source
+        (the parked packet or the input's head), C's packets are the held ones. Made for
+        both outcomes of the accept (with one, R keeps no packet), chosen by it last."""
+        m.d.comb += s.src_pat_g1.eq(s.src[PAT].base[3:] + 1)
+        nxt = {}
+        for outcome in (1, 0):
+            # R keeps its packet (its stream's ``held`` is not reloaded)
+            keep = [0 if outcome else s.active & (s.r_stream == k) & ~c0 for k in range(4)]
+            held = [Mux(keep[k], s.held[k], s.src[k]) for k in range(4)]
+            held = [s.held[k].shape()(held[k]) for k in range(4)]
+            g1 = Mux(keep[PAT], s.held_pat_g1, s.src_pat_g1)
+            groups = _provider_groups(held[VTX], held[PAT], g1,
+                                      s.held[VTX], s.held[PAT], s.held_pat_g1)
+            tri = held[TRI]
+            eq_tri = Cat(Cat(tri[f"i{i}"][3:] == gr for gr in groups) for i in range(3))
+            eq_pix = Cat(held[PIX].prid == tri.prid, held[PIX].prid == s.held[TRI].prid)
+            nxt[outcome] = eq_tri, eq_pix
+        m.d.sync += [s.held_tri_eq.eq(Mux(acc, nxt[1][0], nxt[0][0])),
+                     s.held_pix_eq.eq(Mux(acc, nxt[1][1], nxt[0][1]))]
 
     def _commit(self, m, s, fifos, ptab, rot):
         """The end of R's pass: the log entry, the move command, the rotation, an end
@@ -1708,6 +1771,12 @@ class _State:
         self.held_v = Signal(4)
         self.held = [Signal(L[n], name=f"held_{n}") for n in STREAMS]
         self.held_pat_g1 = Signal(sp.index_bits - 2)    # the held patch's group + 1
+        # the held triangle's vertex groups compared with the provider groups
+        # (:func:`_provider_groups`), the held pixel packet's prid with the held and C's
+        # triangles': registers equal to those compares of the registers (decision 15)
+        self.held_tri_eq = Signal(data.ArrayLayout(6, 3))
+        self.held_pix_eq = Signal(2)
+        self.src_pat_g1 = Signal(sp.index_bits - 2)     # the patch source's group + 1
         self.seq = [Signal(SEQ_W, name=f"seq{k}") for k in range(4)]
         # the passes of the held packet so far: 1 + the passes that parked it
         self.passes = [Signal(8, name=f"passes{k}", init=1) for k in range(4)]
