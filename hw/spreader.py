@@ -1588,16 +1588,19 @@ class Spreader(wiring.Component):
                                Mux(s.taken, s.r_refused | refusal, s.r_refused))),
         ]
         # stage P's debited minimum for the next clock: its minimum lines + R's size
-        # (R's next size: ``w_size`` unless R keeps its packet; with no pass in R it is
-        # not read), both sums made before ``stays`` chooses
+        # (R's next size: the winner's (``w_size``) unless R keeps its packet; with no
+        # pass in R it is not read), every sum made before ``stays`` and the arbiter's
+        # winner choose (one sum per source stream: no adder behind the arbiter)
         for k in range(4):
             nxt = cfg.min_lines_next[k]
-            m.d.sync += s.need_lines_debit[k].eq(Mux(stays, nxt + s.r_size, nxt + s.w_size))
+            by_win = Array([nxt + s.src[j].size for j in range(4)])[win]
+            m.d.sync += s.need_lines_debit[k].eq(Mux(stays, nxt + s.r_size, by_win))
         # each held packet's size + R's size, likewise (read only while the packet is
         # parked, when ``held`` keeps its size)
         for k in range(4):
             held = s.held[k].size
-            m.d.sync += s.held_size_debit[k].eq(Mux(stays, held + s.r_size, held + s.w_size))
+            by_win = Array([held + s.src[j].size for j in range(4)])[win]
+            m.d.sync += s.held_size_debit[k].eq(Mux(stays, held + s.r_size, by_win))
         m.d.sync += [s.active.eq(Mux(acc, load1, load0 | stays0)),
                      s.q_first.eq(Mux(acc, load1, load0 | s.taken))]
         self._provider_compares(m, s, acc, c0)
