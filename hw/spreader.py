@@ -250,6 +250,13 @@ Decisions
    two last. ``tb/unit/test_spreader_sim.py`` checks in every clock that the registers
    equal the compares they stand for (the lock-step runs rarely reach a parked packet
    with a provider inside).
+16. The release scans start from flip-flops (issue 12; contract unchanged): a record is
+   releasable when its reference (VDT) or pixel (PT) counter is 0, which was a compare
+   of the counter ahead of the scan's lowest-record encoder, its ``freed`` one-hot and
+   the counters' own reset (the routed critical path at 4 EUs after decision 15). Each
+   counter's "is zero" is now a register (``refs_zero``, ``pix_zero``), updated with
+   the counter: 1 on a release, ``count == all ones`` on an increment, ``count == 1``
+   on a decrement (compares of the register, in parallel with the scan).
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -381,7 +388,9 @@ class VertexTable(wiring.Component):
     LUT-RAM banks (even and odd records, so that a patch writes both of its records in
     one clock through one write port per bank). The bits the release scan reads every
     clock (valid, done, closed, patch, half) are flip-flop vectors and the reference
-    counts are counters, all updated through one decoded one-hot per write site.
+    counts are counters, each with its "is zero" bit as a register of its own (so the
+    release scan starts from flip-flops, not from the counters' compares), all updated
+    through one decoded one-hot per write site.
 
     Ports: ``busy_addr[i]``/``busy[i]`` (valid bit of a record: waits of vertex and
     patch packets), ``look_addr[i]``/``look[i]`` (the three vertex lookups of a
@@ -418,6 +427,9 @@ class VertexTable(wiring.Component):
         valid, done, closed, patch, half = (Signal(V, name=n) for n in
                                             ("valid", "done", "closed", "patch", "half"))
         refs = [Signal(9, name=f"refs{r}") for r in range(V)]
+        # ``refs[r] == 0`` as a register (kept equal to it below), so that no counter
+        # compare lies ahead of the release scan
+        refs_zero = Signal(V, init=(1 << V) - 1)
         banks = [Memory(shape=self.word, depth=V // 2, init=[]) for _ in range(2)]
         m.submodules.even, m.submodules.odd = banks
         writes = [b.write_port() for b in banks]
@@ -467,7 +479,7 @@ class VertexTable(wiring.Component):
         m.d.comb += [
             done_set.eq(Mux(d.en, _onehot(d.rec, V) | Mux(d.patch, _onehot(d_rec1, V), 0), 0)),
             close_set.eq(_decode(self.close.mask, self.close.rec, V)),
-            ok.eq(valid & done & closed & Cat(*[r == 0 for r in refs])),
+            ok.eq(valid & done & closed & refs_zero),
             # a patch is released at its first record when both of its records are ready
             cand.eq(ok & (~patch | (~half & Cat(ok[1:], ok[0])))),
         ]
@@ -495,11 +507,11 @@ class VertexTable(wiring.Component):
                      dec.eq(_decode(self.refs.dec, self.refs.dec_rec, V))]
         for r in range(V):
             with m.If(freed[r]):
-                m.d.sync += refs[r].eq(0)
+                m.d.sync += [refs[r].eq(0), refs_zero[r].eq(1)]
             with m.Elif(inc[r] & ~dec[r]):
-                m.d.sync += refs[r].eq(refs[r] + 1)
+                m.d.sync += [refs[r].eq(refs[r] + 1), refs_zero[r].eq(refs[r].all())]
             with m.Elif(dec[r] & ~inc[r]):
-                m.d.sync += refs[r].eq(refs[r] - 1)
+                m.d.sync += [refs[r].eq(refs[r] - 1), refs_zero[r].eq(refs[r] == 1)]
         return m
 
 
@@ -508,7 +520,8 @@ class PrimitiveTable(wiring.Component):
 
     Write-once fields (tag, EU, entity, the triangle's distinct VDT records) are one
     LUT-RAM; valid, done and closed are flip-flop vectors and the pixel packets in flight
-    are counters, updated through decoded one-hots.
+    are counters (each with its "is zero" bit a register), updated through decoded
+    one-hots.
 
     Ports: ``busy_addr``/``busy`` (valid bit: a triangle's wait), ``look_addr``/``look``
     (a pixel packet's triangle), ``refs_addr``/``refs`` (the VDT records of a completed
@@ -541,6 +554,7 @@ class PrimitiveTable(wiring.Component):
         P, R = self.records, max(1, self.rbits)
         valid, done, closed = (Signal(P, name=n) for n in ("valid", "done", "closed"))
         pix = [Signal(13, name=f"pix{q}") for q in range(P)]
+        pix_zero = Signal(P, init=(1 << P) - 1)     # ``pix[q] == 0``, a register
         m.submodules.mem = mem = Memory(shape=self.word, depth=P, init=[])
         wp = mem.write_port()
 
@@ -575,7 +589,7 @@ class PrimitiveTable(wiring.Component):
             done_set.eq(Mux(self.done.en, onehot(self.done.rec), 0)),
             inc.eq(Mux(self.pix_inc.en, onehot(self.pix_inc.rec), 0)),
             dec.eq(Mux(self.pix_dec.en, onehot(self.pix_dec.rec), 0)),
-            ok.eq(valid & done & closed & Cat(*[n == 0 for n in pix])),
+            ok.eq(valid & done & closed & pix_zero),
         ]
         low, sel = _lowest(m, ok, P, self.rbits, "release")
         w = read(sel)
@@ -592,11 +606,11 @@ class PrimitiveTable(wiring.Component):
         ]
         for q in range(P):
             with m.If(freed[q]):
-                m.d.sync += pix[q].eq(0)
+                m.d.sync += [pix[q].eq(0), pix_zero[q].eq(1)]
             with m.Elif(inc[q] & ~dec[q]):
-                m.d.sync += pix[q].eq(pix[q] + 1)
+                m.d.sync += [pix[q].eq(pix[q] + 1), pix_zero[q].eq(pix[q].all())]
             with m.Elif(dec[q] & ~inc[q]):
-                m.d.sync += pix[q].eq(pix[q] - 1)
+                m.d.sync += [pix[q].eq(pix[q] - 1), pix_zero[q].eq(pix[q] == 1)]
         return m
 
 
