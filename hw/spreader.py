@@ -1135,11 +1135,7 @@ class PacketChecks(wiring.Component):
         in_idx = [self.in_tri.i0, self.in_tri.i1, self.in_tri.i2]
         for i in range(3):
             lk, x, g = self.vdt_look[i], idx[i], in_idx[i][3:]
-            # the valid bit compared as one more bit of the group, so that it enters
-            # the compare tree beside the group's bits and not at the end of a chain
-            # (ABC put the registers' terms first in a chain of the port's compares)
-            prov_in = Cat(Cat(Const(1, 1), g) == Cat(v, gr)
-                          for v, gr in zip(there, groups)).any()
+            prov_in = Cat(v & (g == gr) for v, gr in zip(there, groups)).any()
             prov_held = Cat(v & self.held_tri_eq[i][n] for n, v in enumerate(there)).any()
             m.d.comb += [
                 self.vdt_look_addr[i].eq(recs[i]), self.tri_recs[i].eq(recs[i]),
@@ -1182,10 +1178,8 @@ class PacketChecks(wiring.Component):
             prov.eq(Mux(self.parked[PIX],
                         (self.held_valid[TRI] & self.held_pix_eq[0])
                         | (stages[1].is_[TRI] & self.held_pix_eq[1]),
-                        (Cat(Const(1, 1), self.in_pix.prid)
-                         == Cat(self.held_valid[TRI], self.held_tri.prid))
-                        | (Cat(Const(1, 1), self.in_pix.prid)
-                           == Cat(stages[1].is_[TRI], self.c_tri.prid)))),
+                        (self.held_valid[TRI] & (self.held_tri.prid == self.in_pix.prid))
+                        | (stages[1].is_[TRI] & (self.c_tri.prid == self.in_pix.prid)))),
             hazard.eq(Cat(st.is_[PIX] & st.pix.last & (self.prec(st.pix.prid) == rec)
                           for st in stages).any()),
             self.provider[PIX].eq(prov),
