@@ -167,6 +167,9 @@ Decisions
    the offers -> the arbiter -> ``load`` -> a stream's ``passes`` counter); 8 EUs:
    44.8 MHz routed (34.5 at stage C), the critical path stage R's accept (an in-flight
    valid bit -> the bad-answer check -> ``accepted`` -> :class:`Rotation`'s walk).
+   Decisions 12-16 and the walk registered (decision 14) since: 4 EUs 54.8 MHz routed
+   (one seed), the critical path a parked pixel packet's PT lookup -> the pixel list's
+   order -> the first request; figures per step in README.md's Fmax table.
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
    priority list is walked from the entry after the EU of that type's last allocation
    (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
