@@ -167,6 +167,9 @@ Decisions
    the offers -> the arbiter -> ``load`` -> a stream's ``passes`` counter); 8 EUs:
    44.8 MHz routed (34.5 at stage C), the critical path stage R's accept (an in-flight
    valid bit -> the bad-answer check -> ``accepted`` -> :class:`Rotation`'s walk).
+   Decisions 12-16 and the walk registered (decision 14) since: 4 EUs 54.8 MHz routed
+   (one seed), the critical path a parked pixel packet's PT lookup -> the pixel list's
+   order -> the first request; figures per step in README.md's Fmax table.
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
    priority list is walked from the entry after the EU of that type's last allocation
    (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
@@ -231,7 +234,32 @@ Decisions
    ``move`` FIFOs' write enables and the bad-answer report. Taking the in-flight select
    itself out of the accept's clock needs either the answered entity a clock before
    the answer, which the EU chooses and which arrives with the answer (``entity[e]``),
-   or the answer registered (cut 2, a new contract: README.md).
+   or the answer registered (cut 2, a new contract: README.md). The rotation's walk
+   (:class:`Rotation`) is no longer among them: the walk after an accept and without
+   one are both registers and the accept, registered, chooses between them after the
+   edge (at 8 EUs ABC had merged the accept's last multiplexer into the walk's wide
+   LUTs, the routed critical path).
+15. Stage P's provider compares (issue 12; contract unchanged): a triangle (pixel
+   packet) offers itself only when no vertex or patch packet (triangle) inside the
+   spreader or in stage C provides its data (``provider``): 18 compares of its vertex
+   groups with the held and C's groups (2 of its ``prid`` with the held and C's
+   triangle's). For a parked packet they were made after the source select (``parked``
+   -> ``src``), ahead of the offers, the arbiter and the first request: the routed
+   critical path at 4 EUs. Both sides are packet registers, so the compares are now
+   registers too (``held_tri_eq``, ``held_pix_eq``), computed a clock ahead from the
+   registers' next values (each held packet R's kept packet or its stream's source,
+   C's packets the held ones; for both outcomes of the accept, chosen by it last); the
+   input head's compares are made from the port, and ``parked`` chooses between the
+   two last. ``tb/unit/test_spreader_sim.py`` checks in every clock that the registers
+   equal the compares they stand for (the lock-step runs rarely reach a parked packet
+   with a provider inside).
+16. The release scans start from flip-flops (issue 12; contract unchanged): a record is
+   releasable when its reference (VDT) or pixel (PT) counter is 0, which was a compare
+   of the counter ahead of the scan's lowest-record encoder, its ``freed`` one-hot and
+   the counters' own reset (the routed critical path at 4 EUs after decision 15). Each
+   counter's "is zero" is now a register (``refs_zero``, ``pix_zero``), updated with
+   the counter: 1 on a release, ``count == all ones`` on an increment, ``count == 1``
+   on a decrement (compares of the register, in parallel with the scan).
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -363,7 +391,9 @@ class VertexTable(wiring.Component):
     LUT-RAM banks (even and odd records, so that a patch writes both of its records in
     one clock through one write port per bank). The bits the release scan reads every
     clock (valid, done, closed, patch, half) are flip-flop vectors and the reference
-    counts are counters, all updated through one decoded one-hot per write site.
+    counts are counters, each with its "is zero" bit as a register of its own (so the
+    release scan starts from flip-flops, not from the counters' compares), all updated
+    through one decoded one-hot per write site.
 
     Ports: ``busy_addr[i]``/``busy[i]`` (valid bit of a record: waits of vertex and
     patch packets), ``look_addr[i]``/``look[i]`` (the three vertex lookups of a
@@ -400,6 +430,9 @@ class VertexTable(wiring.Component):
         valid, done, closed, patch, half = (Signal(V, name=n) for n in
                                             ("valid", "done", "closed", "patch", "half"))
         refs = [Signal(9, name=f"refs{r}") for r in range(V)]
+        # ``refs[r] == 0`` as a register (kept equal to it below), so that no counter
+        # compare lies ahead of the release scan
+        refs_zero = Signal(V, init=(1 << V) - 1)
         banks = [Memory(shape=self.word, depth=V // 2, init=[]) for _ in range(2)]
         m.submodules.even, m.submodules.odd = banks
         writes = [b.write_port() for b in banks]
@@ -449,7 +482,7 @@ class VertexTable(wiring.Component):
         m.d.comb += [
             done_set.eq(Mux(d.en, _onehot(d.rec, V) | Mux(d.patch, _onehot(d_rec1, V), 0), 0)),
             close_set.eq(_decode(self.close.mask, self.close.rec, V)),
-            ok.eq(valid & done & closed & Cat(*[r == 0 for r in refs])),
+            ok.eq(valid & done & closed & refs_zero),
             # a patch is released at its first record when both of its records are ready
             cand.eq(ok & (~patch | (~half & Cat(ok[1:], ok[0])))),
         ]
@@ -477,11 +510,11 @@ class VertexTable(wiring.Component):
                      dec.eq(_decode(self.refs.dec, self.refs.dec_rec, V))]
         for r in range(V):
             with m.If(freed[r]):
-                m.d.sync += refs[r].eq(0)
+                m.d.sync += [refs[r].eq(0), refs_zero[r].eq(1)]
             with m.Elif(inc[r] & ~dec[r]):
-                m.d.sync += refs[r].eq(refs[r] + 1)
+                m.d.sync += [refs[r].eq(refs[r] + 1), refs_zero[r].eq(refs[r].all())]
             with m.Elif(dec[r] & ~inc[r]):
-                m.d.sync += refs[r].eq(refs[r] - 1)
+                m.d.sync += [refs[r].eq(refs[r] - 1), refs_zero[r].eq(refs[r] == 1)]
         return m
 
 
@@ -490,7 +523,8 @@ class PrimitiveTable(wiring.Component):
 
     Write-once fields (tag, EU, entity, the triangle's distinct VDT records) are one
     LUT-RAM; valid, done and closed are flip-flop vectors and the pixel packets in flight
-    are counters, updated through decoded one-hots.
+    are counters (each with its "is zero" bit a register), updated through decoded
+    one-hots.
 
     Ports: ``busy_addr``/``busy`` (valid bit: a triangle's wait), ``look_addr``/``look``
     (a pixel packet's triangle), ``refs_addr``/``refs`` (the VDT records of a completed
@@ -523,6 +557,7 @@ class PrimitiveTable(wiring.Component):
         P, R = self.records, max(1, self.rbits)
         valid, done, closed = (Signal(P, name=n) for n in ("valid", "done", "closed"))
         pix = [Signal(13, name=f"pix{q}") for q in range(P)]
+        pix_zero = Signal(P, init=(1 << P) - 1)     # ``pix[q] == 0``, a register
         m.submodules.mem = mem = Memory(shape=self.word, depth=P, init=[])
         wp = mem.write_port()
 
@@ -557,7 +592,7 @@ class PrimitiveTable(wiring.Component):
             done_set.eq(Mux(self.done.en, onehot(self.done.rec), 0)),
             inc.eq(Mux(self.pix_inc.en, onehot(self.pix_inc.rec), 0)),
             dec.eq(Mux(self.pix_dec.en, onehot(self.pix_dec.rec), 0)),
-            ok.eq(valid & done & closed & Cat(*[n == 0 for n in pix])),
+            ok.eq(valid & done & closed & pix_zero),
         ]
         low, sel = _lowest(m, ok, P, self.rbits, "release")
         w = read(sel)
@@ -574,11 +609,11 @@ class PrimitiveTable(wiring.Component):
         ]
         for q in range(P):
             with m.If(freed[q]):
-                m.d.sync += pix[q].eq(0)
+                m.d.sync += [pix[q].eq(0), pix_zero[q].eq(1)]
             with m.Elif(inc[q] & ~dec[q]):
-                m.d.sync += pix[q].eq(pix[q] + 1)
+                m.d.sync += [pix[q].eq(pix[q] + 1), pix_zero[q].eq(pix[q].all())]
             with m.Elif(dec[q] & ~inc[q]):
-                m.d.sync += pix[q].eq(pix[q] - 1)
+                m.d.sync += [pix[q].eq(pix[q] - 1), pix_zero[q].eq(pix[q] == 1)]
         return m
 
 
@@ -706,12 +741,14 @@ class Rotation(wiring.Component):
     is the list from the entry after the EU of the type's last allocation (from its
     first entry when there is none, it is not in the list or it is the list's last
     entry), entry j being the list's entry ``start + j`` modulo its ``count`` (entries
-    from ``count`` on are unused). It is a register, computed from the next state: the
-    list a LIST word writes (``written[t]``, ``entries``, ``count``) and the EU of an
-    accept (``accepted[t]``, ``eu``), for both outcomes of the accept (``eu`` is a
-    register: the EU asked) and chosen by it last, so that the EU's answer does not
-    precede the list compare, and stage P's candidate lists start from registers, not
-    from an adder and a select. Without ``rotate``, the lists themselves."""
+    from ``count`` on are unused). It is computed from the next state: the list a LIST
+    word writes (``written[t]``, ``entries``, ``count``) and the EU of an accept
+    (``accepted[t]``, ``eu``), for both outcomes of the accept (``eu`` is a register:
+    the EU asked), each into a register, and the accept itself is registered and
+    chooses between them after the edge (one multiplexer from registers), so that the
+    EU's answer reaches only a flip-flop here, and stage P's candidate lists start from
+    registers, not from an adder and a select. Without ``rotate``, the lists
+    themselves."""
 
     def __init__(self, *, n_eus, rotate):
         self.n_eus, self.rotate = n_eus, rotate
@@ -730,9 +767,17 @@ class Rotation(wiring.Component):
             return m
         for t in range(4):
             last_eu, last_ok = Signal(EU_W, name=f"last_eu{t}"), Signal(name=f"last_ok{t}")
-            walk = Signal(data.ArrayLayout(EU_W, N), name=f"walk{t}",
-                          init=list(range(N)))
-            m.d.comb += self.walk[t].eq(walk)
+            # the walk after an accept of this type and without one, both registers, and
+            # which of them is the walk (``took``: the accept, registered): the accept
+            # reaches only a flip-flop, no logic (at 8 EUs ABC had merged the accept's
+            # final multiplexer into the walk's wide LUTs, a routed critical path)
+            walk_acc = Signal(data.ArrayLayout(EU_W, N), name=f"walk{t}_acc",
+                              init=list(range(N)))
+            walk_keep = Signal(data.ArrayLayout(EU_W, N), name=f"walk{t}_keep",
+                               init=list(range(N)))
+            took = Signal(name=f"took{t}")
+            walk = Signal(data.ArrayLayout(EU_W, N), name=f"walk{t}")
+            m.d.comb += [walk.eq(Mux(took, walk_acc, walk_keep)), self.walk[t].eq(walk)]
             with m.If(self.accepted[t]):
                 m.d.sync += [last_eu.eq(self.eu), last_ok.eq(1)]
             wr = self.written[t]
@@ -751,8 +796,9 @@ class Rotation(wiring.Component):
                     at = Signal(6, name=f"walk{t}_{name}_at{j}")
                     m.d.comb += [at.eq(start + j),
                                  nxt[name][j].eq(Array(lst)[Mux(at >= cnt, at - cnt, at)[:5]])]
-            m.d.sync += [walk[j].eq(Mux(self.accepted[t], nxt["acc"][j], nxt["keep"][j]))
-                         for j in range(N)]
+            m.d.sync += [took.eq(self.accepted[t])]
+            m.d.sync += [walk_acc[j].eq(nxt["acc"][j]) for j in range(N)]
+            m.d.sync += [walk_keep[j].eq(nxt["keep"][j]) for j in range(N)]
         return m
 
 
@@ -932,6 +978,14 @@ class ErrorReporter(wiring.Component):
         return m
 
 
+def _provider_groups(vtx, pat, pat_g1, c_vtx, c_pat, c_pat_g1):
+    """The vertex groups a packet inside the spreader or in stage C provides, in the
+    order of the provider compares (:class:`PacketChecks` and the registered compares of
+    a held triangle, ``Spreader._provider_compares``): the held vertex packet's, the held
+    patch's two, C's vertex packet's, C's patch's two."""
+    return [vtx.base[3:], pat.base[3:], pat_g1, c_vtx.base[3:], c_pat.base[3:], c_pat_g1]
+
+
 class _Stage:
     """A pipeline stage's packets for stage P's hazard checks: ``is_[s]`` (the stage
     holds a packet of stream s) and the packet registers of each stream."""
@@ -973,6 +1027,8 @@ class PacketChecks(wiring.Component):
             "held_pix": In(layouts["i_pix"]), "held_pat": In(layouts["i_pat"]),
             "held_pat_g1": In(index_bits - 2),
             "held_valid": In(4), "r_active": In(1), "r_stream": In(2), "empty": In(4),
+            "parked": In(4), "in_tri": In(layouts["i_tri"]), "in_pix": In(layouts["i_pix"]),
+            "held_tri_eq": In(data.ArrayLayout(6, 3)), "held_pix_eq": In(2),
             "c_vtx": In(layouts["i_vtx"]), "c_tri": In(layouts["i_tri"]),
             "c_pix": In(layouts["i_pix"]), "c_pat": In(layouts["i_pat"]),
             "c_pat_g1": In(index_bits - 2), "c_active": In(1), "c_stream": In(2),
@@ -1070,20 +1126,25 @@ class PacketChecks(wiring.Component):
         idx = [pt.i0, pt.i1, pt.i2]
         recs = [self.vrec(x) for x in idx]
         hit, prov, closing = (Signal(3, name=n) for n in ("t_hit", "t_prov", "t_closing"))
-        # the groups provided: (valid, group) of the held and C's vertex and patch packets
-        groups = [(self.held_valid[VTX], self.held_vtx.base[3:]),
-                  (self.held_valid[PAT], self.held_pat.base[3:]),
-                  (self.held_valid[PAT], self.held_pat_g1),
-                  (stages[1].is_[VTX], self.c_vtx.base[3:]),
-                  (stages[1].is_[PAT], self.c_pat.base[3:]),
-                  (stages[1].is_[PAT], self.c_pat_g1)]
+        # the groups provided (the held and C's vertex and patch packets') and whether
+        # each is there; the compares for both sources, ``parked`` choosing last: the
+        # input head's from the port, the parked triangle's registers (``held_tri_eq``,
+        # computed a clock before from the registers' next values), so that no source
+        # select and no 13-bit compare lies ahead of the offers for a parked triangle
+        groups = _provider_groups(self.held_vtx, self.held_pat, self.held_pat_g1,
+                                  self.c_vtx, self.c_pat, self.c_pat_g1)
+        there = [self.held_valid[VTX], self.held_valid[PAT], self.held_valid[PAT],
+                 stages[1].is_[VTX], stages[1].is_[PAT], stages[1].is_[PAT]]
+        in_idx = [self.in_tri.i0, self.in_tri.i1, self.in_tri.i2]
         for i in range(3):
-            lk, x, g = self.vdt_look[i], idx[i], idx[i][3:]
+            lk, x, g = self.vdt_look[i], idx[i], in_idx[i][3:]
+            prov_in = Cat(v & (g == gr) for v, gr in zip(there, groups)).any()
+            prov_held = Cat(v & self.held_tri_eq[i][n] for n, v in enumerate(there)).any()
             m.d.comb += [
                 self.vdt_look_addr[i].eq(recs[i]), self.tri_recs[i].eq(recs[i]),
                 hit[i].eq(lk.valid & (lk.tag == self.vtag(x)) & ~lk.closed
                           & (x[:3] < lk.count)),
-                prov[i].eq(Cat(v & (g == gr) for v, gr in groups).any()),
+                prov[i].eq(Mux(self.parked[TRI], prov_held, prov_in)),
                 closing[i].eq(Cat(
                     st.is_[TRI] & st.tri.last[j] & (self.vrec(st.tri[f"i{j}"]) == recs[i])
                     for st in stages for j in range(3)).any()),
@@ -1115,8 +1176,13 @@ class PacketChecks(wiring.Component):
         m.d.comb += [
             self.pt_look_addr.eq(rec), res.rec.eq(rec),
             hit.eq(look.valid & (look.tag == self.ptag(pp.prid)) & ~look.closed),
-            prov.eq((self.held_valid[TRI] & (self.held_tri.prid == pp.prid))
-                    | (stages[1].is_[TRI] & (self.c_tri.prid == pp.prid))),
+            # for both sources, ``parked`` choosing last (the parked packet's compares
+            # are registers: ``held_pix_eq``), as a triangle's provider compares
+            prov.eq(Mux(self.parked[PIX],
+                        (self.held_valid[TRI] & self.held_pix_eq[0])
+                        | (stages[1].is_[TRI] & self.held_pix_eq[1]),
+                        (self.held_valid[TRI] & (self.held_tri.prid == self.in_pix.prid))
+                        | (stages[1].is_[TRI] & (self.c_tri.prid == self.in_pix.prid)))),
             hazard.eq(Cat(st.is_[PIX] & st.pix.last & (self.prec(st.pix.prid) == rec)
                           for st in stages).any()),
             self.provider[PIX].eq(prov),
@@ -1353,7 +1419,9 @@ class Spreader(wiring.Component):
                      chk.c_vtx.eq(s.c_held[VTX]), chk.c_tri.eq(s.c_held[TRI]),
                      chk.c_pix.eq(s.c_held[PIX]), chk.c_pat.eq(s.c_held[PAT]),
                      chk.c_pat_g1.eq(s.c_pat_g1), chk.c_active.eq(s.c_valid),
-                     chk.c_stream.eq(s.c_stream),
+                     chk.c_stream.eq(s.c_stream), chk.parked.eq(s.parked),
+                     chk.in_tri.eq(s.ins[TRI].payload), chk.in_pix.eq(s.ins[PIX].payload),
+                     chk.held_tri_eq.eq(s.held_tri_eq), chk.held_pix_eq.eq(s.held_pix_eq),
                      chk.empty.eq(Cat(cfg.counts[t] == 0 for t in range(4)))]
         m.d.comb += [s.offer.eq(s.src_v & ~chk.provider), arb.offer.eq(s.offer)]
         # every type's evaluation, candidate list and first request in parallel (the
@@ -1512,7 +1580,7 @@ class Spreader(wiring.Component):
             with m.If(~in_r):
                 m.d.sync += s.held[k].eq(s.src[k])
                 if k == PAT:        # its second group, for the triangles' provider check
-                    m.d.sync += s.held_pat_g1.eq(s.src[PAT].base[3:] + 1)
+                    m.d.sync += s.held_pat_g1.eq(s.src_pat_g1)
             # the passes of the packet, counted from R (1 + the passes that parked it)
             with m.If(mine):
                 m.d.sync += s.passes[k].eq(1)
@@ -1537,18 +1605,44 @@ class Spreader(wiring.Component):
                                Mux(s.taken, s.r_refused | refusal, s.r_refused))),
         ]
         # stage P's debited minimum for the next clock: its minimum lines + R's size
-        # (R's next size: ``w_size`` unless R keeps its packet; with no pass in R it is
-        # not read), both sums made before ``stays`` chooses
+        # (R's next size: the winner's (``w_size``) unless R keeps its packet; with no
+        # pass in R it is not read), every sum made before ``stays`` and the arbiter's
+        # winner choose (one sum per source stream: no adder behind the arbiter)
         for k in range(4):
             nxt = cfg.min_lines_next[k]
-            m.d.sync += s.need_lines_debit[k].eq(Mux(stays, nxt + s.r_size, nxt + s.w_size))
+            by_win = Array([nxt + s.src[j].size for j in range(4)])[win]
+            m.d.sync += s.need_lines_debit[k].eq(Mux(stays, nxt + s.r_size, by_win))
         # each held packet's size + R's size, likewise (read only while the packet is
         # parked, when ``held`` keeps its size)
         for k in range(4):
             held = s.held[k].size
-            m.d.sync += s.held_size_debit[k].eq(Mux(stays, held + s.r_size, held + s.w_size))
+            by_win = Array([held + s.src[j].size for j in range(4)])[win]
+            m.d.sync += s.held_size_debit[k].eq(Mux(stays, held + s.r_size, by_win))
         m.d.sync += [s.active.eq(Mux(acc, load1, load0 | stays0)),
                      s.q_first.eq(Mux(acc, load1, load0 | s.taken))]
+        self._provider_compares(m, s, acc, c0)
+
+    def _provider_compares(self, m, s, acc, c0):
+        """The held triangle's and pixel packet's provider compares (decision 15), from
+        the registers' next values: each held packet is R's kept packet or its source
+        (the parked packet or the input's head), C's packets are the held ones. Made for
+        both outcomes of the accept (with one, R keeps no packet), chosen by it last."""
+        m.d.comb += s.src_pat_g1.eq(s.src[PAT].base[3:] + 1)
+        nxt = {}
+        for outcome in (1, 0):
+            # R keeps its packet (its stream's ``held`` is not reloaded)
+            keep = [0 if outcome else s.active & (s.r_stream == k) & ~c0 for k in range(4)]
+            held = [Mux(keep[k], s.held[k], s.src[k]) for k in range(4)]
+            held = [s.held[k].shape()(held[k]) for k in range(4)]
+            g1 = Mux(keep[PAT], s.held_pat_g1, s.src_pat_g1)
+            groups = _provider_groups(held[VTX], held[PAT], g1,
+                                      s.held[VTX], s.held[PAT], s.held_pat_g1)
+            tri = held[TRI]
+            eq_tri = Cat(Cat(tri[f"i{i}"][3:] == gr for gr in groups) for i in range(3))
+            eq_pix = Cat(held[PIX].prid == tri.prid, held[PIX].prid == s.held[TRI].prid)
+            nxt[outcome] = eq_tri, eq_pix
+        m.d.sync += [s.held_tri_eq.eq(Mux(acc, nxt[1][0], nxt[0][0])),
+                     s.held_pix_eq.eq(Mux(acc, nxt[1][1], nxt[0][1]))]
 
     def _commit(self, m, s, fifos, ptab, rot):
         """The end of R's pass: the log entry, the move command, the rotation, an end
@@ -1697,6 +1791,12 @@ class _State:
         self.held_v = Signal(4)
         self.held = [Signal(L[n], name=f"held_{n}") for n in STREAMS]
         self.held_pat_g1 = Signal(sp.index_bits - 2)    # the held patch's group + 1
+        # the held triangle's vertex groups compared with the provider groups
+        # (:func:`_provider_groups`), the held pixel packet's prid with the held and C's
+        # triangles': registers equal to those compares of the registers (decision 15)
+        self.held_tri_eq = Signal(data.ArrayLayout(6, 3))
+        self.held_pix_eq = Signal(2)
+        self.src_pat_g1 = Signal(sp.index_bits - 2)     # the patch source's group + 1
         self.seq = [Signal(SEQ_W, name=f"seq{k}") for k in range(4)]
         # the passes of the held packet so far: 1 + the passes that parked it
         self.passes = [Signal(8, name=f"passes{k}", init=1) for k in range(4)]
