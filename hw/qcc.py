@@ -1139,9 +1139,14 @@ class QCC(wiring.Component):
                            for b in range(L)), "fit_runs")
         start, _ = _lowest(m, fits, "fit_start")   # (always found on an accept)
         ev.fit_base = _sig(m, _encode(start, self.addr_width), "fit_base")
-        # The lines taken: a range from the base (a LUT4 a line), not a shift of ``start``.
-        ev.fit_mask = _sig(m, _range_mask(m, ev.fit_base, n, L, "fit_range"),
-                           "fit_mask")
+        # The lines taken: the start's one-hot spread over the command's length (line i
+        # is taken if the start is one of the ``n`` lines up to i), two LUT4 levels after
+        # the lowest-start tree. A range from the encoded base (``_range_mask``, a LUT4 a
+        # line) takes fewer LUT4, but puts the encoder and the range's sum and compares
+        # on the loop from the free lines back to them (the routed worst path).
+        ev.fit_mask = _sig(m, Cat(_any(start[i - j] & need[j]
+                                       for j in range(MAX_BUF_LINES) if j <= i)
+                                  for i in range(L)), "fit_mask")
 
     # ------------------------------------------------------------ the reaper
 
@@ -1222,7 +1227,7 @@ class QCC(wiring.Component):
                     m.d.comb += [resp.entity.eq(ev.new_entity), resp.record.eq(ev.new_record),
                                  resp.frame.eq(Mux(ev.is_alloc, 0, c.frame)),
                                  resp.etype.eq(ev.new_etype), resp.hold.eq(ev.new_hold),
-                                 resp.buf.eq(ev.new_record), resp.addr.eq(ev.fit_base),
+                                 resp.buf.eq(ev.new_record),
                                  resp.lines.eq(c.lines)]
             with m.Case(Op.SEARCH):
                 m.d.comb += ev.resp_kind.eq(_Pending.SEARCH)
@@ -1428,10 +1433,25 @@ class QCC(wiring.Component):
         """The RAM fields of a record taken by ALLOC or MAP."""
         c = self.cmd.payload
         for memory, value in ((s.meta, Cat(ev.new_entity, ev.new_etype, ev.new_hold)),
-                              (s.art, Cat(ev.fit_base, c.lines)), (s.art_len, c.lines)):
+                              (s.art_len, c.lines)):
             port = memory.write_port()
             m.d.comb += [port.addr.eq(self._index(ev.new_record)), port.data.eq(value),
                          port.en.eq(ev.any_rec)]     # the free record: see _update_records
+        # The ART (base line and length) is written a clock later, from registers: the
+        # first fit's base ends in a register, not in a RAM's write data. Nothing reads
+        # the ART of a record in the clock after it was taken (a search or TRANSLATE
+        # taken then reads it a clock later; the reaper, after a kill and a walk), and
+        # the ALLOC or MAP response takes its ``addr`` from the same register.
+        ev.placed = Signal(name="placed")
+        ev.placed_record = Signal(self.index_width, name="placed_record")
+        ev.placed_base = Signal(self.addr_width, name="placed_base")
+        ev.placed_lines = Signal(4, name="placed_lines")
+        m.d.sync += [ev.placed.eq(ev.alloc_ok | ev.map_ok),
+                     ev.placed_record.eq(self._index(ev.new_record)),
+                     ev.placed_base.eq(ev.fit_base), ev.placed_lines.eq(c.lines)]
+        port = s.art.write_port()
+        m.d.comb += [port.addr.eq(ev.placed_record), port.en.eq(ev.placed),
+                     port.data.eq(Cat(ev.placed_base, ev.placed_lines))]
         # The entity map: ALLOC writes the entity's whole word (frame 0 mapped, no other
         # frame), MAP the slot of its frame. Nothing is written when an entity is freed.
         port = s.ent_map.write_port(granularity=1)
@@ -1581,6 +1601,10 @@ class QCC(wiring.Component):
         with m.Elif((p.kind == _Pending.TRANSLATE) & (p.direct.code == Code.OK)):
             m.d.comb += [resp.buf.eq(p.index), resp.addr.eq(art.data.base + p.offset),
                          resp.lines.eq(art.data.length)]
+        if name == "resp":
+            # An accepted ALLOC or MAP: its base line, registered with its ART write.
+            with m.If(ev.placed):
+                m.d.comb += resp.addr.eq(ev.placed_base)
         return resp
 
     def _status(self, m, s, ev):
