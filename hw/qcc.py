@@ -918,6 +918,10 @@ class QCC(wiring.Component):
         s.dec_valid = [Signal(name=f"decided_{k.name.lower()}") for k in Kind]
         s.dec_type = [Signal(3, name=f"decided_type_{k.name.lower()}") for k in Kind]
         s.dec_stage = [Signal(3, name=f"decided_stage_{k.name.lower()}") for k in Kind]
+        # The same FIFO as a one-hot over (type, stage), ``dec_hot[k][t][i]``: the next
+        # decision and the pops read one bit, not a comparison of type and stage.
+        s.dec_hot = [[Signal(MAX_STAGES, name=f"decided_{k.name.lower()}_{t}")
+                      for t in range(N_TYPES)] for k in Kind]
         s.dec_record = [Signal(self.index_width, name=f"decided_record_{k.name.lower()}")
                         for k in Kind]
         s.rr = [Signal(range(N_TYPES), init=N_TYPES - 1, name=f"rr_{k.name.lower()}")
@@ -1016,7 +1020,7 @@ class QCC(wiring.Component):
             ev.drop.append(_sig(m, carry & tomb, f"drop_{name}"))
             for t in range(N_TYPES):
                 for i in range(MAX_STAGES):
-                    ev.popped[t][i] |= carry & (s.dec_type[k] == t) & (s.dec_stage[k] == i)
+                    ev.popped[t][i] |= carry & s.dec_hot[k][t][i]
         ev.popped = [[_sig(m, ev.popped[t][i], f"fifo{t}_{i}_popped") for i in range(MAX_STAGES)]
                      for t in range(N_TYPES)]
         ev.nonempty = [[_sig(m, ~s.fifo[t][i].empty, f"fifo{t}_{i}_nonempty")
@@ -1054,8 +1058,7 @@ class QCC(wiring.Component):
             after.append([])
             for i in range(MAX_STAGES):
                 fifo = s.fifo[t][i]
-                popping = _sig(m, s.dec_valid[k] & (s.dec_type[k] == t) & (s.dec_stage[k] == i),
-                               f"decided_{name}_{t}_{i}")
+                popping = s.dec_hot[k][t][i]
                 # (a FIFO of one entry that this port pops is empty after it)
                 left[t].append(_sig(m, ~fifo.empty & ~(popping & fifo.one)
                                     & (s.kinds[t][i] == k), f"waiting_{name}_{t}_{i}"))
@@ -1070,6 +1073,8 @@ class QCC(wiring.Component):
                          s.dec_stage[k].eq(_read(winner, [_encode(latest[t], 3)
                                                           for t in range(N_TYPES)])),
                          s.dec_record[k].eq(_read(winner, records))]
+            m.d.sync += [s.dec_hot[k][t].eq(Mux(winner[t], latest[t], 0))
+                         for t in range(N_TYPES)]
             with m.If(offers.any()):
                 m.d.sync += s.rr[k].eq(_encode(winner, 3))
 
