@@ -1173,7 +1173,8 @@ class QCC(wiring.Component):
         frame, _ = _lowest(m, slots, "reap_frame")
         record = _sig(m, _read(frame, [word.data[f].record for f in range(F)]),
                       "reap_record")
-        last = _sig(m, (slots & ~frame) == 0, "reap_last_frame")
+        # (at most one slot left: a tree of its own, beside the lowest frame's, not after it)
+        last = _sig(m, ~_two_or_more(m, slots, "reap_two"), "reap_last_frame")
         can_pick = _sig(m, ~walking | last, "reap_can_pick")
         m.d.comb += [word.addr.eq(_encode(pick, 8)), word.en.eq(can_pick)]
         ev.reap_picked = _sig(m, Mux(can_pick, pick, 0), "reap_picked")
