@@ -61,7 +61,8 @@ How it is built, and why
   buffer's entity, read from ``meta``) and it is marked ``to_reap``. Nothing is
   written in the map. The reaper picks the lowest entity in ``to_reap`` and reads its
   map word (a third read port), walks its mapped frames one a clock (a priority
-  encoder over 16 slots), and in the clock after a walk frees that record (a decoder
+  encoder over 16 slots; whether the walk is the entity's last, at most one slot
+  left, is a tree of its own beside it), and in the clock after a walk frees that record (a decoder
   of its index), its lines (its buffer's base and length from the ART, decoded to a
   range) and, with the last, the entity number. The number stays taken until then,
   so the word cannot be overwritten before it is read. One record a clock is as fast
@@ -144,7 +145,9 @@ How it is built, and why
   kind picks the type. A decision is made only when the port holds none or pops now,
   and only that port pops a FIFO of its kind, so the FIFOs after the pops are known
   from registers (less the held decision's head, if there is one) and the port's
-  late ``ready`` only enables the write. So the choice (FIFOs, round-robin) and its
+  late ``ready`` only enables the write. The decided FIFO is also held as a one-hot
+  over (type, stage) (``dec_hot``), so that the next decision and the pops read one
+  bit per FIFO, not a comparison of the decided type and stage. So the choice (FIFOs, round-robin) and its
   effect on the records (busy, the pop) are a clock apart, the issue path starts from
   the record register (no multiplexer of FIFO heads on it), and a decided FIFO cannot
   run empty nor change its head before its pop (only that pop takes from it).
@@ -153,12 +156,15 @@ How it is built, and why
   (runs of free lines, then the lowest start). The lowest free record and the RAMs
   are written every clock with what ALLOC or MAP would put there (it is free, so
   nothing reads it); only the ``valid`` and ``queued`` bits and the free-line bits
-  wait for the accept decision. The lines taken are a range from the first fit's
-  base line, like the reaper's (:func:`_range_mask`: in blocks of 8 lines a buffer
-  touches at most two, the block of its base and the next one, so each line is one
-  LUT4 of four shared signals, and only the base's offset in its block is added to
-  the length, not the whole base: no carry chain on ALLOC's path from the free lines
-  back to them). The accept decision is the AND of every other check (``alloc_rest``,
+  wait for the accept decision. The lines taken are the first fit's one-hot start
+  spread over the command's length (line i is taken if the start is one of the
+  ``lines`` lines up to i: two LUT4 levels after the lowest-start tree); a range from
+  the encoded base (:func:`_range_mask`, as the reaper frees lines) takes about a
+  LUT4 a line instead of five, but put the encoder and the range's sum and compares
+  on the loop from the free lines back to them, the routed worst path. The base
+  itself ends in a register (``placed_base``): the ART is written a clock later from
+  registers (nothing reads a record's ART in the clock after it was taken), and the
+  ALLOC or MAP response takes its ``addr`` from that register. The accept decision is the AND of every other check (``alloc_rest``,
   ``map_rest``: registers and the lowest-free trees) with ``run_ok``, ``free_run >=
   lines`` (golden decision 14: ``run >= run_window + lines``, registers and the
   command only), and each "any" of a priority encoder (a free record, a free entity
@@ -265,7 +271,11 @@ How it is built, and why
   exists" and ``free_run`` as registers kept a clock ahead (``any_free_record``,
   ``run_room``; below), the small build takes 8498 LUT4 and routes at 59.7 MHz, its
   worst path the first fit's placement (``cmd.lines`` → the runs of free lines → the
-  lowest start → the range mask → a line's free bit, 16.7 ns). README, block 2.
+  lowest start → the range mask → a line's free bit, 16.7 ns). With ALLOC's lines from
+  the first fit's one-hot and its base into a register, the decision's one-hot and
+  the reaper's "last" from a tree of its own, it routes at 64.0 MHz, its worst path
+  the reaper's pick (the dead entities → the lowest → the map's read address,
+  15.6 ns). README, block 2.
 
 Decisions beyond the golden model
 ---------------------------------
