@@ -530,6 +530,28 @@ def _lowest_bits(m, bits, name):
     return onehot, _sig(m, _any(any_ for _, any_ in groups), name + "_any")
 
 
+def _lowest_index(m, vector, name):
+    """Index of the lowest set bit of ``vector`` (0 if none), from a binary tree whose
+    nodes choose between their halves' indices by the lower half's "any": one LUT4
+    level per level of the tree, not a one-hot and then an encoder after it."""
+    nodes = [(vector[i], Const(0, 0)) for i in range(len(vector))]
+    level = 0
+    while len(nodes) > 1:
+        level += 1
+        joined = []
+        for j in range(0, len(nodes), 2):
+            if j + 1 == len(nodes):
+                any_, index = nodes[j]
+                joined.append((any_, Cat(index, Const(0, 1))))
+                continue
+            (a0, i0), (a1, i1) = nodes[j], nodes[j + 1]
+            joined.append((_sig(m, a0 | a1, f"{name}{level}_{j // 2}_any"),
+                           _sig(m, Mux(a0, Cat(i0, Const(0, 1)), Cat(i1, Const(1, 1))),
+                                f"{name}{level}_{j // 2}_index", level)))
+        nodes = joined
+    return nodes[0][1]
+
+
 def _highest_onehot(m, bits, name):
     """Signal holding the one-hot of the highest set bit of a list of 1-bit values."""
     onehot = Signal(len(bits), name=name)
@@ -1186,11 +1208,13 @@ class QCC(wiring.Component):
         # (at most one slot left: a tree of its own, beside the lowest frame's, not after it)
         last = _sig(m, ~_two_or_more(m, slots, "reap_two"), "reap_last_frame")
         can_pick = _sig(m, ~walking | last, "reap_can_pick")
-        m.d.comb += [word.addr.eq(_encode(pick, 8)), word.en.eq(can_pick)]
+        # (the index from a tree of its own, beside the one-hot's: the map's read address)
+        pick_index = _lowest_index(m, s.to_reap, "reap_pick_index")
+        m.d.comb += [word.addr.eq(pick_index), word.en.eq(can_pick)]
         ev.reap_picked = _sig(m, Mux(can_pick, pick, 0), "reap_picked")
         m.d.sync += [left.eq(slots & ~frame), loaded.eq(0)]
         with m.If(can_pick):
-            m.d.sync += [walking.eq(pick_any), loaded.eq(1), entity.eq(_encode(pick, 8))]
+            m.d.sync += [walking.eq(pick_any), loaded.eq(1), entity.eq(pick_index)]
         # Free: the record walked last clock; its buffer is read from the ART meanwhile.
         freeing = Signal(name="reap_freeing")
         freed = Signal(self.index_width, name="reap_freed")
