@@ -60,7 +60,8 @@ How it is built, and why
   UNKNOWN from the next clock, and TRANSLATE checks the ``ent_live`` bit of the
   buffer's entity, read from ``meta``) and it is marked ``to_reap``. Nothing is
   written in the map. The reaper picks the lowest entity in ``to_reap`` and reads its
-  map word (a third read port), walks its mapped frames one a clock (a priority
+  map word (a third read port; the address from a tree that gives the lowest index
+  itself, :func:`_lowest_index`, not the one-hot and an encoder), walks its mapped frames one a clock (a priority
   encoder over 16 slots; whether the walk is the entity's last, at most one slot
   left, is a tree of its own beside it), and in the clock after a walk frees that record (a decoder
   of its index), its lines (its buffer's base and length from the ART, decoded to a
@@ -273,9 +274,10 @@ How it is built, and why
   worst path the first fit's placement (``cmd.lines`` → the runs of free lines → the
   lowest start → the range mask → a line's free bit, 16.7 ns). With ALLOC's lines from
   the first fit's one-hot and its base into a register, the decision's one-hot and
-  the reaper's "last" from a tree of its own, it routes at 64.0 MHz, its worst path
-  the reaper's pick (the dead entities → the lowest → the map's read address,
-  15.6 ns). README, block 2.
+  the reaper's "last" and its pick's index from trees of their own, it routes at
+  65.2 MHz, its worst path ALLOC's lowest free record into the ``stage`` table (the
+  free-record tree → ``new_record`` → the other banks' read → bank 0's write data,
+  15.4 ns). README, block 2.
 
 Decisions beyond the golden model
 ---------------------------------
