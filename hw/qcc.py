@@ -61,9 +61,10 @@ How it is built, and why
   buffer's entity, read from ``meta``) and it is marked ``to_reap``. Nothing is
   written in the map. The reaper picks the lowest entity in ``to_reap`` and reads its
   map word (a third read port; the address from a tree that gives the lowest index
-  itself, :func:`_lowest_index`, not the one-hot and an encoder), walks its mapped frames one a clock (a priority
-  encoder over 16 slots; whether the walk is the entity's last, at most one slot
-  left, is a tree of its own beside it), and in the clock after a walk frees that record (a decoder
+  itself, :func:`_lowest_index`, not the one-hot and an encoder), walks its mapped
+  frames one a clock (a priority encoder over 16 slots; whether the walk is the
+  entity's last, at most one slot left, is a tree of its own beside it), and in the
+  clock after a walk frees that record (a decoder
   of its index), its lines (its buffer's base and length from the ART, decoded to a
   range) and, with the last, the entity number. The number stays taken until then,
   so the word cannot be overwritten before it is read. One record a clock is as fast
@@ -148,7 +149,8 @@ How it is built, and why
   from registers (less the held decision's head, if there is one) and the port's
   late ``ready`` only enables the write. The decided FIFO is also held as a one-hot
   over (type, stage) (``dec_hot``), so that the next decision and the pops read one
-  bit per FIFO, not a comparison of the decided type and stage. So the choice (FIFOs, round-robin) and its
+  bit per FIFO, not a comparison of the decided type and stage. So the choice (FIFOs,
+  round-robin) and its
   effect on the records (busy, the pop) are a clock apart, the issue path starts from
   the record register (no multiplexer of FIFO heads on it), and a decided FIFO cannot
   run empty nor change its head before its pop (only that pop takes from it).
@@ -165,7 +167,8 @@ How it is built, and why
   on the loop from the free lines back to them, the routed worst path. The base
   itself ends in a register (``placed_base``): the ART is written a clock later from
   registers (nothing reads a record's ART in the clock after it was taken), and the
-  ALLOC or MAP response takes its ``addr`` from that register. The accept decision is the AND of every other check (``alloc_rest``,
+  ALLOC or MAP response takes its ``addr`` from that register. The accept decision
+  is the AND of every other check (``alloc_rest``,
   ``map_rest``: registers and the lowest-free trees) with ``run_ok``, ``free_run >=
   lines`` (golden decision 14: ``run >= run_window + lines``, registers and the
   command only), and each "any" of a priority encoder (a free record, a free entity
