@@ -60,8 +60,11 @@ How it is built, and why
   UNKNOWN from the next clock, and TRANSLATE checks the ``ent_live`` bit of the
   buffer's entity, read from ``meta``) and it is marked ``to_reap``. Nothing is
   written in the map. The reaper picks the lowest entity in ``to_reap`` and reads its
-  map word (a third read port), walks its mapped frames one a clock (a priority
-  encoder over 16 slots), and in the clock after a walk frees that record (a decoder
+  map word (a third read port; the address from a tree that gives the lowest index
+  itself, :func:`_lowest_index`, not the one-hot and an encoder), walks its mapped
+  frames one a clock (a priority encoder over 16 slots; whether the walk is the
+  entity's last, at most one slot left, is a tree of its own beside it), and in the
+  clock after a walk frees that record (a decoder
   of its index), its lines (its buffer's base and length from the ART, decoded to a
   range) and, with the last, the entity number. The number stays taken until then,
   so the word cannot be overwritten before it is read. One record a clock is as fast
@@ -144,7 +147,10 @@ How it is built, and why
   kind picks the type. A decision is made only when the port holds none or pops now,
   and only that port pops a FIFO of its kind, so the FIFOs after the pops are known
   from registers (less the held decision's head, if there is one) and the port's
-  late ``ready`` only enables the write. So the choice (FIFOs, round-robin) and its
+  late ``ready`` only enables the write. The decided FIFO is also held as a one-hot
+  over (type, stage) (``dec_hot``), so that the next decision and the pops read one
+  bit per FIFO, not a comparison of the decided type and stage. So the choice (FIFOs,
+  round-robin) and its
   effect on the records (busy, the pop) are a clock apart, the issue path starts from
   the record register (no multiplexer of FIFO heads on it), and a decided FIFO cannot
   run empty nor change its head before its pop (only that pop takes from it).
@@ -153,12 +159,16 @@ How it is built, and why
   (runs of free lines, then the lowest start). The lowest free record and the RAMs
   are written every clock with what ALLOC or MAP would put there (it is free, so
   nothing reads it); only the ``valid`` and ``queued`` bits and the free-line bits
-  wait for the accept decision. The lines taken are a range from the first fit's
-  base line, like the reaper's (:func:`_range_mask`: in blocks of 8 lines a buffer
-  touches at most two, the block of its base and the next one, so each line is one
-  LUT4 of four shared signals, and only the base's offset in its block is added to
-  the length, not the whole base: no carry chain on ALLOC's path from the free lines
-  back to them). The accept decision is the AND of every other check (``alloc_rest``,
+  wait for the accept decision. The lines taken are the first fit's one-hot start
+  spread over the command's length (line i is taken if the start is one of the
+  ``lines`` lines up to i: two LUT4 levels after the lowest-start tree); a range from
+  the encoded base (:func:`_range_mask`, as the reaper frees lines) takes about a
+  LUT4 a line instead of five, but put the encoder and the range's sum and compares
+  on the loop from the free lines back to them, the routed worst path. The base
+  itself ends in a register (``placed_base``): the ART is written a clock later from
+  registers (nothing reads a record's ART in the clock after it was taken), and the
+  ALLOC or MAP response takes its ``addr`` from that register. The accept decision
+  is the AND of every other check (``alloc_rest``,
   ``map_rest``: registers and the lowest-free trees) with ``run_ok``, ``free_run >=
   lines`` (golden decision 14: ``run >= run_window + lines``, registers and the
   command only), and each "any" of a priority encoder (a free record, a free entity
@@ -265,7 +275,12 @@ How it is built, and why
   exists" and ``free_run`` as registers kept a clock ahead (``any_free_record``,
   ``run_room``; below), the small build takes 8498 LUT4 and routes at 59.7 MHz, its
   worst path the first fit's placement (``cmd.lines`` → the runs of free lines → the
-  lowest start → the range mask → a line's free bit, 16.7 ns). README, block 2.
+  lowest start → the range mask → a line's free bit, 16.7 ns). With ALLOC's lines from
+  the first fit's one-hot and its base into a register, the decision's one-hot and
+  the reaper's "last" and its pick's index from trees of their own, it routes at
+  65.2 MHz, its worst path ALLOC's lowest free record into the ``stage`` table (the
+  free-record tree → ``new_record`` → the other banks' read → bank 0's write data,
+  15.4 ns). README, block 2.
 
 Decisions beyond the golden model
 ---------------------------------
@@ -518,6 +533,28 @@ def _lowest_bits(m, bits, name):
         none_below = _sig(m, ~_any(any_ for _, any_ in groups[:j]), f"{name}_{j}_clear")
         onehot += [bit & none_below for bit in group]
     return onehot, _sig(m, _any(any_ for _, any_ in groups), name + "_any")
+
+
+def _lowest_index(m, vector, name):
+    """Index of the lowest set bit of ``vector`` (0 if none), from a binary tree whose
+    nodes choose between their halves' indices by the lower half's "any": one LUT4
+    level per level of the tree, not a one-hot and then an encoder after it."""
+    nodes = [(vector[i], Const(0, 0)) for i in range(len(vector))]
+    level = 0
+    while len(nodes) > 1:
+        level += 1
+        joined = []
+        for j in range(0, len(nodes), 2):
+            if j + 1 == len(nodes):
+                any_, index = nodes[j]
+                joined.append((any_, Cat(index, Const(0, 1))))
+                continue
+            (a0, i0), (a1, i1) = nodes[j], nodes[j + 1]
+            joined.append((_sig(m, a0 | a1, f"{name}{level}_{j // 2}_any"),
+                           _sig(m, Mux(a0, Cat(i0, Const(0, 1)), Cat(i1, Const(1, 1))),
+                                f"{name}{level}_{j // 2}_index", level)))
+        nodes = joined
+    return nodes[0][1]
 
 
 def _highest_onehot(m, bits, name):
@@ -918,6 +955,10 @@ class QCC(wiring.Component):
         s.dec_valid = [Signal(name=f"decided_{k.name.lower()}") for k in Kind]
         s.dec_type = [Signal(3, name=f"decided_type_{k.name.lower()}") for k in Kind]
         s.dec_stage = [Signal(3, name=f"decided_stage_{k.name.lower()}") for k in Kind]
+        # The same FIFO as a one-hot over (type, stage), ``dec_hot[k][t][i]``: the next
+        # decision and the pops read one bit, not a comparison of type and stage.
+        s.dec_hot = [[Signal(MAX_STAGES, name=f"decided_{k.name.lower()}_{t}")
+                      for t in range(N_TYPES)] for k in Kind]
         s.dec_record = [Signal(self.index_width, name=f"decided_record_{k.name.lower()}")
                         for k in Kind]
         s.rr = [Signal(range(N_TYPES), init=N_TYPES - 1, name=f"rr_{k.name.lower()}")
@@ -1016,7 +1057,7 @@ class QCC(wiring.Component):
             ev.drop.append(_sig(m, carry & tomb, f"drop_{name}"))
             for t in range(N_TYPES):
                 for i in range(MAX_STAGES):
-                    ev.popped[t][i] |= carry & (s.dec_type[k] == t) & (s.dec_stage[k] == i)
+                    ev.popped[t][i] |= carry & s.dec_hot[k][t][i]
         ev.popped = [[_sig(m, ev.popped[t][i], f"fifo{t}_{i}_popped") for i in range(MAX_STAGES)]
                      for t in range(N_TYPES)]
         ev.nonempty = [[_sig(m, ~s.fifo[t][i].empty, f"fifo{t}_{i}_nonempty")
@@ -1054,8 +1095,7 @@ class QCC(wiring.Component):
             after.append([])
             for i in range(MAX_STAGES):
                 fifo = s.fifo[t][i]
-                popping = _sig(m, s.dec_valid[k] & (s.dec_type[k] == t) & (s.dec_stage[k] == i),
-                               f"decided_{name}_{t}_{i}")
+                popping = s.dec_hot[k][t][i]
                 # (a FIFO of one entry that this port pops is empty after it)
                 left[t].append(_sig(m, ~fifo.empty & ~(popping & fifo.one)
                                     & (s.kinds[t][i] == k), f"waiting_{name}_{t}_{i}"))
@@ -1070,6 +1110,8 @@ class QCC(wiring.Component):
                          s.dec_stage[k].eq(_read(winner, [_encode(latest[t], 3)
                                                           for t in range(N_TYPES)])),
                          s.dec_record[k].eq(_read(winner, records))]
+            m.d.sync += [s.dec_hot[k][t].eq(Mux(winner[t], latest[t], 0))
+                         for t in range(N_TYPES)]
             with m.If(offers.any()):
                 m.d.sync += s.rr[k].eq(_encode(winner, 3))
 
@@ -1139,9 +1181,14 @@ class QCC(wiring.Component):
                            for b in range(L)), "fit_runs")
         start, _ = _lowest(m, fits, "fit_start")   # (always found on an accept)
         ev.fit_base = _sig(m, _encode(start, self.addr_width), "fit_base")
-        # The lines taken: a range from the base (a LUT4 a line), not a shift of ``start``.
-        ev.fit_mask = _sig(m, _range_mask(m, ev.fit_base, n, L, "fit_range"),
-                           "fit_mask")
+        # The lines taken: the start's one-hot spread over the command's length (line i
+        # is taken if the start is one of the ``n`` lines up to i), two LUT4 levels after
+        # the lowest-start tree. A range from the encoded base (``_range_mask``, a LUT4 a
+        # line) takes fewer LUT4, but puts the encoder and the range's sum and compares
+        # on the loop from the free lines back to them (the routed worst path).
+        ev.fit_mask = _sig(m, Cat(_any(start[i - j] & need[j]
+                                       for j in range(MAX_BUF_LINES) if j <= i)
+                                  for i in range(L)), "fit_mask")
 
     # ------------------------------------------------------------ the reaper
 
@@ -1163,13 +1210,16 @@ class QCC(wiring.Component):
         frame, _ = _lowest(m, slots, "reap_frame")
         record = _sig(m, _read(frame, [word.data[f].record for f in range(F)]),
                       "reap_record")
-        last = _sig(m, (slots & ~frame) == 0, "reap_last_frame")
+        # (at most one slot left: a tree of its own, beside the lowest frame's, not after it)
+        last = _sig(m, ~_two_or_more(m, slots, "reap_two"), "reap_last_frame")
         can_pick = _sig(m, ~walking | last, "reap_can_pick")
-        m.d.comb += [word.addr.eq(_encode(pick, 8)), word.en.eq(can_pick)]
+        # (the index from a tree of its own, beside the one-hot's: the map's read address)
+        pick_index = _lowest_index(m, s.to_reap, "reap_pick_index")
+        m.d.comb += [word.addr.eq(pick_index), word.en.eq(can_pick)]
         ev.reap_picked = _sig(m, Mux(can_pick, pick, 0), "reap_picked")
         m.d.sync += [left.eq(slots & ~frame), loaded.eq(0)]
         with m.If(can_pick):
-            m.d.sync += [walking.eq(pick_any), loaded.eq(1), entity.eq(_encode(pick, 8))]
+            m.d.sync += [walking.eq(pick_any), loaded.eq(1), entity.eq(pick_index)]
         # Free: the record walked last clock; its buffer is read from the ART meanwhile.
         freeing = Signal(name="reap_freeing")
         freed = Signal(self.index_width, name="reap_freed")
@@ -1222,7 +1272,7 @@ class QCC(wiring.Component):
                     m.d.comb += [resp.entity.eq(ev.new_entity), resp.record.eq(ev.new_record),
                                  resp.frame.eq(Mux(ev.is_alloc, 0, c.frame)),
                                  resp.etype.eq(ev.new_etype), resp.hold.eq(ev.new_hold),
-                                 resp.buf.eq(ev.new_record), resp.addr.eq(ev.fit_base),
+                                 resp.buf.eq(ev.new_record),
                                  resp.lines.eq(c.lines)]
             with m.Case(Op.SEARCH):
                 m.d.comb += ev.resp_kind.eq(_Pending.SEARCH)
@@ -1428,10 +1478,25 @@ class QCC(wiring.Component):
         """The RAM fields of a record taken by ALLOC or MAP."""
         c = self.cmd.payload
         for memory, value in ((s.meta, Cat(ev.new_entity, ev.new_etype, ev.new_hold)),
-                              (s.art, Cat(ev.fit_base, c.lines)), (s.art_len, c.lines)):
+                              (s.art_len, c.lines)):
             port = memory.write_port()
             m.d.comb += [port.addr.eq(self._index(ev.new_record)), port.data.eq(value),
                          port.en.eq(ev.any_rec)]     # the free record: see _update_records
+        # The ART (base line and length) is written a clock later, from registers: the
+        # first fit's base ends in a register, not in a RAM's write data. Nothing reads
+        # the ART of a record in the clock after it was taken (a search or TRANSLATE
+        # taken then reads it a clock later; the reaper, after a kill and a walk), and
+        # the ALLOC or MAP response takes its ``addr`` from the same register.
+        ev.placed = Signal(name="placed")
+        ev.placed_record = Signal(self.index_width, name="placed_record")
+        ev.placed_base = Signal(self.addr_width, name="placed_base")
+        ev.placed_lines = Signal(4, name="placed_lines")
+        m.d.sync += [ev.placed.eq(ev.alloc_ok | ev.map_ok),
+                     ev.placed_record.eq(self._index(ev.new_record)),
+                     ev.placed_base.eq(ev.fit_base), ev.placed_lines.eq(c.lines)]
+        port = s.art.write_port()
+        m.d.comb += [port.addr.eq(ev.placed_record), port.en.eq(ev.placed),
+                     port.data.eq(Cat(ev.placed_base, ev.placed_lines))]
         # The entity map: ALLOC writes the entity's whole word (frame 0 mapped, no other
         # frame), MAP the slot of its frame. Nothing is written when an entity is freed.
         port = s.ent_map.write_port(granularity=1)
@@ -1581,6 +1646,10 @@ class QCC(wiring.Component):
         with m.Elif((p.kind == _Pending.TRANSLATE) & (p.direct.code == Code.OK)):
             m.d.comb += [resp.buf.eq(p.index), resp.addr.eq(art.data.base + p.offset),
                          resp.lines.eq(art.data.length)]
+        if name == "resp":
+            # An accepted ALLOC or MAP: its base line, registered with its ART write.
+            with m.If(ev.placed):
+                m.d.comb += resp.addr.eq(ev.placed_base)
         return resp
 
     def _status(self, m, s, ev):

