@@ -1594,11 +1594,14 @@ class QCC(wiring.Component):
             art = s.art.read_port(domain="comb")
             m.d.comb += [meta.addr.eq(pending.index), art.addr.eq(pending.index)]
             queue = m.submodules[f"{name}_queue"] = _ResponseQueue(self.response)
-            m.d.comb += [queue.fresh.eq(pending.valid),
-                         queue.payload.eq(self._resolve(m, s, ev, name, pending, meta, art))]
+            payload = self._resolve(m, s, ev, name, pending, meta, art)
+            m.d.comb += [queue.fresh.eq(pending.valid), queue.payload.eq(payload)]
             wiring.connect(m, queue.o, wiring.flipped(port))
             if name == "resp":
                 m.d.comb += ev.room.eq(queue.room)
+                # An accepted ALLOC or MAP: its base line, registered with its ART write.
+                with m.If(ev.placed):
+                    m.d.comb += payload.addr.eq(ev.placed_base)
             else:
                 m.d.comb += self.query.ready.eq(queue.room)
 
@@ -1646,10 +1649,6 @@ class QCC(wiring.Component):
         with m.Elif((p.kind == _Pending.TRANSLATE) & (p.direct.code == Code.OK)):
             m.d.comb += [resp.buf.eq(p.index), resp.addr.eq(art.data.base + p.offset),
                          resp.lines.eq(art.data.length)]
-        if name == "resp":
-            # An accepted ALLOC or MAP: its base line, registered with its ART write.
-            with m.If(ev.placed):
-                m.d.comb += resp.addr.eq(ev.placed_base)
         return resp
 
     def _status(self, m, s, ev):

@@ -511,11 +511,9 @@ class BlockRasterizer(wiring.Component):
     build                         LUT4                flip-flops      Fmax
     ============================  ==================  ==============  ==================
     ``modes=(1,)``                25,285 (30.2 %)     12,849          115.49 MHz routed
-    ``modes=(1, 4)``              37,842 (45.2 %)     15,502          37.26 MHz placed (*)
+    ``modes=(1, 4)``              37,842 (45.2 %)     15,502          49.83 MHz routed
     every mode (default)          58,192 (69.57 %)    20,607          not measured
     ============================  ==================  ==============  ==================
-
-    (*) nextpnr's estimate after placement; not routed.
 
     Per mode (the schedule, any build): 1x 1.000 block / 256 samples per clock, 2x
     0.889 / 455, 4x 0.679 / 696, 8x 0.440 / 902, 16x 0.251 / 1030 on the bench's mixed

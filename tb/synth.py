@@ -168,7 +168,7 @@ def yosys_prefix(design, params):
 
 
 #: Place-and-route time limit per design, minutes: ``make synth`` stays bounded, and the
-#: raster ``(1, 4)`` build, the slowest that routes, needed about 60.
+#: raster ``(1, 4)`` build, the slowest that routes, needed 81 (router1 70) on 2026-11-24.
 ROUTE_MINUTES = 90
 
 #: At most two place-and-route runs at once on this machine, whichever checkouts start

@@ -43,6 +43,7 @@ def test_board_pll_refuses_a_clock_it_cannot_make():
     with pytest.raises(ValueError, match="clock_mhz .* not 73.3"):
         board.pll_dividers(25, 73.3)
 
+
 def test_abc9_delay_target_only_for_the_block_rasterizers_msaa_builds():
     """The yosys prefix of tb.synth: the delay target for the block rasterizer's builds
     with an MSAA mode (the default build has every mode), none for its 1x-only build
