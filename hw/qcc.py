@@ -1444,8 +1444,8 @@ class QCC(wiring.Component):
         # reads: it is reaped with the others.)
         new_valid = _sig(m, ev.alloc_ok | ev.map_ok, "new_valid")
         m.d.sync += s.busy_d.eq(s.busy)
-        # ``stage``: ALLOC's record starts at 0, a completion moves its record on.
-        s.stage.write(0, self._index(ev.new_record), Const(0, 4), ev.any_rec)
+        # ``stage``: a completion moves its record on (ALLOC's or MAP's record starts
+        # at 0: _write_tables).
         for w, d in enumerate(ev.done, start=1):
             s.stage.write(w, d.record, Mux(d.advance, d.next_stage, DONE_STAGE), d.ok)
         # A free record next clock: one that becomes free now (its ``valid`` ends or
@@ -1497,6 +1497,13 @@ class QCC(wiring.Component):
         port = s.art.write_port()
         m.d.comb += [port.addr.eq(ev.placed_record), port.en.eq(ev.placed),
                      port.data.eq(Cat(ev.placed_base, ev.placed_lines))]
+        # Likewise the record's ``stage`` (0), so that the lowest-free tree does not
+        # drive the other banks' read for bank 0's write data. The first read of it is
+        # a clock after that write: a search or look-up of the record is taken in the
+        # clock after its ALLOC or MAP at the earliest (the map is written then) and
+        # reads ``stage`` in the clock after it; no completion of it comes before its
+        # issue. A record is written only when taken.
+        s.stage.write(0, ev.placed_record, Const(0, 4), ev.placed)
         # The entity map: ALLOC writes the entity's whole word (frame 0 mapped, no other
         # frame), MAP the slot of its frame. Nothing is written when an entity is freed.
         port = s.ent_map.write_port(granularity=1)
