@@ -1226,16 +1226,13 @@ class QCC(wiring.Component):
         m.d.sync += [left.eq(slots & ~frame), loaded.eq(0)]
         with m.If(can_pick):
             m.d.sync += [walking.eq(pick_any), loaded.eq(1), entity.eq(pick_index)]
-        # Free: the record walked last clock, and its buffer, read from the ART by the
-        # registered index (not by the walk's record, whose lowest-frame pick and
-        # multiplexer came before the RAM's read address). The same entry as read a
-        # clock earlier: a reaped record's ART is not written while it is walked.
+        # Free: the record walked last clock; its buffer is read from the ART meanwhile.
         freeing = Signal(name="reap_freeing")
         freed = Signal(self.index_width, name="reap_freed")
         freed_last = Signal(name="reap_freed_last")
         freed_entity = Signal(8, name="reap_freed_entity")
-        art = s.art.read_port(domain="comb")
-        m.d.comb += art.addr.eq(freed)
+        art = s.art.read_port()
+        m.d.comb += art.addr.eq(record)
         m.d.sync += [freeing.eq(walking), freed.eq(record), freed_last.eq(walking & last),
                      freed_entity.eq(entity)]
         ev.reaped = _sig(m, Mux(freeing, _decode(freed, R), 0), "reaped")
