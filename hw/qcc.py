@@ -1161,15 +1161,9 @@ class QCC(wiring.Component):
         # "A free record exists" and "a free entity number exists" from registers: the
         # first is kept a clock ahead (``_update_records``), the second is the counter
         # of free numbers; so the accept waits for neither priority encoder's tree.
-        free = _sig(m, ~s.valid & ~s.tomb, "record_free")
-        ev.free_rec, _ = _lowest(m, free, "free_record")
+        ev.free_rec, _ = _lowest(m, ~s.valid & ~s.tomb, "free_record")
         ev.any_rec = s.any_free_record
         ev.free_ent, _ = _lowest(m, s.ent_free, "free_entity")
-        # Their indices (RAM write addresses and data, the response) from trees of their
-        # own beside the one-hot's, not an encoder after it (as the reaper's pick).
-        ev.new_record = _sig(m, _lowest_index(m, free, "free_record_index"), "new_record", 8)
-        ev.free_ent_index = _sig(m, _lowest_index(m, s.ent_free, "free_entity_index"),
-                                 "free_entity_index", 8)
         ev.any_ent = _sig(m, s.free_ent_count != 0, "free_entity_exists")
         n = self.cmd.payload.lines
         # ``free_run`` (golden decision 13): the longest run ``RUN_DELAY`` clocks ago
@@ -1253,7 +1247,8 @@ class QCC(wiring.Component):
         self._rec0(m, s, ev)
         m.d.comb += self.cmd.ready.eq(ev.room & (~needs_lookup | ev.rec0_ready))
         ev.is_alloc = _sig(m, c.op == Op.ALLOC, "is_alloc")
-        ev.new_entity = _sig(m, Mux(ev.is_alloc, ev.free_ent_index, c.entity),
+        ev.new_record = _sig(m, _encode(ev.free_rec, 8), "new_record")
+        ev.new_entity = _sig(m, Mux(ev.is_alloc, _encode(ev.free_ent, 8), c.entity),
                              "new_entity")
         ev.new_etype = _sig(m, Mux(ev.is_alloc, c.etype, ev.rec0_etype), "new_etype")
         ev.new_hold = _sig(m, Mux(ev.is_alloc, c.hold, ev.rec0_hold), "new_hold")
