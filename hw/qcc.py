@@ -82,8 +82,8 @@ How it is built, and why
 * **``stage`` is a table with three write ports.** It changes while a record lives
   but is only ever read by index (completions, the look-up of MAP/DELETE/RELEASE,
   search responses), and written by three writers that never write one record in
-  the same clock: the lowest free record (stage 0, every clock) and the two
-  completion ports. So it is a LUT-RAM per writer, each bank holding its writes XOR
+  the same clock: ALLOC's or MAP's record (stage 0, a clock after it was taken, from
+  the ``placed_*`` registers, as the ART) and the two completion ports. So it is a LUT-RAM per writer, each bank holding its writes XOR
   the other two banks at that address, and a read is the XOR of the three banks
   (LaForest and Steffan's XOR multi-ported memory): every read port and every
   writer's read of the other banks is a copy of a bank (17 copies of 256 x 4 bits,
@@ -280,7 +280,10 @@ How it is built, and why
   the reaper's "last" and its pick's index from trees of their own, it routes at
   65.2 MHz, its worst path ALLOC's lowest free record into the ``stage`` table (the
   free-record tree → ``new_record`` → the other banks' read → bank 0's write data,
-  15.4 ns). README, block 2.
+  15.4 ns). With that entry written a clock later from the ``placed_*`` registers it
+  routes at 64.8 MHz (one seed, 8658 LUT4), its worst path ALLOC's first fit again
+  (``cmd.lines`` → the runs of free lines → the lowest start → ``fit_mask`` → a line's
+  free bit, 15.4 ns). README, block 2.
 
 Decisions beyond the golden model
 ---------------------------------
