@@ -82,8 +82,8 @@ How it is built, and why
 * **``stage`` is a table with three write ports.** It changes while a record lives
   but is only ever read by index (completions, the look-up of MAP/DELETE/RELEASE,
   search responses), and written by three writers that never write one record in
-  the same clock: the lowest free record (stage 0, every clock) and the two
-  completion ports. So it is a LUT-RAM per writer, each bank holding its writes XOR
+  the same clock: ALLOC's or MAP's record (stage 0, a clock after it was taken, from
+  the ``placed_*`` registers, as the ART) and the two completion ports. So it is a LUT-RAM per writer, each bank holding its writes XOR
   the other two banks at that address, and a read is the XOR of the three banks
   (LaForest and Steffan's XOR multi-ported memory): every read port and every
   writer's read of the other banks is a copy of a bank (17 copies of 256 x 4 bits,
@@ -280,7 +280,10 @@ How it is built, and why
   the reaper's "last" and its pick's index from trees of their own, it routes at
   65.2 MHz, its worst path ALLOC's lowest free record into the ``stage`` table (the
   free-record tree → ``new_record`` → the other banks' read → bank 0's write data,
-  15.4 ns). README, block 2.
+  15.4 ns). With that entry written a clock later from the ``placed_*`` registers it
+  routes at 64.8 MHz (one seed, 8658 LUT4), its worst path ALLOC's first fit again
+  (``cmd.lines`` → the runs of free lines → the lowest start → ``fit_mask`` → a line's
+  free bit, 15.4 ns). README, block 2.
 
 Decisions beyond the golden model
 ---------------------------------
@@ -1444,8 +1447,8 @@ class QCC(wiring.Component):
         # reads: it is reaped with the others.)
         new_valid = _sig(m, ev.alloc_ok | ev.map_ok, "new_valid")
         m.d.sync += s.busy_d.eq(s.busy)
-        # ``stage``: ALLOC's record starts at 0, a completion moves its record on.
-        s.stage.write(0, self._index(ev.new_record), Const(0, 4), ev.any_rec)
+        # ``stage``: a completion moves its record on (ALLOC's or MAP's record starts
+        # at 0: _write_tables).
         for w, d in enumerate(ev.done, start=1):
             s.stage.write(w, d.record, Mux(d.advance, d.next_stage, DONE_STAGE), d.ok)
         # A free record next clock: one that becomes free now (its ``valid`` ends or
@@ -1497,6 +1500,13 @@ class QCC(wiring.Component):
         port = s.art.write_port()
         m.d.comb += [port.addr.eq(ev.placed_record), port.en.eq(ev.placed),
                      port.data.eq(Cat(ev.placed_base, ev.placed_lines))]
+        # Likewise the record's ``stage`` (0), so that the lowest-free tree does not
+        # drive the other banks' read for bank 0's write data. The first read of it is
+        # a clock after that write: a search or look-up of the record is taken in the
+        # clock after its ALLOC or MAP at the earliest (the map is written then) and
+        # reads ``stage`` in the clock after it; no completion of it comes before its
+        # issue. A record is written only when taken.
+        s.stage.write(0, ev.placed_record, Const(0, 4), ev.placed)
         # The entity map: ALLOC writes the entity's whole word (frame 0 mapped, no other
         # frame), MAP the slot of its frame. Nothing is written when an entity is freed.
         port = s.ent_map.write_port(granularity=1)
