@@ -83,8 +83,9 @@ How it is built, and why
   but is only ever read by index (completions, the look-up of MAP/DELETE/RELEASE,
   search responses), and written by three writers that never write one record in
   the same clock: ALLOC's or MAP's record (stage 0, a clock after it was taken, from
-  the ``placed_*`` registers, as the ART) and the two completion ports. So it is a LUT-RAM per writer, each bank holding its writes XOR
-  the other two banks at that address, and a read is the XOR of the three banks
+  the ``placed_*`` registers, as the ART) and the two completion ports. So it is a
+  LUT-RAM per writer, each bank holding its writes XOR the other two banks at that
+  address, and a read is the XOR of the three banks
   (LaForest and Steffan's XOR multi-ported memory): every read port and every
   writer's read of the other banks is a copy of a bank (17 copies of 256 x 4 bits,
   272 DPR16X4 when the completions still read it), in
