@@ -123,8 +123,8 @@ Flow control
 ------------
 The stages form a rigid pipeline: stages 4-6 (3b-6 at ``latency=8``) and the output
 register move together whenever the output word is not complete or is being taken
-(``adv = ~o.valid | o.ready``); stages 1-3 and the input buffer move with them unless stage 3 still has
-batches of its block to issue (a register, ``more``). Every register enable is one LUT
+(``adv = ~o.valid | o.ready``); stages 1-3 and the input buffer move with them unless
+stage 3 still has batches of its block to issue (a register, ``more``). Every register enable is one LUT
 of ``o.ready`` and registers, and the malformed check of the input buffer is decoded as
 a block enters it (a bubble-squeezing pipeline chains the enables through every stage,
 which was the critical path on the ECP5). One enable for a whole stage would fan out to

@@ -9,9 +9,12 @@ expected value comes from the golden model; none from the RTL.
 
 Builds: ``small`` (4 edges, every mode, 7.4 coordinates: the long tests run here because
 it simulates faster) and ``tri`` (3 edges, modes 1 and 4 only, 6.4: the malformed-input
-cases that only a restricted build has) in the fast regression (``BUILDS``), every kind
-of case with fewer stimuli (``RASTER_SCALE=fast``), ``small`` on Verilator and ``tri`` on
-Icarus (``FAST_SIMULATOR``; with ``SIM`` set, both on that one); ``make regress`` runs
+cases that only a restricted build has), and the same two at ``latency=8`` (the lanes'
+span choices registered in a stage of their own: ``small_l8``, ``tri_l8``; the
+schedule and stall cases expect the build's latency, :func:`documented_latency`) in the
+fast regression (``BUILDS``), every kind of case with fewer stimuli
+(``RASTER_SCALE=fast``), ``small`` and ``small_l8`` on Verilator, ``tri`` and ``tri_l8``
+on Icarus (``FAST_SIMULATOR``; with ``SIM`` set, both on that one); ``make regress`` runs
 the same cases at their full counts on both simulators (``test_block_full``), the ``default`` build (4 edges, every MSAA
 mode, 12.8 coordinates; ``test_block_default``, a long build), the 1x-only build
 (``test_block_1x``) and long random streams (``test_soak``).
