@@ -124,22 +124,21 @@ Flow control
 The stages form a rigid pipeline: stages 4-6 (3b-6 at ``latency=8``) and the output
 register move together whenever the output word is not complete or is being taken
 (``adv = ~o.valid | o.ready``); stages 1-3 and the input buffer move with them unless
-stage 3 still has batches of its block to issue (a register, ``more``). Every register enable is one LUT
-of ``o.ready`` and registers, and the malformed check of the input buffer is decoded as
-a block enters it (a bubble-squeezing pipeline chains the enables through every stage,
-which was the critical path on the ECP5). One enable for a whole stage would fan out to
-thousands of flip-flops across the device, so each group of registers has an enable of
-its own, from its own copy of the state (:class:`_Flow`): an edge's registers of one of
-stages 1-3, a quad of lanes' of one edge (one copy in stage 3, one in stages 4-5), an
-edge's class registers in stages 4-6, a quarter of the output word, the rest of each
-stage, and each of the input buffer's 14 parts (the box, the other block fields, and
-each edge's ``lo16``, ``A`` and ``B``): 75 copies, each two to four flip-flops and a few
-LUTs.
-The one signal every copy reads, "stage 5 holds a block's last batch", is a register
-that each copy loads into a ``done`` register of its own, so its net runs from register
-to register. A bubble inside the pipeline stays while the output is stalled; with the
-output ready a block per clock goes through. ``i.ready`` is the input buffer's
-registered "not full".
+stage 3 still has batches of its block to issue (a register, ``more``). Every register
+enable is one LUT of ``o.ready`` and registers, and the malformed check of the input
+buffer is decoded as a block enters it (a bubble-squeezing pipeline chains the enables
+through every stage, which was the critical path on the ECP5). One enable for a whole
+stage would fan out to thousands of flip-flops across the device, so each group of
+registers has an enable of its own, from its own copy of the state (:class:`_Flow`): an
+edge's registers of one of stages 1-3, a quad of lanes' of one edge (one copy in stage
+3, one in stages 4-5), an edge's class registers in stages 4-6, a quarter of the output
+word, the rest of each stage, and each of the input buffer's 14 parts (the box, the
+other block fields, and each edge's ``lo16``, ``A`` and ``B``): 75 copies, each two to
+four flip-flops and a few LUTs. The one signal every copy reads, "stage 5 holds a
+block's last batch", is a register that each copy loads into a ``done`` register of its
+own, so its net runs from register to register. A bubble inside the pipeline stays while
+the output is stalled; with the output ready a block per clock goes through. ``i.ready``
+is the input buffer's registered "not full".
 
 Exact arithmetic in few bits
 ----------------------------
@@ -196,7 +195,11 @@ delay target for ABC9 (10 ns, ``tb.synth.yosys_prefix``) the every-mode build ta
 mask was half the area of the every-mode build: written mode by mode (a ``Switch`` over
 the modes, in each a span field chosen from the lane groups), its 4,096 bits took
 32,107 LUT4 (the output stage alone, ``synth_ecp5``); written chunk by chunk from the
-plan of stage 5 (:meth:`BlockRasterizer._write_mask`), 17,129.
+plan of stage 5 (:meth:`BlockRasterizer._write_mask`), 17,129. With those changes the
+``(1, 4)`` build routed at 49.83 MHz, its critical path from ``order`` through a lane's
+span choice and its adder into stage 4 (79 % routing); ``latency=8`` cuts that path
+with stage 3b (the chosen ``half_j`` registered before the adder) at one clock of
+latency and about 4,300 flip-flops.
 
 Decisions where the spec is open
 --------------------------------
@@ -529,11 +532,13 @@ class BlockRasterizer(wiring.Component):
     ``modes=(1,)``                25,285 (30.2 %)     12,849          115.49 MHz routed
     ``modes=(1, 4)``              37,842 (45.2 %)     15,502          49.83 MHz routed
     every mode (default)          58,192 (69.57 %)    20,607          not measured
+    ``modes=(1, 4), latency=8``   37,773 (45.16 %)    19,762          39.63 MHz placed
+    every mode, ``latency=8``     58,179 (69.56 %)    24,886          not measured
     ============================  ==================  ==============  ==================
 
     Per mode (the schedule, any build): 1x 1.000 block / 256 samples per clock, 2x
     0.889 / 455, 4x 0.679 / 696, 8x 0.440 / 902, 16x 0.251 / 1030 on the bench's mixed
-    workload; latency 7 clocks.
+    workload; latency 7 clocks (8 at ``latency=8``).
     """
 
     def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16,
