@@ -38,6 +38,8 @@ unit has no multiplier: odd multiples (3A, 5A, 7A) are one adder each, the rest 
 
 Pipeline (one clock per row, latency 7 clocks from input handshake to output valid)
 ------------------------------------------------------------------------------------
+(``latency=8``, MSAA builds only: one stage more, 3b below.)
+
 0. *Input buffer*: a two-entry skid buffer of registers whose ``ready`` is one of its
    own registers, so no combinational path runs from ``o.ready`` to ``i.ready``.
    Malformed blocks are dropped here (below).
@@ -68,6 +70,14 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    ``lane_lo = lo +`` its sample offset (MSAA builds; at 1x ``lo``, one copy per quad of
    lanes). Per edge the FULL bits the lanes use, with "edge unused" folded in (an unused
    edge passes every sample), so that bit does not fan out to every lane's mask logic.
+3b. *Span choice* (``latency=8`` only; it moves with stages 4-6, one batch a clock):
+   each lane's choice of stage 4 below -- its span, then per edge the chosen ``half_j``
+   (the bits the adder uses), the sign and the span's FULL / PARTIAL bits -- is
+   registered here, and what stage 4 reads of stage 3 is passed on, so that stage 4's
+   lane adders start from registers (:meth:`BlockRasterizer._span_choice`). On the
+   ECP5 the ``(1, 4)`` build's routed critical path ran from ``order`` through a lane's
+   span choice and its adder into stage 4 (README, Block 4). One clock more latency in
+   every mode of the build; the clocks per block are unchanged.
 4. *Lane select* (one row per *batch*): at 1x lane ``l`` takes span ``l``; with ``S``
    samples lane group ``r`` (lanes ``rS .. rS + S - 1``) takes span ``order[r]``, and
    ``order`` moves on by ``16 / S`` entries per batch, so no lane looks at the batch
@@ -111,25 +121,24 @@ batch and cost nothing. Earlier stages hold while a block's batches go through.
 
 Flow control
 ------------
-The stages form a rigid pipeline: stages 4-6 and the output register move together
-whenever the output word is not complete or is being taken (``adv = ~o.valid |
-o.ready``); stages 1-3 and the input buffer move with them unless stage 3 still has
-batches of its block to issue (a register, ``more``). Every register enable is one LUT
-of ``o.ready`` and registers, and the malformed check of the input buffer is decoded as
-a block enters it (a bubble-squeezing pipeline chains the enables through every stage,
-which was the critical path on the ECP5). One enable for a whole stage would fan out to
-thousands of flip-flops across the device, so each group of registers has an enable of
-its own, from its own copy of the state (:class:`_Flow`): an edge's registers of one of
-stages 1-3, a quad of lanes' of one edge (one copy in stage 3, one in stages 4-5), an
-edge's class registers in stages 4-6, a quarter of the output word, the rest of each
-stage, and each of the input buffer's 14 parts (the box, the other block fields, and
-each edge's ``lo16``, ``A`` and ``B``): 75 copies, each two to four flip-flops and a few
-LUTs.
-The one signal every copy reads, "stage 5 holds a block's last batch", is a register
-that each copy loads into a ``done`` register of its own, so its net runs from register
-to register. A bubble inside the pipeline stays while the output is stalled; with the
-output ready a block per clock goes through. ``i.ready`` is the input buffer's
-registered "not full".
+The stages form a rigid pipeline: stages 4-6 (3b-6 at ``latency=8``) and the output
+register move together whenever the output word is not complete or is being taken
+(``adv = ~o.valid | o.ready``); stages 1-3 and the input buffer move with them unless
+stage 3 still has batches of its block to issue (a register, ``more``). Every register
+enable is one LUT of ``o.ready`` and registers, and the malformed check of the input
+buffer is decoded as a block enters it (a bubble-squeezing pipeline chains the enables
+through every stage, which was the critical path on the ECP5). One enable for a whole
+stage would fan out to thousands of flip-flops across the device, so each group of
+registers has an enable of its own, from its own copy of the state (:class:`_Flow`): an
+edge's registers of one of stages 1-3, a quad of lanes' of one edge (one copy in stage
+3, one in stages 4-5), an edge's class registers in stages 4-6, a quarter of the output
+word, the rest of each stage, and each of the input buffer's 14 parts (the box, the
+other block fields, and each edge's ``lo16``, ``A`` and ``B``): 75 copies, each two to
+four flip-flops and a few LUTs. The one signal every copy reads, "stage 5 holds a
+block's last batch", is a register that each copy loads into a ``done`` register of its
+own, so its net runs from register to register. A bubble inside the pipeline stays while
+the output is stalled; with the output ready a block per clock goes through. ``i.ready``
+is the input buffer's registered "not full".
 
 Exact arithmetic in few bits
 ----------------------------
@@ -186,7 +195,12 @@ delay target for ABC9 (10 ns, ``tb.synth.yosys_prefix``) the every-mode build ta
 mask was half the area of the every-mode build: written mode by mode (a ``Switch`` over
 the modes, in each a span field chosen from the lane groups), its 4,096 bits took
 32,107 LUT4 (the output stage alone, ``synth_ecp5``); written chunk by chunk from the
-plan of stage 5 (:meth:`BlockRasterizer._write_mask`), 17,129.
+plan of stage 5 (:meth:`BlockRasterizer._write_mask`), 17,129. With those changes the
+``(1, 4)`` build routed at 49.83 MHz, its critical path from ``order`` through a lane's
+span choice and its adder into stage 4 (79 % routing); ``latency=8`` cuts that path
+with stage 3b (the chosen ``half_j`` registered before the adder) at one clock of
+latency and about 4,300 flip-flops: 53.69 MHz routed, the critical path then stage 3's
+count into "more than one batch" and its long routes to every flow copy's ``more``.
 
 Decisions where the spec is open
 --------------------------------
@@ -491,6 +505,12 @@ class BlockRasterizer(wiring.Component):
         Integer bits of a coordinate (5 to 16): frames up to ``2**int_bits`` pixels.
     tag_bits : int
         Width of the ``tag`` carried from input to output (1 to 64).
+    latency : int
+        Clocks from an input handshake to the output word: 7 (the spec's bound), or 8 in
+        a build with an MSAA mode, which registers each lane's span choice before its
+        adder (stage 3b) for a shorter path on the FPGA. The clocks per block are the
+        same either way (every mode: ``max(1, ceil(16*p*S/256))``); only the latency of
+        every mode of the build grows by one.
 
     Attributes
     ----------
@@ -513,19 +533,26 @@ class BlockRasterizer(wiring.Component):
     ``modes=(1,)``                25,285 (30.2 %)     12,849          115.49 MHz routed
     ``modes=(1, 4)``              37,842 (45.2 %)     15,502          49.83 MHz routed
     every mode (default)          58,192 (69.57 %)    20,607          not measured
+    ``modes=(1, 4), latency=8``   37,773 (45.16 %)    19,762          53.69 MHz routed
+    every mode, ``latency=8``     58,179 (69.56 %)    24,886          not measured
     ============================  ==================  ==============  ==================
 
     Per mode (the schedule, any build): 1x 1.000 block / 256 samples per clock, 2x
     0.889 / 455, 4x 0.679 / 696, 8x 0.440 / 902, 16x 0.251 / 1030 on the bench's mixed
-    workload; latency 7 clocks.
+    workload; latency 7 clocks (8 at ``latency=8``).
     """
 
-    def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16):
+    def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16,
+                 latency=7):
         self.edges = check_int("edges", edges, 3, 4)
         self.modes = _check_modes(modes)
         self.subpix = check_int("subpix", subpix, 4, 12)
         self.int_bits = check_int("int_bits", int_bits, 5, 16)
         self.tag_bits = check_int("tag_bits", tag_bits, 1, 64)
+        self.latency = check_int("latency", latency, 7, 8)
+        if self.latency == 8 and max(self.modes) == 1:
+            raise ValueError("latency must be 7 in a build without an MSAA mode (its lanes "
+                             "have no span choice to register), not 8")
         w = int_bits + subpix
         self.coef_bits = w + 1                  # A, B
         self.lo16_bits = 2 * w + 2              # lo16
@@ -628,7 +655,11 @@ class BlockRasterizer(wiring.Component):
         r3 = self._span_select(m, r2, s3)
         batch = Signal(4)                       # batch of the block in stage 3
         misc = flow.copy("load", "misc")        # more: stage 3 holds, batches are left
-        r4 = self._lane_select(m, r3, batch, misc["more"], s4)
+        # latency 8: stage 3b registers each lane's span choice, stage 4 adds it
+        s3b = _Stage("s3b") if self.latency == 8 else None
+        r3b = r3 if s3b is None else self._span_choice(m, r3, batch, misc["more"], s3b)
+        r4 = self._lane_select(m, r3b, r3b.get("batch", batch), r3b.get("more", misc["more"]),
+                               s4)
         r5 = self._edge_masks(m, r4, s5)
         r6 = self._and_edges(m, r5, s6)
         self._output(m, r6, flow)
@@ -638,8 +669,9 @@ class BlockRasterizer(wiring.Component):
                      flow.more_in.eq(v2 & r3["more_in"]),
                      flow.more_on.eq(batch + 1 != r3["n_last"]),
                      self.o.valid.eq(flow.copy("adv", "out")["full"])]
-        for stage, kind in ((s1, "load"), (s2, "load"), (s3, "load"), (s4, "adv"),
-                            (s5, "adv"), (s6, "adv")):
+        stages = ((s1, "load"), (s2, "load"), (s3, "load")) + (
+            () if s3b is None else ((s3b, "adv"),)) + ((s4, "adv"), (s5, "adv"), (s6, "adv"))
+        for stage, kind in stages:
             stage.commit(m, lambda group, kind=kind, stage=stage:
                          flow.enable(kind, self._flow_group(stage, kind, group)))
         load, adv = misc["enable"], flow.enable("adv", "misc")
@@ -648,7 +680,12 @@ class BlockRasterizer(wiring.Component):
         with m.Elif(adv):                       # here more = 1: the next batch
             m.d.sync += batch.eq(batch + 1)
         with m.If(adv):                         # ending: stage 5 holds a block's last batch
-            m.d.sync += [v4.eq(v3), flow.ending.eq(v4 & r4["last"])]
+            if s3b is None:
+                m.d.sync += v4.eq(v3)
+            else:
+                v3b = Signal(name="v3b")
+                m.d.sync += [v3b.eq(v3), v4.eq(v3b)]
+            m.d.sync += flow.ending.eq(v4 & r4["last"])
         if self.msaa_modes:                     # the next batch's spans move to the front
             order = r3["order"]
             with m.If(adv & misc["more"]):
@@ -966,12 +1003,47 @@ class BlockRasterizer(wiring.Component):
             part.append(corners.any() & ~corners.all())
         return Cat(full) & inbox, Cat(part) & inbox
 
+    def _span_choice(self, m, r3, batch, more, st):
+        """Stage 3b (``latency=8`` only): each lane's span choice of this batch
+        (:meth:`_lane_choice`: the chosen ``half_j`` bits that the lane's adder uses, the
+        sign, the FULL / PARTIAL bits), registered per edge and lane, so that stage 4's
+        lane adders start from registers; and what stage 4 reads of stage 3, passed on.
+        It moves with stages 4-6, one batch a clock, so ``order`` moves on as before."""
+        meta = r3["meta"]
+        spans = self._lane_spans(m, r3["order"], meta.mode)
+        one_x = meta.mode[0] if 1 in self.modes else None
+        edges = []
+        for e, edge in enumerate(r3["edges"]):
+            quad = lambda lane, e=e: (e, self._quad(lane))
+            choice = []
+            for lane, k in enumerate(spans):
+                half, neg, f, p = self._lane_choice(m, edge, k, one_x, e, lane)
+                choice.append((st.reg(half[:self.test_bits - 2], f"hsel{e}_{lane}",
+                                      group=quad(lane)),
+                               st.reg(neg, f"neg{e}_{lane}", group=quad(lane)),
+                               st.reg(f, f"full{e}_{lane}", group=quad(lane)),
+                               st.reg(p, f"part{e}_{lane}", group=quad(lane))))
+            edges.append({"choice": choice,
+                          "lane_lo": st.regs(edge["lane_lo"], f"lane_lo{e}_", group=quad),
+                          "half": st.regs(edge["half"], f"half{e}_", group=e),
+                          "full": st.reg(edge["full"], f"full{e}", group=e),
+                          "part": st.reg(edge["part"], f"part{e}", group=e)})
+        return {"edges": edges, "batch": st.reg(batch, "batch"), "more": st.reg(more, "more"),
+                "col": st.reg(r3["col"], "col"), "row": st.reg(r3["row"], "row"),
+                "rank": st.regs(r3["rank"], "rank", unsigned(4)),
+                "span_full": st.reg(r3["span_full"], "span_full"),
+                "span_part": st.reg(r3["span_part"], "span_part"),
+                "meta": self._meta_layout()(st.reg(meta.as_value(), "meta"))}
+
     def _lane_select(self, m, r3, batch, more, st):
         """Stage 4: the spans of this batch into the lanes. Lane ``l`` holds
         ``b = lane_lo[l] + c_span`` with ``c_span = +-half[j] << (subpix + 1)`` its span
-        centre offset (spans ``k`` and ``15 - k`` have opposite offsets), kept folded."""
+        centre offset (spans ``k`` and ``15 - k`` have opposite offsets), kept folded.
+        ``r3`` is stage 3's registers, or stage 3b's (``latency=8``: the lanes' span
+        choices registered there)."""
         meta = r3["meta"]
-        spans = self._lane_spans(m, r3["order"], meta.mode)
+        spans = None if "choice" in r3["edges"][0] else \
+            self._lane_spans(m, r3["order"], meta.mode)
         one_x = meta.mode[0] if self.msaa_modes and 1 in self.modes else None
         edges = []
         for e, edge in enumerate(r3["edges"]):
@@ -1038,22 +1110,31 @@ class BlockRasterizer(wiring.Component):
             spans.append(_wire(m, self._by_mode(mode, choice), f"span{lane}", unsigned(4)))
         return spans
 
+    def _lane_choice(self, m, edge, k, one_x, e, lane):
+        """A lane's choice for span ``k`` (a constant or a signal) on one edge: one of the
+        8 ``half_j``, the sign, and the span's FULL / PARTIAL bits. ``one_x`` is the 1x
+        mode bit (``None`` in a build with one kind of mode)."""
+        half, neg = self._span_offset(edge["half"], k)
+        if isinstance(k, int):
+            return half, neg, edge["lane_full"][k], edge["part"][k]
+        half = _wire(m, half, f"hsel{e}_{lane}")
+        f = edge["lane_full"].bit_select(k, 1)
+        # At 1x a lane tests its span whatever its class; at S samples a span is
+        # combined-PARTIAL, so on each edge PARTIAL unless FULL (or unused).
+        p = ~f if one_x is None else Mux(one_x, edge["part"].bit_select(k, 1), ~f)
+        return half, neg, f, p
+
     def _edge_lanes(self, m, edge, spans, one_x, e):
         """One edge's 16 lanes: folded ``b``, its sign, and the lane's FULL / PARTIAL
         bits, each lane from its span ``spans[lane]`` (:meth:`_lane_spans`): one choice
-        of the 8 ``half_j`` and the FULL / PARTIAL bits per lane. ``one_x`` is the 1x mode
-        bit (``None`` in a build with one kind of mode)."""
+        of the 8 ``half_j`` and the FULL / PARTIAL bits per lane (:meth:`_lane_choice`),
+        or, with ``spans`` ``None``, the choices stage 3b registered (``edge["choice"]``)."""
         folded, negative, full, part = [], [], [], []
-        for lane, k in enumerate(spans):
-            half, neg = self._span_offset(edge["half"], k)
-            if isinstance(k, int):
-                f, p = edge["lane_full"][k], edge["part"][k]
+        for lane in range(LANES):
+            if spans is None:
+                half, neg, f, p = edge["choice"][lane]
             else:
-                half = _wire(m, half, f"hsel{e}_{lane}")
-                f = edge["lane_full"].bit_select(k, 1)
-                # At 1x a lane tests its span whatever its class; at S samples a span is
-                # combined-PARTIAL, so on each edge PARTIAL unless FULL (or unused).
-                p = ~f if one_x is None else Mux(one_x, edge["part"].bit_select(k, 1), ~f)
+                half, neg, f, p = self._lane_choice(m, edge, spans[lane], one_x, e, lane)
             # b = lo + half or lo - half = ~(~lo + half): add to lo or ~lo, and the
             # inversion cancels in the fold (folded b = t ^ sign(t)).
             t = _wire(m, ((edge["lane_lo"][lane] ^ neg.replicate(self.test_bits)) +

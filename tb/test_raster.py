@@ -9,9 +9,12 @@ expected value comes from the golden model; none from the RTL.
 
 Builds: ``small`` (4 edges, every mode, 7.4 coordinates: the long tests run here because
 it simulates faster) and ``tri`` (3 edges, modes 1 and 4 only, 6.4: the malformed-input
-cases that only a restricted build has) in the fast regression (``BUILDS``), every kind
-of case with fewer stimuli (``RASTER_SCALE=fast``), ``small`` on Verilator and ``tri`` on
-Icarus (``FAST_SIMULATOR``; with ``SIM`` set, both on that one); ``make regress`` runs
+cases that only a restricted build has), and the same two at ``latency=8`` (the lanes'
+span choices registered in a stage of their own: ``small_l8``, ``tri_l8``; the
+schedule and stall cases expect the build's latency, :func:`documented_latency`) in the
+fast regression (``BUILDS``), every kind of case with fewer stimuli
+(``RASTER_SCALE=fast``), ``small`` and ``small_l8`` on Verilator, ``tri`` and ``tri_l8``
+on Icarus (``FAST_SIMULATOR``; with ``SIM`` set, both on that one); ``make regress`` runs
 the same cases at their full counts on both simulators (``test_block_full``), the ``default`` build (4 edges, every MSAA
 mode, 12.8 coordinates; ``test_block_default``, a long build), the 1x-only build
 (``test_block_1x``) and long random streams (``test_soak``).
@@ -39,6 +42,12 @@ LATENCY = 7          # clocks from the input handshake to the output word (docum
 #: ``fast``: fewer stimuli per case (the fast regression); anything else: full counts.
 SCALE_ENV = "RASTER_SCALE"
 
+
+def documented_latency():
+    """The running build's latency as documented: ``LATENCY``, or its ``latency``
+    parameter (8: the lanes' span choices registered in a stage of their own)."""
+    return params().get("latency", LATENCY)
+
 #: The default build (12.8, every mode) is a long build on both simulators: it runs in
 #: ``make regress`` (:func:`test_block_default`); the fast builds keep every kind of case.
 DEFAULT_TESTS = ["random_blocks", "raw_blocks", "huge_and_quads", "malformed"]
@@ -49,6 +58,12 @@ BUILDS = {
                "stall_and_release", "schedule"]),
     "tri": ({"edges": 3, "modes": (1, 4), "int_bits": 6, "subpix": 4, "tag_bits": 8},
             ["random_blocks", "malformed", "schedule"]),
+    # latency=8: the lanes' span choices registered in stage 3b (the FPGA's MSAA builds)
+    "small_l8": ({"int_bits": 7, "subpix": 4, "latency": 8},
+                 ["random_blocks", "raw_blocks", "mesh_watertight", "stall_and_release",
+                  "schedule"]),
+    "tri_l8": ({"edges": 3, "modes": (1, 4), "int_bits": 6, "subpix": 4, "tag_bits": 8,
+                "latency": 8}, ["random_blocks", "malformed", "schedule"]),
 }
 
 
@@ -57,7 +72,8 @@ BUILDS = {
 #: The fast regression runs each build on one simulator (the ``small`` build's every-mode
 #: design is the longest Icarus compile and simulation of the suite): ``small`` on
 #: Verilator, ``tri`` on Icarus. :func:`test_block_full` runs both builds on both.
-FAST_SIMULATOR = {"small": "verilator", "tri": "icarus"}
+FAST_SIMULATOR = {"small": "verilator", "tri": "icarus", "small_l8": "verilator",
+                  "tri_l8": "icarus"}
 
 
 @pytest.mark.parametrize("build, simulator",
@@ -99,6 +115,10 @@ def test_block_full(build, simulator):
     ({"tag_bits": True}, TypeError, r"tag_bits must be an integer from 1 to 64, not True"),
     ({"tag_bits": 0}, ValueError, r"tag_bits must be an integer from 1 to 64, not 0"),
     ({"tag_bits": 65}, ValueError, r"tag_bits must be an integer from 1 to 64, not 65"),
+    ({"latency": 6}, ValueError, r"latency must be an integer from 7 to 8, not 6"),
+    ({"latency": 8.0}, TypeError, r"latency must be an integer from 7 to 8, not 8\.0"),
+    ({"modes": (1,), "latency": 8}, ValueError,
+     r"latency must be 7 in a build without an MSAA mode .*, not 8"),
 ])
 def test_parameter_errors(kwargs, error, message):
     from hw.raster import BlockRasterizer
@@ -595,7 +615,7 @@ async def malformed(dut):
     await wait_until(dut, lambda: bench.driver.accepted >= len(burst), timeout=4 * len(burst)
                      + 20, what="the malformed burst to be taken")
     assert int(dut.error.value) == 1, "error flag not set by malformed blocks"
-    await ClockCycles(dut.clk, 2 * LATENCY)
+    await ClockCycles(dut.clk, 2 * documented_latency())
     await ReadOnly()
     assert not int(dut.o__valid.value) and not bench.monitor.items, \
         "a malformed block came out"
@@ -629,10 +649,10 @@ async def stall_and_release(dut):
     bench = Bench(dut, rng, gap=0.0, stall=1.0)
     fmt = bench.fmt
     side = frame(fmt, 64)
-    # More blocks than a stalled pipeline can take (LATENCY + 3), whatever the seed: a
+    # More blocks than a stalled pipeline can take (latency + 3), whatever the seed: a
     # scene of 10 random triangles has as few as 8 blocks at some seeds.
-    records = []
-    while len(records) < LATENCY + 8:
+    records, latency = [], documented_latency()
+    while len(records) < latency + 8:
         tris = S.random_triangles(side, side, 10, int(rng.integers(1 << 30)), max_size=40,
                                   **_fmt(fmt))
         records += scene_records(fmt, rng, tris, side, side, fmt.modes)
@@ -641,7 +661,7 @@ async def stall_and_release(dut):
     await ReadOnly()
     assert not int(dut.i__ready.value), "input still ready after a 60-clock output stall"
     held = bench.driver.accepted
-    assert 2 <= held <= LATENCY + 3, f"{held} blocks accepted into a stalled pipeline"
+    assert 2 <= held <= latency + 3, f"{held} blocks accepted into a stalled pipeline"
     await FallingEdge(dut.clk)
     bench.monitor.stall = 0.8
     await ClockCycles(dut.clk, 40)
@@ -651,11 +671,12 @@ async def stall_and_release(dut):
 
 @cocotb.test()
 async def schedule(dut):
-    """No gaps, no stalls: the output word is valid LATENCY clocks after the input
-    handshake, and a block with p partial spans at S samples takes
+    """No gaps, no stalls: the output word is valid :func:`documented_latency` clocks
+    after the input handshake, and a block with p partial spans at S samples takes
     max(1, ceil(16*p*S/256)) clocks (the spec's target; p from the golden span classes)."""
     rng = await start(dut)
     fmt = Fmt()
+    expected = documented_latency()
     side = frame(fmt, 64)
     tris = S.random_triangles(side, side, 12, int(rng.integers(1 << 30)), max_size=40,
                               **_fmt(fmt))
@@ -669,13 +690,13 @@ async def schedule(dut):
         bench.send(records[:1])
         await bench.finish()
         latency = log.outputs[0] - log.inputs[0] - costs[0]
-        assert latency == LATENCY, f"{n}x: latency {latency} clocks, expected {LATENCY}"
+        assert latency == expected, f"{n}x: latency {latency} clocks, expected {expected}"
         log.clear()
         bench.send(records[1:])
         await bench.finish()
-        clocks = log.outputs[-1] - log.inputs[0] - LATENCY
+        clocks = log.outputs[-1] - log.inputs[0] - expected
         dut._log.info("%dx: %d blocks in %d clocks (+%d latency), target %d", n,
-                      len(records) - 1, clocks, LATENCY, sum(costs[1:]))
+                      len(records) - 1, clocks, expected, sum(costs[1:]))
         assert clocks == sum(costs[1:]), (
             f"{n}x: {clocks} clocks for the stream, target {sum(costs[1:])}")
         bench.stop()
