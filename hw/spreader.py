@@ -527,7 +527,11 @@ class PrimitiveTable(wiring.Component):
     one-hots.
 
     Ports: ``busy_addr``/``busy`` (valid bit: a triangle's wait), ``look_addr``/``look``
-    (a pixel packet's triangle), ``refs_addr``/``refs`` (the VDT records of a completed
+    (the input head's pixel packet's triangle), ``held_addr``/``held_look`` (the held
+    pixel packet's triangle: its word is a register, read a clock ahead at the record
+    of the packet held after the edge, ``held_next``: the held one, else the input
+    head's, and transparent for that edge's write, so that a parked pixel packet's
+    lookup starts from flip-flops; decision 17), ``refs_addr``/``refs`` (the VDT records of a completed
     triangle), ``alloc`` (a triangle accepted), ``close`` (an end marker or a last pixel
     packet), ``pixels`` (a pixel packet accepted / completed), ``done`` (a triangle
     completed) and ``release`` (the lowest releasable record).
@@ -538,13 +542,18 @@ class PrimitiveTable(wiring.Component):
         self.rbits = records.bit_length() - 1
         R, VR = max(1, self.rbits), vdt_records.bit_length() - 1
         self.tag_bits = max(1, prid_bits - self.rbits)
-        self.word = data.StructLayout({"tag": self.tag_bits, "eu": EU_W, "entity": ENTITY_W,
-                                       "vrn": 3, "vr": data.ArrayLayout(VR, 3)})
-        self.entry = data.StructLayout({"valid": 1, "closed": 1} | self.word.members)
+        # the fields a pixel packet's lookup and the release read, and a completed
+        # triangle's VDT records (stage D), in two memories, so that the lookups'
+        # read ports do not copy the VDT records
+        self.loc = data.StructLayout({"tag": self.tag_bits, "eu": EU_W, "entity": ENTITY_W})
+        self.vrs = data.StructLayout({"vrn": 3, "vr": data.ArrayLayout(VR, 3)})
+        self.word = data.StructLayout(self.loc.members | self.vrs.members)
+        self.entry = data.StructLayout({"valid": 1, "closed": 1} | self.loc.members)
         rec = data.StructLayout({"en": 1, "rec": R})
         super().__init__({
             "busy_addr": In(R), "busy": Out(1),
             "look_addr": In(R), "look": Out(self.entry),
+            "held_addr": In(R), "held_next": In(1), "held_look": Out(self.entry),
             "refs_addr": In(R), "refs": Out(self.word),
             "alloc": In(data.StructLayout({"en": 1, "rec": R, "word": self.word})),
             "close": In(rec).array(2), "pix_inc": In(rec), "pix_dec": In(rec),
@@ -558,11 +567,12 @@ class PrimitiveTable(wiring.Component):
         valid, done, closed = (Signal(P, name=n) for n in ("valid", "done", "closed"))
         pix = [Signal(13, name=f"pix{q}") for q in range(P)]
         pix_zero = Signal(P, init=(1 << P) - 1)     # ``pix[q] == 0``, a register
-        m.submodules.mem = mem = Memory(shape=self.word, depth=P, init=[])
-        wp = mem.write_port()
+        m.submodules.mem = mem = Memory(shape=self.loc, depth=P, init=[])
+        m.submodules.mem_vr = mem_vr = Memory(shape=self.vrs, depth=P, init=[])
+        wp, wp_vr = mem.write_port(), mem_vr.write_port()
 
-        def read(addr):
-            p = mem.read_port(domain="comb")
+        def read(addr, memory=mem):
+            p = memory.read_port(domain="comb")
             m.d.comb += p.addr.eq(addr[:self.rbits])
             return p.data
 
@@ -572,17 +582,34 @@ class PrimitiveTable(wiring.Component):
         def onehot(addr):
             return _onehot(addr[:self.rbits], P) if self.rbits else Const(1, 1)
 
+        al = self.alloc
+        m.d.comb += [wp.en.eq(al.en), wp.addr.eq(al.rec[:self.rbits]),
+                     wp_vr.en.eq(al.en), wp_vr.addr.eq(al.rec[:self.rbits]),
+                     wp.data.tag.eq(al.word.tag), wp.data.eu.eq(al.word.eu),
+                     wp.data.entity.eq(al.word.entity),
+                     wp_vr.data.vrn.eq(al.word.vrn), wp_vr.data.vr.eq(al.word.vr)]
         m.d.comb += self.busy.eq(bit(valid, self.busy_addr))
-        w = read(self.look_addr)
+        w_in, w_held = read(self.look_addr), read(self.held_addr)
         m.d.comb += [self.look.valid.eq(bit(valid, self.look_addr)),
                      self.look.closed.eq(bit(closed, self.look_addr)),
-                     self.look.tag.eq(w.tag), self.look.eu.eq(w.eu),
-                     self.look.entity.eq(w.entity), self.look.vrn.eq(w.vrn),
-                     self.look.vr.eq(w.vr)]
-        m.d.comb += self.refs.eq(read(self.refs_addr))
+                     self.look.tag.eq(w_in.tag), self.look.eu.eq(w_in.eu),
+                     self.look.entity.eq(w_in.entity)]
 
-        al = self.alloc
-        m.d.comb += [wp.en.eq(al.en), wp.addr.eq(al.rec[:self.rbits]), wp.data.eq(al.word)]
+        # the held packet's word after the edge: the word of the record it names
+        # (the held packet's or the input head's), with this edge's write forwarded
+        def fwd(w, addr):
+            return Mux(al.en & (al.rec[:self.rbits] == addr[:self.rbits]), wp.data, w)
+
+        held_word = Signal(self.loc)
+        m.d.sync += held_word.eq(Mux(self.held_next, fwd(w_held, self.held_addr),
+                                     fwd(w_in, self.look_addr)))
+        m.d.comb += [self.held_look.valid.eq(bit(valid, self.held_addr)),
+                     self.held_look.closed.eq(bit(closed, self.held_addr)),
+                     self.held_look.tag.eq(held_word.tag), self.held_look.eu.eq(held_word.eu),
+                     self.held_look.entity.eq(held_word.entity)]
+        w_vr = read(self.refs_addr, mem_vr)
+        m.d.comb += [self.refs.vrn.eq(w_vr.vrn), self.refs.vr.eq(w_vr.vr)]
+
         written, closing, done_set, inc, dec, ok = (
             Signal(P, name=n) for n in ("written", "closing", "done_set", "inc", "dec", "ok"))
         m.d.comb += [
@@ -1035,7 +1062,7 @@ class PacketChecks(wiring.Component):
             "vdt_busy_addr": Out(VR).array(3), "vdt_busy": In(1).array(3),
             "vdt_look_addr": Out(VR).array(3), "vdt_look": In(vdt_entry).array(3),
             "pt_busy_addr": Out(PR), "pt_busy": In(1),
-            "pt_look_addr": Out(PR), "pt_look": In(pt_entry),
+            "pt_look_addr": Out(PR), "pt_look": In(pt_entry), "pt_held_look": In(pt_entry),
             "result": Out(_eval_layout(detail_bits)).array(4),
             "provider": Out(4),
             "tri_locs": Out(LOC).array(3), "tri_recs": Out(VR).array(3),
@@ -1170,12 +1197,19 @@ class PacketChecks(wiring.Component):
         """The PT lookup: a missing prid whose triangle is inside the spreader or in C
         waits, as does a primitive R's or C's pixel packet closes; an end marker (mask 0,
         ``last``) closes its primitive."""
-        pp, res, look = self.pix, self.result[PIX], self.pt_look
+        pp, res, look, held = self.pix, self.result[PIX], self.pt_look, self.pt_held_look
         rec = self.prec(pp.prid)
         hit, prov, hazard = Signal(), Signal(), Signal()
+        # the lookup for both sources, ``parked`` choosing last: the input head's from
+        # the port, the parked packet's from the PT's register (``pt_held_look``, read a
+        # clock ahead; decision 17), so that no source select and no LUT-RAM read lies
+        # ahead of a parked packet's triangle EU and the pixel list's order
+        hit_in = look.valid & (look.tag == self.ptag(self.in_pix.prid)) & ~look.closed
+        hit_held = held.valid & (held.tag == self.ptag(self.held_pix.prid)) & ~held.closed
+        parked = self.parked[PIX]
         m.d.comb += [
-            self.pt_look_addr.eq(rec), res.rec.eq(rec),
-            hit.eq(look.valid & (look.tag == self.ptag(pp.prid)) & ~look.closed),
+            self.pt_look_addr.eq(self.prec(self.in_pix.prid)), res.rec.eq(rec),
+            hit.eq(Mux(parked, hit_held, hit_in)),
             # for both sources, ``parked`` choosing last (the parked packet's compares
             # are registers: ``held_pix_eq``), as a triangle's provider compares
             prov.eq(Mux(self.parked[PIX],
@@ -1186,7 +1220,8 @@ class PacketChecks(wiring.Component):
             hazard.eq(Cat(st.is_[PIX] & st.pix.last & (self.prec(st.pix.prid) == rec)
                           for st in stages).any()),
             self.provider[PIX].eq(prov),
-            self.pix_tri.eu.eq(look.eu), self.pix_tri.entity.eq(look.entity),
+            self.pix_tri.eu.eq(Mux(parked, held.eu, look.eu)),
+            self.pix_tri.entity.eq(Mux(parked, held.entity, look.entity)),
         ]
         with m.If(pp.mask == 0):
             with m.If(~pp.last):
@@ -1374,7 +1409,8 @@ class Spreader(wiring.Component):
         m.d.comb += [chk.vdt_busy[i].eq(vdt.busy[i]) for i in range(3)]
         m.d.comb += [chk.vdt_look[i].eq(vdt.look[i]) for i in range(3)]
         m.d.comb += [ptab.busy_addr.eq(chk.pt_busy_addr), chk.pt_busy.eq(ptab.busy),
-                     ptab.look_addr.eq(chk.pt_look_addr), chk.pt_look.eq(ptab.look)]
+                     ptab.look_addr.eq(chk.pt_look_addr), chk.pt_look.eq(ptab.look),
+                     chk.pt_held_look.eq(ptab.held_look)]
         f = fifos["err"]
         m.d.comb += [f.w_data.eq(errs.err.payload), f.w_en.eq(errs.err.valid),
                      errs.err.ready.eq(f.w_rdy)]
@@ -1383,7 +1419,7 @@ class Spreader(wiring.Component):
         s = _State(self, m)
         self._stage_p(m, s, cfg, chk, arb, cands)
         self._stage_r(m, s, scan, ift)
-        self._advance(m, s, fifos, cfg, chk, arb, scan)
+        self._advance(m, s, fifos, cfg, chk, arb, scan, ptab)
         self._commit(m, s, fifos, ptab, rot)
         self._commit_stage(m, s, vdt, ptab, ift)
         self._completion(m, s, vdt, ptab, ift)
@@ -1531,7 +1567,7 @@ class Spreader(wiring.Component):
         m.d.comb += [r.en.eq(s.consume_err), r.code.eq(ev.code), r.src.eq(s.r_stream),
                      r.seq.eq(s.cur_seq), r.detail.eq(ev.detail)]
 
-    def _advance(self, m, s, fifos, cfg, chk, arb, scan):
+    def _advance(self, m, s, fifos, cfg, chk, arb, scan, ptab):
         """P -> R: a pass enters R (``load``) when R is free at the edge, the log and move
         FIFOs keep a free entry after this clock's pushes, and it does not overtake R's
         own packet; it brings its first request (P's scan). A refusal loads the request
@@ -1621,6 +1657,12 @@ class Spreader(wiring.Component):
         m.d.sync += [s.active.eq(Mux(acc, load1, load0 | stays0)),
                      s.q_first.eq(Mux(acc, load1, load0 | s.taken))]
         self._provider_compares(m, s, acc, c0)
+        # the held pixel packet's PT word, read a clock ahead (decision 17): the packet
+        # held after the edge is the held one if it is parked or R keeps it (for both
+        # outcomes of the accept, chosen by it last), else the input's head
+        keep0 = s.active & (s.r_stream == PIX) & ~c0
+        m.d.comb += [ptab.held_addr.eq(s.held[PIX].prid[:max(1, self.pbits)]),
+                     ptab.held_next.eq(s.parked[PIX] | (~acc & keep0))]
 
     def _provider_compares(self, m, s, acc, c0):
         """The held triangle's and pixel packet's provider compares (decision 15), from

@@ -25,6 +25,10 @@ class _Probe(Spreader):
         self.probe = s
         return super()._stage_p(m, s, *args)
 
+    def _advance(self, m, s, *args):
+        self.ptab = args[-1]
+        return super()._advance(m, s, *args)
+
 
 def _groups(ctx, s):
     """The provider groups (``hw.spreader._provider_groups``' order) as integers."""
@@ -59,7 +63,7 @@ def test_registered_provider_compares_equal_the_compares_of_the_registers(seed):
             ctx.set(dut.i_pix.payload.mask, int(rng.integers(4)))
             ctx.set(dut.i_pix.payload.size, int(rng.integers(1, 3)))
             for e in range(2):
-                ctx.set(dut.status[e].free_records, int(rng.integers(9)))
+                ctx.set(dut.status[e].free_records, int(rng.integers(9)) if rng.random() < 0.5 else 0)
                 ctx.set(dut.status[e].free_entities, int(rng.integers(3)))
                 ctx.set(dut.status[e].free_lines, int(rng.integers(17)))
                 ctx.set(dut.accept[e], int(rng.random() < 0.7))
@@ -92,3 +96,96 @@ def test_registered_provider_compares_equal_the_compares_of_the_registers(seed):
     sim.run()
     # the compares were both true and false many times
     assert checked["equal"] > 100 and checked["tri"] - checked["equal"] > 100
+
+
+@pytest.mark.parametrize("seed", [1])
+def test_held_pixel_packets_pt_word_is_read_a_clock_ahead(seed):
+    """The held pixel packet's PT word (``PrimitiveTable.held_look``, decision 17) is a
+    register read a clock ahead at the record of the packet held after the edge and
+    transparent for that edge's write: in every clock it must equal the word the PT
+    holds now for the held packet's record (a mirror of the PT's writes). Traffic in
+    the producer contract's order, round after round: a vertex group, a triangle on it
+    (closing it), pixel packets and an end marker of its ``prid`` (each packet offered
+    once its provider was taken), with random gaps, answers with fresh entities, random
+    refusals and completions of the entities in flight, so that PT records are written,
+    released and written again while pixel packets are parked."""
+    rng = np.random.default_rng(seed)
+    dut = _Probe(n_eus=2, vdt_records=4, pt_records=4, index_bits=8, prid_bits=3,
+                 eu_records=8, eu_lines=16, fifo_depth=2)
+    checked = {"writes": 0, "held": 0}
+    streams = (dut.i_vtx, dut.i_tri, dut.i_pix)
+
+    async def bench(ctx):
+        words = [(0, 0, 0)] * 4         # the PT's words (tag, EU, entity): a mirror
+        fresh, in_flight = [0, 0], []
+        nxt = [0, 0, 0]                 # per stream: its next round (and packet)
+        pix_left = 3
+        for _ in range(2000):
+            # a round's triangle after its vertex group was taken, its pixel packets
+            # after the triangle
+            show = [rng.random() < 0.7, nxt[1] < nxt[0] and rng.random() < 0.7,
+                    nxt[2] < nxt[1] and rng.random() < 0.7]
+            for port, v in zip(streams, show):
+                ctx.set(port.valid, int(v))
+            r = nxt[0]
+            ctx.set(dut.i_vtx.payload.base, (r % 32) * 8)
+            ctx.set(dut.i_vtx.payload.count, 8)
+            ctx.set(dut.i_vtx.payload.size, 1)
+            r = nxt[1]
+            for f in ("i0", "i1", "i2"):
+                ctx.set(getattr(dut.i_tri.payload, f), (r % 32) * 8 + int(rng.integers(8)))
+            ctx.set(dut.i_tri.payload.prid, r % 8)
+            ctx.set(dut.i_tri.payload.size, 1)
+            ctx.set(dut.i_tri.payload.last, 7)
+            r = nxt[2]
+            ctx.set(dut.i_pix.payload.prid, r % 8)
+            ctx.set(dut.i_pix.payload.mask, 1 if pix_left else 0)
+            ctx.set(dut.i_pix.payload.last, int(not pix_left))
+            ctx.set(dut.i_pix.payload.size, 1)
+            for e in range(2):
+                ctx.set(dut.status[e].free_records, int(rng.integers(9)) if rng.random() < 0.5 else 0)
+                ctx.set(dut.status[e].free_entities, 8)
+                ctx.set(dut.status[e].free_lines, 16)
+                ctx.set(dut.alloc[e].ready, int(rng.random() < 0.8))
+                ctx.set(dut.accept[e], int(rng.random() < 0.8))
+                ctx.set(dut.entity[e], fresh[e])
+            done = in_flight and rng.random() < 0.5
+            if done:
+                ctx.set(dut.done.payload.eu, in_flight[0][0])
+                ctx.set(dut.done.payload.entity, in_flight[0][1])
+                in_flight.pop(0)
+            ctx.set(dut.done.valid, int(bool(done)))
+            for port in (dut.move, dut.log, dut.release, dut.err):
+                ctx.set(port.ready, int(rng.random() < 0.8))
+            # this clock's accepts, the packets taken and the PT's write at this edge
+            # (stage C's triangle)
+            for e in range(2):
+                if ctx.get(dut.alloc[e].valid) and ctx.get(dut.alloc[e].ready) \
+                        and ctx.get(dut.accept[e]):
+                    in_flight.append((e, fresh[e]))
+                    fresh[e] = (fresh[e] + 1) % 256
+            taken = [ctx.get(port.valid) and ctx.get(port.ready) for port in streams]
+            al = dut.ptab.alloc
+            write = (ctx.get(al.en), ctx.get(al.rec) & 3,
+                     (ctx.get(al.word.tag), ctx.get(al.word.eu), ctx.get(al.word.entity)))
+            await ctx.tick()
+            nxt[0] += taken[0]
+            nxt[1] += taken[1]
+            if taken[2]:
+                pix_left, nxt[2] = (pix_left - 1, nxt[2]) if pix_left else (3, nxt[2] + 1)
+            if write[0]:
+                words[write[1]] = write[2]
+                checked["writes"] += 1
+            s = dut.probe
+            look = dut.ptab.held_look
+            word = words[ctx.get(s.held[PIX].prid) & 3]
+            assert (ctx.get(look.tag), ctx.get(look.eu), ctx.get(look.entity)) == word
+            checked["held"] += int(word != (0, 0, 0) and ctx.get(s.parked) >> PIX & 1)
+        assert not ctx.get(dut.error)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    # PT records were written (and rewritten), and parked pixel packets named them
+    assert checked["writes"] > 40 and checked["held"] > 100, checked
