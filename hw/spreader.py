@@ -27,7 +27,8 @@ its own signature:
 * :class:`VertexTable` (VDT) and :class:`PrimitiveTable` (PT), each with its release
   scan; the spreader merges their release streams (VDT first, the release engine);
 * :class:`InFlightTable`: ``(eu, entity) -> (type, record)`` of the entities in flight;
-* :class:`ErrorReporter`: the ``err`` reports in precedence, ``error`` and ``lost``.
+* :class:`ErrorReporter`: the ``err`` reports in precedence, ``error`` and ``lost``,
+  into the error FIFO, a :class:`StagedFIFO` (decision 18).
 
 Stage R's request, answer and accept (log entry, move command), stage C's table writes
 and the completions (lookup, then stage D's table effects a clock later) are short methods of :class:`Spreader`. Codes and outcomes are
@@ -260,6 +261,31 @@ Decisions
    counter's "is zero" is now a register (``refs_zero``, ``pix_zero``), updated with
    the counter: 1 on a release, ``count == all ones`` on an increment, ``count == 1``
    on a decrement (compares of the register, in parallel with the scan).
+17. A parked pixel packet's PT lookup a clock ahead (issue 12; contract unchanged): the
+   lookup of a pixel packet's triangle (tag, EU, entity: a LUT-RAM read) was made after
+   the source select (``parked`` -> the PT address -> the read -> the triangle's EU ->
+   the pixel list's order -> the first request: the routed critical path at 4 EUs
+   after decision 16). The PT now reads the word of the packet held after the edge a
+   clock ahead into a register (``PrimitiveTable.held_look``: the held packet's record
+   if it is parked or R keeps it, else the input head's, for both outcomes of the
+   accept, chosen by it last; transparent for the PT write at that edge, so the
+   register always equals the PT's word for the held packet's record); its valid and
+   closed bits are read from the flip-flops at the held packet's record, a register.
+   The input head's lookup reads from the port, and ``parked`` chooses between the two
+   last. The PT's write-once fields are two memories (tag, EU, entity; the triangle's
+   VDT records), so the added read port copies only the first.
+   ``tb/unit/test_spreader_sim.py`` checks the register against a mirror of the PT's
+   writes in every clock.
+18. The error FIFO's write side ends in a register (issue 12; contract unchanged):
+   :class:`StagedFIFO` shows at its ports what a ``SyncFIFO`` of the same depth shows,
+   clock for clock, but a write loads a staging register (the newest entry) that moves
+   into an inner FIFO at the next edge unless it is read in that clock (its room is
+   the inner level plus the staged entry, registers). A completion's report
+   (``done`` -> the in-flight select and C's entity compare -> ``known`` -> the
+   report's enable) used to end in the error FIFO's write pointer, level counter and
+   LUT-RAM write enable: the front end's critical path (its done FIFO's read -> the
+   spreader's stage C forwarding -> the error FIFO). It now ends in the staging
+   register; the report reaches ``err`` in the same clock as before.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -972,6 +998,38 @@ class InFlightTable(wiring.Component):
         return m
 
 
+class StagedFIFO(wiring.Component):
+    """A FIFO whose ports behave exactly as those of ``SyncFIFO(width, depth)`` (an
+    entry written at an edge is readable from the next clock, ``w_rdy`` while fewer
+    than ``depth`` entries are held), but whose write side ends in a register: a write
+    loads a staging register (the newest entry), which moves into an inner
+    ``SyncFIFO`` at the next edge unless it is read in that clock. So a late ``w_en``
+    reaches a flip-flop, not the write pointer, the level and the LUT-RAM's write
+    enable (decision 18: the error FIFO, written by a completion's lookup)."""
+
+    def __init__(self, *, width, depth):
+        self.width, self.depth = width, depth
+        super().__init__({"w_en": In(1), "w_data": In(width), "w_rdy": Out(1),
+                          "r_en": In(1), "r_data": Out(width), "r_rdy": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = inner = SyncFIFO(width=self.width, depth=self.depth)
+        staged_v, staged = Signal(), Signal(self.width)
+        # entries held: the inner FIFO's and the staged one (at most ``depth``)
+        m.d.comb += self.w_rdy.eq(Mux(staged_v, inner.level < self.depth - 1,
+                                      inner.level < self.depth))
+        # the head: the inner FIFO's, else the staged entry, read straight from the
+        # staging register (then it does not move into the inner FIFO)
+        direct = staged_v & ~inner.r_rdy & self.r_en
+        m.d.comb += [self.r_rdy.eq(inner.r_rdy | staged_v),
+                     self.r_data.eq(Mux(inner.r_rdy, inner.r_data, staged)),
+                     inner.r_en.eq(self.r_en),
+                     inner.w_en.eq(staged_v & ~direct), inner.w_data.eq(staged)]
+        m.d.sync += [staged_v.eq(self.w_en & self.w_rdy), staged.eq(self.w_data)]
+        return m
+
+
 class ErrorReporter(wiring.Component):
     """The ``err`` reports of one clock: the first enabled source of ``sources`` (in
     precedence order) goes to ``err`` (a FIFO's write side); the sticky ``error`` is set
@@ -1433,7 +1491,9 @@ class Spreader(wiring.Component):
         ports."""
         fifos = {}
         for name in ("move", "log", "release", "err"):
-            f = SyncFIFO(width=self.lay[name].size, depth=self.fifo_depth)
+            # the error FIFO's write side ends in a register (decision 18)
+            fifo = StagedFIFO if name == "err" else SyncFIFO
+            f = fifo(width=self.lay[name].size, depth=self.fifo_depth)
             m.submodules[f"{name}_fifo"] = fifos[name] = f
             port = getattr(self, name)
             m.d.comb += [port.valid.eq(f.r_rdy), port.payload.eq(f.r_data),

@@ -13,9 +13,11 @@ that each register equals the compare of the registers it stands for.
 
 import numpy as np
 import pytest
+from amaranth.hdl import Module
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.sim import Simulator
 
-from hw.spreader import PAT, PIX, TRI, VTX, Spreader
+from hw.spreader import PAT, PIX, TRI, VTX, Spreader, StagedFIFO
 
 
 class _Probe(Spreader):
@@ -189,3 +191,37 @@ def test_held_pixel_packets_pt_word_is_read_a_clock_ahead(seed):
     sim.run()
     # PT records were written (and rewritten), and parked pixel packets named them
     assert checked["writes"] > 40 and checked["held"] > 100, checked
+
+
+@pytest.mark.parametrize("depth", [1, 2, 4])
+def test_staged_fifo_behaves_as_a_sync_fifo(depth):
+    """``StagedFIFO`` (the error FIFO, decision 18) registers its write side but must
+    show, clock for clock, what ``SyncFIFO`` of the same depth shows: ``w_rdy``,
+    ``r_rdy`` and the head, under random writes and reads (full and empty often)."""
+    rng = np.random.default_rng(depth)
+    m = Module()
+    m.submodules.dut = dut = StagedFIFO(width=8, depth=depth)
+    m.submodules.ref = ref = SyncFIFO(width=8, depth=depth)
+    seen = {"full": 0, "direct": 0}
+
+    async def bench(ctx):
+        for n in range(3000):
+            bias = 0.8 if (n // 200) % 2 else 0.3       # phases that fill and drain
+            w_en, r_en, data = rng.random() < bias, rng.random() < 1 - bias + 0.1, n & 255
+            for f in (dut, ref):
+                ctx.set(f.w_en, w_en)
+                ctx.set(f.w_data, data)
+                ctx.set(f.r_en, r_en)
+            assert ctx.get(dut.w_rdy) == ctx.get(ref.w_rdy), n
+            assert ctx.get(dut.r_rdy) == ctx.get(ref.r_rdy), n
+            if ctx.get(ref.r_rdy):
+                assert ctx.get(dut.r_data) == ctx.get(ref.r_data), n
+            seen["full"] += int(not ctx.get(ref.w_rdy))
+            seen["direct"] += int(ctx.get(ref.level) == 1 and r_en)
+            await ctx.tick()
+
+    sim = Simulator(m)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen["full"] > 50 and seen["direct"] > 50, seen
