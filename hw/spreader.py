@@ -440,8 +440,6 @@ class VertexTable(wiring.Component):
         super().__init__({
             "busy_addr": In(R).array(3), "busy": Out(1).array(3),
             "look_addr": In(R).array(3), "look": Out(self.entry).array(3),
-            "held_addr": In(R).array(3), "held_next": In(1),
-            "held_look": Out(self.entry).array(3),
             "alloc": In(data.StructLayout({"en": 1, "patch": 1, "rec": R, "tag": T,
                                            "tag1": T, "eu": EU_W, "entity": ENTITY_W,
                                            "count": 4, "noref": 1})),
@@ -465,44 +463,25 @@ class VertexTable(wiring.Component):
         m.submodules.even, m.submodules.odd = banks
         writes = [b.write_port() for b in banks]
 
-        def read(addr, n, fwd=False):
-            """The word of record ``addr`` (one read port per bank, muxed by the low bit)
-            and, with ``fwd``, its word after this edge (this edge's write forwarded)."""
+        def read(addr, n):
+            """The word of record ``addr`` (one read port per bank, muxed by the low bit)."""
             ports = [b.read_port(domain="comb") for b in banks]
             word = Signal(self.word, name=f"word{n}")
             for p in ports:
                 m.d.comb += p.addr.eq(addr[1:])
             m.d.comb += word.eq(Mux(addr[0], ports[1].data, ports[0].data))
-            if not fwd:
-                return word
-            nxt = Signal(self.word, name=f"word{n}_next")
-            after = [Mux(wp.en & (wp.addr == addr[1:]), wp.data, p.data)
-                     for p, wp in zip(ports, writes)]
-            m.d.comb += nxt.eq(Mux(addr[0], after[1], after[0]))
-            return word, nxt
+            return word
 
         for i in range(3):
             m.d.comb += self.busy[i].eq(valid.bit_select(self.busy_addr[i], 1))
         for i in range(3):
             a, lk = self.look_addr[i], self.look[i]
-            w, w_next = read(a, i, fwd=True)
+            w = read(a, i)
             m.d.comb += [lk.valid.eq(valid.bit_select(a, 1)),
                          lk.closed.eq(closed.bit_select(a, 1)),
                          lk.half.eq(half.bit_select(a, 1)),
                          lk.tag.eq(w.tag), lk.eu.eq(w.eu), lk.entity.eq(w.entity),
                          lk.count.eq(w.count)]
-            # the held triangle's lookup (decision 17): its word a register, read a clock
-            # ahead at the record of the triangle held after the edge (``held_next``:
-            # the held one, else the input head's), with that edge's write forwarded
-            ha, hl = self.held_addr[i], self.held_look[i]
-            _, h_next = read(ha, f"held{i}", fwd=True)
-            hw = Signal(self.word, name=f"held_word{i}")
-            m.d.sync += hw.eq(Mux(self.held_next, h_next, w_next))
-            m.d.comb += [hl.valid.eq(valid.bit_select(ha, 1)),
-                         hl.closed.eq(closed.bit_select(ha, 1)),
-                         hl.half.eq(half.bit_select(ha, 1)),
-                         hl.tag.eq(hw.tag), hl.eu.eq(hw.eu), hl.entity.eq(hw.entity),
-                         hl.count.eq(hw.count)]
 
         # allocation: record rec (half 0) and, for a patch, rec + 1 (half 1)
         al = self.alloc
@@ -1140,7 +1119,6 @@ class PacketChecks(wiring.Component):
             "c_pat_g1": In(index_bits - 2), "c_active": In(1), "c_stream": In(2),
             "vdt_busy_addr": Out(VR).array(3), "vdt_busy": In(1).array(3),
             "vdt_look_addr": Out(VR).array(3), "vdt_look": In(vdt_entry).array(3),
-            "vdt_held_look": In(vdt_entry).array(3),
             "pt_busy_addr": Out(PR), "pt_busy": In(1),
             "pt_look_addr": Out(PR), "pt_look": In(pt_entry), "pt_held_look": In(pt_entry),
             "result": Out(_eval_layout(detail_bits)).array(4),
@@ -1243,30 +1221,20 @@ class PacketChecks(wiring.Component):
         there = [self.held_valid[VTX], self.held_valid[PAT], self.held_valid[PAT],
                  stages[1].is_[VTX], stages[1].is_[PAT], stages[1].is_[PAT]]
         in_idx = [self.in_tri.i0, self.in_tri.i1, self.in_tri.i2]
-        held_idx = [self.held_tri.i0, self.held_tri.i1, self.held_tri.i2]
-        parked = self.parked[TRI]
         for i in range(3):
             lk, x, g = self.vdt_look[i], idx[i], in_idx[i][3:]
             prov_in = Cat(v & (g == gr) for v, gr in zip(there, groups)).any()
             prov_held = Cat(v & self.held_tri_eq[i][n] for n, v in enumerate(there)).any()
-            # the lookups for both sources, ``parked`` choosing last: the input head's
-            # at its records (from the port), the parked triangle's from the VDT's
-            # registers (``vdt_held_look``, read a clock ahead; decision 17)
-            hl, xi, xh = self.vdt_held_look[i], in_idx[i], held_idx[i]
-            hit_in = (lk.valid & (lk.tag == self.vtag(xi)) & ~lk.closed
-                      & (xi[:3] < lk.count))
-            hit_held = (hl.valid & (hl.tag == self.vtag(xh)) & ~hl.closed
-                        & (xh[:3] < hl.count))
             m.d.comb += [
-                self.vdt_look_addr[i].eq(self.vrec(xi)), self.tri_recs[i].eq(recs[i]),
-                hit[i].eq(Mux(parked, hit_held, hit_in)),
-                prov[i].eq(Mux(parked, prov_held, prov_in)),
+                self.vdt_look_addr[i].eq(recs[i]), self.tri_recs[i].eq(recs[i]),
+                hit[i].eq(lk.valid & (lk.tag == self.vtag(x)) & ~lk.closed
+                          & (x[:3] < lk.count)),
+                prov[i].eq(Mux(self.parked[TRI], prov_held, prov_in)),
                 closing[i].eq(Cat(
                     st.is_[TRI] & st.tri.last[j] & (self.vrec(st.tri[f"i{j}"]) == recs[i])
                     for st in stages for j in range(3)).any()),
-                self.tri_locs[i].eu.eq(Mux(parked, hl.eu, lk.eu)),
-                self.tri_locs[i].entity.eq(Mux(parked, hl.entity, lk.entity)),
-                self.tri_locs[i].elem.eq(Cat(x[:3], Mux(parked, hl.half, lk.half))),
+                self.tri_locs[i].eu.eq(lk.eu), self.tri_locs[i].entity.eq(lk.entity),
+                self.tri_locs[i].elem.eq(Cat(x[:3], lk.half)),
             ]
         m.d.comb += self.tri_distinct.eq(Cat(Const(1, 1), recs[1] != recs[0],
                                              (recs[2] != recs[0]) & (recs[2] != recs[1])))
@@ -1498,7 +1466,6 @@ class Spreader(wiring.Component):
         m.d.comb += [vdt.look_addr[i].eq(chk.vdt_look_addr[i]) for i in range(3)]
         m.d.comb += [chk.vdt_busy[i].eq(vdt.busy[i]) for i in range(3)]
         m.d.comb += [chk.vdt_look[i].eq(vdt.look[i]) for i in range(3)]
-        m.d.comb += [chk.vdt_held_look[i].eq(vdt.held_look[i]) for i in range(3)]
         m.d.comb += [ptab.busy_addr.eq(chk.pt_busy_addr), chk.pt_busy.eq(ptab.busy),
                      ptab.look_addr.eq(chk.pt_look_addr), chk.pt_look.eq(ptab.look),
                      chk.pt_held_look.eq(ptab.held_look)]
@@ -1510,7 +1477,7 @@ class Spreader(wiring.Component):
         s = _State(self, m)
         self._stage_p(m, s, cfg, chk, arb, cands)
         self._stage_r(m, s, scan, ift)
-        self._advance(m, s, fifos, cfg, chk, arb, scan, vdt, ptab)
+        self._advance(m, s, fifos, cfg, chk, arb, scan, ptab)
         self._commit(m, s, fifos, ptab, rot)
         self._commit_stage(m, s, vdt, ptab, ift)
         self._completion(m, s, vdt, ptab, ift)
@@ -1660,7 +1627,7 @@ class Spreader(wiring.Component):
         m.d.comb += [r.en.eq(s.consume_err), r.code.eq(ev.code), r.src.eq(s.r_stream),
                      r.seq.eq(s.cur_seq), r.detail.eq(ev.detail)]
 
-    def _advance(self, m, s, fifos, cfg, chk, arb, scan, vdt, ptab):
+    def _advance(self, m, s, fifos, cfg, chk, arb, scan, ptab):
         """P -> R: a pass enters R (``load``) when R is free at the edge, the log and move
         FIFOs keep a free entry after this clock's pushes, and it does not overtake R's
         own packet; it brings its first request (P's scan). A refusal loads the request
@@ -1753,13 +1720,9 @@ class Spreader(wiring.Component):
         # the held pixel packet's PT word, read a clock ahead (decision 17): the packet
         # held after the edge is the held one if it is parked or R keeps it (for both
         # outcomes of the accept, chosen by it last), else the input's head
-        keep0 = [s.active & (s.r_stream == k) & ~c0 for k in range(4)]
+        keep0 = s.active & (s.r_stream == PIX) & ~c0
         m.d.comb += [ptab.held_addr.eq(s.held[PIX].prid[:max(1, self.pbits)]),
-                     ptab.held_next.eq(s.parked[PIX] | (~acc & keep0[PIX]))]
-        # and the held triangle's three VDT words likewise
-        VR, tri = max(1, self.vbits), s.held[TRI]
-        m.d.comb += [vdt.held_addr[i].eq(tri[f"i{i}"][3:3 + VR]) for i in range(3)]
-        m.d.comb += vdt.held_next.eq(s.parked[TRI] | (~acc & keep0[TRI]))
+                     ptab.held_next.eq(s.parked[PIX] | (~acc & keep0))]
 
     def _provider_compares(self, m, s, acc, c0):
         """The held triangle's and pixel packet's provider compares (decision 15), from
