@@ -266,10 +266,11 @@ Decisions
    the source select (``parked`` -> the PT address -> the read -> the triangle's EU ->
    the pixel list's order -> the first request: the routed critical path at 4 EUs
    after decision 16). The PT now reads the word of the packet held after the edge a
-   clock ahead into a register (``PrimitiveTable.held_look``: the held packet's record
-   if it is parked or R keeps it, else the input head's, for both outcomes of the
-   accept, chosen by it last; transparent for the PT write at that edge, so the
-   register always equals the PT's word for the held packet's record); its valid and
+   clock ahead (``PrimitiveTable.held_look``: the words at the held packet's record
+   and at the input head's, each a register, transparent for the PT write at that
+   edge, and which of them the packet held after the edge is, the held one if it is
+   parked or R keeps it: a register the accept decides, choosing after the edge, so
+   the accept reaches one flip-flop, as the rotation's walk); its valid and
    closed bits are read from the flip-flops at the held packet's record, a register.
    The input head's lookup reads from the port, and ``parked`` chooses between the two
    last. The PT's write-once fields are two memories (tag, EU, entity; the triangle's
@@ -626,9 +627,14 @@ class PrimitiveTable(wiring.Component):
         def fwd(w, addr):
             return Mux(al.en & (al.rec[:self.rbits] == addr[:self.rbits]), wp.data, w)
 
+        # both candidates are registers and ``held_next`` (the accept decides it) is
+        # registered and chooses between them after the edge, so that the accept
+        # reaches one flip-flop here, not the word's (as the rotation's walk)
+        word_held, word_in, took_held = Signal(self.loc), Signal(self.loc), Signal()
         held_word = Signal(self.loc)
-        m.d.sync += held_word.eq(Mux(self.held_next, fwd(w_held, self.held_addr),
-                                     fwd(w_in, self.look_addr)))
+        m.d.sync += [word_held.eq(fwd(w_held, self.held_addr)),
+                     word_in.eq(fwd(w_in, self.look_addr)), took_held.eq(self.held_next)]
+        m.d.comb += held_word.eq(Mux(took_held, word_held, word_in))
         m.d.comb += [self.held_look.valid.eq(bit(valid, self.held_addr)),
                      self.held_look.closed.eq(bit(closed, self.held_addr)),
                      self.held_look.tag.eq(held_word.tag), self.held_look.eu.eq(held_word.eu),
