@@ -170,7 +170,8 @@ Decisions
    valid bit -> the bad-answer check -> ``accepted`` -> :class:`Rotation`'s walk).
    Decisions 12-16 and the walk registered (decision 14) since: 4 EUs 54.8 MHz routed
    (one seed), the critical path a parked pixel packet's PT lookup -> the pixel list's
-   order -> the first request, which decision 17 takes out (54.0 MHz, one seed; the
+   order -> the first request, which decision 17 takes out (54.8 MHz, one seed, the
+   critical path then stage R's accept into ``q_v``; the
    same for a parked triangle's VDT lookups measured 49.1 MHz and was not kept);
    figures per step in README.md's Fmax table.
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
