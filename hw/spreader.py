@@ -27,7 +27,8 @@ its own signature:
 * :class:`VertexTable` (VDT) and :class:`PrimitiveTable` (PT), each with its release
   scan; the spreader merges their release streams (VDT first, the release engine);
 * :class:`InFlightTable`: ``(eu, entity) -> (type, record)`` of the entities in flight;
-* :class:`ErrorReporter`: the ``err`` reports in precedence, ``error`` and ``lost``.
+* :class:`ErrorReporter`: the ``err`` reports in precedence, ``error`` and ``lost``,
+  into the error FIFO, a :class:`StagedFIFO` (decision 18).
 
 Stage R's request, answer and accept (log entry, move command), stage C's table writes
 and the completions (lookup, then stage D's table effects a clock later) are short methods of :class:`Spreader`. Codes and outcomes are
@@ -169,7 +170,10 @@ Decisions
    valid bit -> the bad-answer check -> ``accepted`` -> :class:`Rotation`'s walk).
    Decisions 12-16 and the walk registered (decision 14) since: 4 EUs 54.8 MHz routed
    (one seed), the critical path a parked pixel packet's PT lookup -> the pixel list's
-   order -> the first request; figures per step in README.md's Fmax table.
+   order -> the first request, which decision 17 takes out (54.8 MHz, one seed, the
+   critical path then stage R's accept into ``q_v``; the
+   same for a parked triangle's VDT lookups measured 49.1 MHz and was not kept);
+   figures per step in README.md's Fmax table.
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
    priority list is walked from the entry after the EU of that type's last allocation
    (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
@@ -260,6 +264,32 @@ Decisions
    counter's "is zero" is now a register (``refs_zero``, ``pix_zero``), updated with
    the counter: 1 on a release, ``count == all ones`` on an increment, ``count == 1``
    on a decrement (compares of the register, in parallel with the scan).
+17. A parked pixel packet's PT lookup a clock ahead (issue 12; contract unchanged): the
+   lookup of a pixel packet's triangle (tag, EU, entity: a LUT-RAM read) was made after
+   the source select (``parked`` -> the PT address -> the read -> the triangle's EU ->
+   the pixel list's order -> the first request: the routed critical path at 4 EUs
+   after decision 16). The PT now reads the word of the packet held after the edge a
+   clock ahead (``PrimitiveTable.held_look``: the words at the held packet's record
+   and at the input head's, each a register, transparent for the PT write at that
+   edge, and which of them the packet held after the edge is, the held one if it is
+   parked or R keeps it: a register the accept decides, choosing after the edge, so
+   the accept reaches one flip-flop, as the rotation's walk); its valid and
+   closed bits are read from the flip-flops at the held packet's record, a register.
+   The input head's lookup reads from the port, and ``parked`` chooses between the two
+   last. The PT's write-once fields are two memories (tag, EU, entity; the triangle's
+   VDT records), so the added read port copies only the first.
+   ``tb/unit/test_spreader_sim.py`` checks the register against a mirror of the PT's
+   writes in every clock.
+18. The error FIFO's write side ends in a register (issue 12; contract unchanged):
+   :class:`StagedFIFO` shows at its ports what a ``SyncFIFO`` of the same depth shows,
+   clock for clock, but a write loads a staging register (the newest entry) that moves
+   into an inner FIFO at the next edge unless it is read in that clock (its room is
+   the inner level plus the staged entry, registers). A completion's report
+   (``done`` -> the in-flight select and C's entity compare -> ``known`` -> the
+   report's enable) used to end in the error FIFO's write pointer, level counter and
+   LUT-RAM write enable: the front end's critical path (its done FIFO's read -> the
+   spreader's stage C forwarding -> the error FIFO). It now ends in the staging
+   register; the report reaches ``err`` in the same clock as before.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -527,7 +557,11 @@ class PrimitiveTable(wiring.Component):
     one-hots.
 
     Ports: ``busy_addr``/``busy`` (valid bit: a triangle's wait), ``look_addr``/``look``
-    (a pixel packet's triangle), ``refs_addr``/``refs`` (the VDT records of a completed
+    (the input head's pixel packet's triangle), ``held_addr``/``held_look`` (the held
+    pixel packet's triangle: its word is a register, read a clock ahead at the record
+    of the packet held after the edge, ``held_next``: the held one, else the input
+    head's, and transparent for that edge's write, so that a parked pixel packet's
+    lookup starts from flip-flops; decision 17), ``refs_addr``/``refs`` (the VDT records of a completed
     triangle), ``alloc`` (a triangle accepted), ``close`` (an end marker or a last pixel
     packet), ``pixels`` (a pixel packet accepted / completed), ``done`` (a triangle
     completed) and ``release`` (the lowest releasable record).
@@ -538,13 +572,18 @@ class PrimitiveTable(wiring.Component):
         self.rbits = records.bit_length() - 1
         R, VR = max(1, self.rbits), vdt_records.bit_length() - 1
         self.tag_bits = max(1, prid_bits - self.rbits)
-        self.word = data.StructLayout({"tag": self.tag_bits, "eu": EU_W, "entity": ENTITY_W,
-                                       "vrn": 3, "vr": data.ArrayLayout(VR, 3)})
-        self.entry = data.StructLayout({"valid": 1, "closed": 1} | self.word.members)
+        # the fields a pixel packet's lookup and the release read, and a completed
+        # triangle's VDT records (stage D), in two memories, so that the lookups'
+        # read ports do not copy the VDT records
+        self.loc = data.StructLayout({"tag": self.tag_bits, "eu": EU_W, "entity": ENTITY_W})
+        self.vrs = data.StructLayout({"vrn": 3, "vr": data.ArrayLayout(VR, 3)})
+        self.word = data.StructLayout(self.loc.members | self.vrs.members)
+        self.entry = data.StructLayout({"valid": 1, "closed": 1} | self.loc.members)
         rec = data.StructLayout({"en": 1, "rec": R})
         super().__init__({
             "busy_addr": In(R), "busy": Out(1),
             "look_addr": In(R), "look": Out(self.entry),
+            "held_addr": In(R), "held_next": In(1), "held_look": Out(self.entry),
             "refs_addr": In(R), "refs": Out(self.word),
             "alloc": In(data.StructLayout({"en": 1, "rec": R, "word": self.word})),
             "close": In(rec).array(2), "pix_inc": In(rec), "pix_dec": In(rec),
@@ -558,11 +597,12 @@ class PrimitiveTable(wiring.Component):
         valid, done, closed = (Signal(P, name=n) for n in ("valid", "done", "closed"))
         pix = [Signal(13, name=f"pix{q}") for q in range(P)]
         pix_zero = Signal(P, init=(1 << P) - 1)     # ``pix[q] == 0``, a register
-        m.submodules.mem = mem = Memory(shape=self.word, depth=P, init=[])
-        wp = mem.write_port()
+        m.submodules.mem = mem = Memory(shape=self.loc, depth=P, init=[])
+        m.submodules.mem_vr = mem_vr = Memory(shape=self.vrs, depth=P, init=[])
+        wp, wp_vr = mem.write_port(), mem_vr.write_port()
 
-        def read(addr):
-            p = mem.read_port(domain="comb")
+        def read(addr, memory=mem):
+            p = memory.read_port(domain="comb")
             m.d.comb += p.addr.eq(addr[:self.rbits])
             return p.data
 
@@ -572,17 +612,39 @@ class PrimitiveTable(wiring.Component):
         def onehot(addr):
             return _onehot(addr[:self.rbits], P) if self.rbits else Const(1, 1)
 
+        al = self.alloc
+        m.d.comb += [wp.en.eq(al.en), wp.addr.eq(al.rec[:self.rbits]),
+                     wp_vr.en.eq(al.en), wp_vr.addr.eq(al.rec[:self.rbits]),
+                     wp.data.tag.eq(al.word.tag), wp.data.eu.eq(al.word.eu),
+                     wp.data.entity.eq(al.word.entity),
+                     wp_vr.data.vrn.eq(al.word.vrn), wp_vr.data.vr.eq(al.word.vr)]
         m.d.comb += self.busy.eq(bit(valid, self.busy_addr))
-        w = read(self.look_addr)
+        w_in, w_held = read(self.look_addr), read(self.held_addr)
         m.d.comb += [self.look.valid.eq(bit(valid, self.look_addr)),
                      self.look.closed.eq(bit(closed, self.look_addr)),
-                     self.look.tag.eq(w.tag), self.look.eu.eq(w.eu),
-                     self.look.entity.eq(w.entity), self.look.vrn.eq(w.vrn),
-                     self.look.vr.eq(w.vr)]
-        m.d.comb += self.refs.eq(read(self.refs_addr))
+                     self.look.tag.eq(w_in.tag), self.look.eu.eq(w_in.eu),
+                     self.look.entity.eq(w_in.entity)]
 
-        al = self.alloc
-        m.d.comb += [wp.en.eq(al.en), wp.addr.eq(al.rec[:self.rbits]), wp.data.eq(al.word)]
+        # the held packet's word after the edge: the word of the record it names
+        # (the held packet's or the input head's), with this edge's write forwarded
+        def fwd(w, addr):
+            return Mux(al.en & (al.rec[:self.rbits] == addr[:self.rbits]), wp.data, w)
+
+        # both candidates are registers and ``held_next`` (the accept decides it) is
+        # registered and chooses between them after the edge, so that the accept
+        # reaches one flip-flop here, not the word's (as the rotation's walk)
+        word_held, word_in, took_held = Signal(self.loc), Signal(self.loc), Signal()
+        held_word = Signal(self.loc)
+        m.d.sync += [word_held.eq(fwd(w_held, self.held_addr)),
+                     word_in.eq(fwd(w_in, self.look_addr)), took_held.eq(self.held_next)]
+        m.d.comb += held_word.eq(Mux(took_held, word_held, word_in))
+        m.d.comb += [self.held_look.valid.eq(bit(valid, self.held_addr)),
+                     self.held_look.closed.eq(bit(closed, self.held_addr)),
+                     self.held_look.tag.eq(held_word.tag), self.held_look.eu.eq(held_word.eu),
+                     self.held_look.entity.eq(held_word.entity)]
+        w_vr = read(self.refs_addr, mem_vr)
+        m.d.comb += [self.refs.vrn.eq(w_vr.vrn), self.refs.vr.eq(w_vr.vr)]
+
         written, closing, done_set, inc, dec, ok = (
             Signal(P, name=n) for n in ("written", "closing", "done_set", "inc", "dec", "ok"))
         m.d.comb += [
@@ -945,6 +1007,38 @@ class InFlightTable(wiring.Component):
         return m
 
 
+class StagedFIFO(wiring.Component):
+    """A FIFO whose ports behave exactly as those of ``SyncFIFO(width, depth)`` (an
+    entry written at an edge is readable from the next clock, ``w_rdy`` while fewer
+    than ``depth`` entries are held), but whose write side ends in a register: a write
+    loads a staging register (the newest entry), which moves into an inner
+    ``SyncFIFO`` at the next edge unless it is read in that clock. So a late ``w_en``
+    reaches a flip-flop, not the write pointer, the level and the LUT-RAM's write
+    enable (decision 18: the error FIFO, written by a completion's lookup)."""
+
+    def __init__(self, *, width, depth):
+        self.width, self.depth = width, depth
+        super().__init__({"w_en": In(1), "w_data": In(width), "w_rdy": Out(1),
+                          "r_en": In(1), "r_data": Out(width), "r_rdy": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = inner = SyncFIFO(width=self.width, depth=self.depth)
+        staged_v, staged = Signal(), Signal(self.width)
+        # entries held: the inner FIFO's and the staged one (at most ``depth``)
+        m.d.comb += self.w_rdy.eq(Mux(staged_v, inner.level < self.depth - 1,
+                                      inner.level < self.depth))
+        # the head: the inner FIFO's, else the staged entry, read straight from the
+        # staging register (then it does not move into the inner FIFO)
+        direct = staged_v & ~inner.r_rdy & self.r_en
+        m.d.comb += [self.r_rdy.eq(inner.r_rdy | staged_v),
+                     self.r_data.eq(Mux(inner.r_rdy, inner.r_data, staged)),
+                     inner.r_en.eq(self.r_en),
+                     inner.w_en.eq(staged_v & ~direct), inner.w_data.eq(staged)]
+        m.d.sync += [staged_v.eq(self.w_en & self.w_rdy), staged.eq(self.w_data)]
+        return m
+
+
 class ErrorReporter(wiring.Component):
     """The ``err`` reports of one clock: the first enabled source of ``sources`` (in
     precedence order) goes to ``err`` (a FIFO's write side); the sticky ``error`` is set
@@ -1035,7 +1129,7 @@ class PacketChecks(wiring.Component):
             "vdt_busy_addr": Out(VR).array(3), "vdt_busy": In(1).array(3),
             "vdt_look_addr": Out(VR).array(3), "vdt_look": In(vdt_entry).array(3),
             "pt_busy_addr": Out(PR), "pt_busy": In(1),
-            "pt_look_addr": Out(PR), "pt_look": In(pt_entry),
+            "pt_look_addr": Out(PR), "pt_look": In(pt_entry), "pt_held_look": In(pt_entry),
             "result": Out(_eval_layout(detail_bits)).array(4),
             "provider": Out(4),
             "tri_locs": Out(LOC).array(3), "tri_recs": Out(VR).array(3),
@@ -1170,12 +1264,19 @@ class PacketChecks(wiring.Component):
         """The PT lookup: a missing prid whose triangle is inside the spreader or in C
         waits, as does a primitive R's or C's pixel packet closes; an end marker (mask 0,
         ``last``) closes its primitive."""
-        pp, res, look = self.pix, self.result[PIX], self.pt_look
+        pp, res, look, held = self.pix, self.result[PIX], self.pt_look, self.pt_held_look
         rec = self.prec(pp.prid)
         hit, prov, hazard = Signal(), Signal(), Signal()
+        # the lookup for both sources, ``parked`` choosing last: the input head's from
+        # the port, the parked packet's from the PT's register (``pt_held_look``, read a
+        # clock ahead; decision 17), so that no source select and no LUT-RAM read lies
+        # ahead of a parked packet's triangle EU and the pixel list's order
+        hit_in = look.valid & (look.tag == self.ptag(self.in_pix.prid)) & ~look.closed
+        hit_held = held.valid & (held.tag == self.ptag(self.held_pix.prid)) & ~held.closed
+        parked = self.parked[PIX]
         m.d.comb += [
-            self.pt_look_addr.eq(rec), res.rec.eq(rec),
-            hit.eq(look.valid & (look.tag == self.ptag(pp.prid)) & ~look.closed),
+            self.pt_look_addr.eq(self.prec(self.in_pix.prid)), res.rec.eq(rec),
+            hit.eq(Mux(parked, hit_held, hit_in)),
             # for both sources, ``parked`` choosing last (the parked packet's compares
             # are registers: ``held_pix_eq``), as a triangle's provider compares
             prov.eq(Mux(self.parked[PIX],
@@ -1186,7 +1287,8 @@ class PacketChecks(wiring.Component):
             hazard.eq(Cat(st.is_[PIX] & st.pix.last & (self.prec(st.pix.prid) == rec)
                           for st in stages).any()),
             self.provider[PIX].eq(prov),
-            self.pix_tri.eu.eq(look.eu), self.pix_tri.entity.eq(look.entity),
+            self.pix_tri.eu.eq(Mux(parked, held.eu, look.eu)),
+            self.pix_tri.entity.eq(Mux(parked, held.entity, look.entity)),
         ]
         with m.If(pp.mask == 0):
             with m.If(~pp.last):
@@ -1374,7 +1476,8 @@ class Spreader(wiring.Component):
         m.d.comb += [chk.vdt_busy[i].eq(vdt.busy[i]) for i in range(3)]
         m.d.comb += [chk.vdt_look[i].eq(vdt.look[i]) for i in range(3)]
         m.d.comb += [ptab.busy_addr.eq(chk.pt_busy_addr), chk.pt_busy.eq(ptab.busy),
-                     ptab.look_addr.eq(chk.pt_look_addr), chk.pt_look.eq(ptab.look)]
+                     ptab.look_addr.eq(chk.pt_look_addr), chk.pt_look.eq(ptab.look),
+                     chk.pt_held_look.eq(ptab.held_look)]
         f = fifos["err"]
         m.d.comb += [f.w_data.eq(errs.err.payload), f.w_en.eq(errs.err.valid),
                      errs.err.ready.eq(f.w_rdy)]
@@ -1383,7 +1486,7 @@ class Spreader(wiring.Component):
         s = _State(self, m)
         self._stage_p(m, s, cfg, chk, arb, cands)
         self._stage_r(m, s, scan, ift)
-        self._advance(m, s, fifos, cfg, chk, arb, scan)
+        self._advance(m, s, fifos, cfg, chk, arb, scan, ptab)
         self._commit(m, s, fifos, ptab, rot)
         self._commit_stage(m, s, vdt, ptab, ift)
         self._completion(m, s, vdt, ptab, ift)
@@ -1397,7 +1500,9 @@ class Spreader(wiring.Component):
         ports."""
         fifos = {}
         for name in ("move", "log", "release", "err"):
-            f = SyncFIFO(width=self.lay[name].size, depth=self.fifo_depth)
+            # the error FIFO's write side ends in a register (decision 18)
+            fifo = StagedFIFO if name == "err" else SyncFIFO
+            f = fifo(width=self.lay[name].size, depth=self.fifo_depth)
             m.submodules[f"{name}_fifo"] = fifos[name] = f
             port = getattr(self, name)
             m.d.comb += [port.valid.eq(f.r_rdy), port.payload.eq(f.r_data),
@@ -1531,7 +1636,7 @@ class Spreader(wiring.Component):
         m.d.comb += [r.en.eq(s.consume_err), r.code.eq(ev.code), r.src.eq(s.r_stream),
                      r.seq.eq(s.cur_seq), r.detail.eq(ev.detail)]
 
-    def _advance(self, m, s, fifos, cfg, chk, arb, scan):
+    def _advance(self, m, s, fifos, cfg, chk, arb, scan, ptab):
         """P -> R: a pass enters R (``load``) when R is free at the edge, the log and move
         FIFOs keep a free entry after this clock's pushes, and it does not overtake R's
         own packet; it brings its first request (P's scan). A refusal loads the request
@@ -1621,6 +1726,12 @@ class Spreader(wiring.Component):
         m.d.sync += [s.active.eq(Mux(acc, load1, load0 | stays0)),
                      s.q_first.eq(Mux(acc, load1, load0 | s.taken))]
         self._provider_compares(m, s, acc, c0)
+        # the held pixel packet's PT word, read a clock ahead (decision 17): the packet
+        # held after the edge is the held one if it is parked or R keeps it (for both
+        # outcomes of the accept, chosen by it last), else the input's head
+        keep0 = s.active & (s.r_stream == PIX) & ~c0
+        m.d.comb += [ptab.held_addr.eq(s.held[PIX].prid[:max(1, self.pbits)]),
+                     ptab.held_next.eq(s.parked[PIX] | (~acc & keep0))]
 
     def _provider_compares(self, m, s, acc, c0):
         """The held triangle's and pixel packet's provider compares (decision 15), from
