@@ -561,8 +561,8 @@ class PrimitiveTable(wiring.Component):
     pixel packet's triangle: its word is a register, read a clock ahead at the record
     of the packet held after the edge, ``held_next``: the held one, else the input
     head's, and transparent for that edge's write, so that a parked pixel packet's
-    lookup starts from flip-flops; decision 17), ``refs_addr``/``refs`` (the VDT records of a completed
-    triangle), ``alloc`` (a triangle accepted), ``close`` (an end marker or a last pixel
+    lookup starts from flip-flops; decision 17), ``refs_addr``/``refs`` (the VDT
+    records of a completed triangle), ``alloc`` (a triangle accepted), ``close`` (an end marker or a last pixel
     packet), ``pixels`` (a pixel packet accepted / completed), ``done`` (a triangle
     completed) and ``release`` (the lowest releasable record).
     """
