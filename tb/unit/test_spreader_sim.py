@@ -40,6 +40,20 @@ def _groups(ctx, s):
             ctx.get(s.c_pat_g1)]
 
 
+
+def _simulate(design, bench):
+    """Run ``bench`` as a testbench of ``design`` on Amaranth's simulator."""
+    sim = Simulator(design)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def _random_back_pressure(ctx, dut, rng):
+    """This clock's ``ready`` of the spreader's output streams, each high 80 % of clocks."""
+    for port in (dut.move, dut.log, dut.release, dut.err):
+        ctx.set(port.ready, int(rng.random() < 0.8))
+
 @pytest.mark.parametrize("seed", [1])
 def test_registered_provider_compares_equal_the_compares_of_the_registers(seed):
     rng = np.random.default_rng(seed)
@@ -73,8 +87,7 @@ def test_registered_provider_compares_equal_the_compares_of_the_registers(seed):
             ctx.set(dut.done.valid, int(rng.random() < 0.3))
             ctx.set(dut.done.payload.eu, int(rng.integers(2)))
             ctx.set(dut.done.payload.entity, int(rng.integers(256)))
-            for port in (dut.move, dut.log, dut.release, dut.err):
-                ctx.set(port.ready, int(rng.random() < 0.8))
+            _random_back_pressure(ctx, dut, rng)
             await ctx.tick()
             s = dut.probe
             groups = _groups(ctx, s)
@@ -92,10 +105,7 @@ def test_registered_provider_compares_equal_the_compares_of_the_registers(seed):
             assert peq >> 1 & 1 == int(prid == ctx.get(s.c_held[TRI].prid))
             checked["pix"] += 1
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    _simulate(dut, bench)
     # the compares were both true and false many times
     assert checked["equal"] > 100 and checked["tri"] - checked["equal"] > 100
 
@@ -157,8 +167,7 @@ def test_held_pixel_packets_pt_word_is_read_a_clock_ahead(seed):
                 ctx.set(dut.done.payload.entity, in_flight[0][1])
                 in_flight.pop(0)
             ctx.set(dut.done.valid, int(bool(done)))
-            for port in (dut.move, dut.log, dut.release, dut.err):
-                ctx.set(port.ready, int(rng.random() < 0.8))
+            _random_back_pressure(ctx, dut, rng)
             # this clock's accepts, the packets taken and the PT's write at this edge
             # (stage C's triangle)
             for e in range(2):
@@ -185,10 +194,7 @@ def test_held_pixel_packets_pt_word_is_read_a_clock_ahead(seed):
             checked["held"] += int(word != (0, 0, 0) and ctx.get(s.parked) >> PIX & 1)
         assert not ctx.get(dut.error)
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    _simulate(dut, bench)
     # PT records were written (and rewritten), and parked pixel packets named them
     assert checked["writes"] > 40 and checked["held"] > 100, checked
 
@@ -220,8 +226,5 @@ def test_staged_fifo_behaves_as_a_sync_fifo(depth):
             seen["direct"] += int(ctx.get(ref.level) == 1 and r_en)
             await ctx.tick()
 
-    sim = Simulator(m)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    _simulate(m, bench)
     assert seen["full"] > 50 and seen["direct"] > 50, seen
