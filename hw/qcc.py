@@ -296,6 +296,8 @@ Decisions beyond the golden model
 """
 
 import enum
+import functools
+import itertools
 from types import SimpleNamespace
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -723,6 +725,45 @@ class _ResponseQueue(wiring.Component):
 
 # ---------------------------------------------------------------- the block
 
+@functools.cache
+def _successor_taps(bits):
+    """Taps of a ``bits``-bit shift register whose feedback (the taps' XOR, inverted
+    when every bit but the top one is 0) steps through all ``2 ** bits`` values, 0
+    included (a de Bruijn counter): the fewest taps, always the top bit's (which makes
+    the step a permutation). Found by trying them, checked by walking the cycle."""
+    def walks_all(taps):
+        value = 0
+        for step in range(1, (1 << bits) + 1):
+            value = _step(value, bits, taps)
+            if value == 0:
+                return step == 1 << bits
+        return False
+    for count in range(1, bits + 1):
+        for taps in itertools.combinations(range(bits), count):
+            if bits - 1 in taps and walks_all(taps):
+                return taps
+    raise ValueError(bits)
+
+
+def _step(value, bits, taps):
+    """The successor of ``value`` (an int) in the counter of :func:`_successor_taps`."""
+    if bits == 1:
+        return value ^ 1
+    feedback = sum(value >> t & 1 for t in taps) & 1
+    feedback ^= (value & ((1 << (bits - 1)) - 1)) == 0
+    return ((value << 1) | feedback) & ((1 << bits) - 1)
+
+
+def _successor(value, taps):
+    """The successor of the ``len(value)``-bit signal ``value`` in the counter of
+    :func:`_successor_taps` (a shift and a LUT4 or three, not an adder's carry chain)."""
+    bits = len(value)
+    if bits == 1:
+        return ~value
+    feedback = _tree(lambda a, b: a ^ b, [value[t] for t in taps]) ^ (value[:bits - 1] == 0)
+    return Cat(feedback, value[:bits - 1])
+
+
 class _Queue(wiring.Component):
     """A FIFO of record indices whose memory is written before the push is decided, with
     its first two entries known at the start of the clock.
@@ -735,14 +776,14 @@ class _Queue(wiring.Component):
     without a push changes nothing. ``head`` (the first entry, valid unless ``empty``)
     is a register, and ``second`` (the entry after it, valid unless ``empty`` or
     ``one``) is the output of the memory's one synchronous read port (transparent to
-    the write), addressed by the head pointer after this clock's pop plus one: a pop
+    the write), addressed by the slot after the head's after this clock's pop: a pop
     moves ``second`` into ``head`` (or the entry pushed in that clock, if it was the
     only one left), and one read port per FIFO keeps it in block RAM. There is no
     level counter: ``empty`` and ``one`` are flags, and whether a pop leaves one entry
     compares the tail with the pointers. The owner must not pop while ``empty`` nor
     push more than ``depth`` entries (the QCC's FIFOs hold record indices, each record
-    in at most one FIFO once: at most ``records`` entries). Depth: a power of two (the
-    pointers wrap by themselves).
+    in at most one FIFO once: at most ``records`` entries). Depth: a power of two (every
+    value of a pointer is a slot).
 
     Parameters
     ----------
@@ -764,13 +805,18 @@ class _Queue(wiring.Component):
         storage = m.submodules.storage = Memory(shape=len(self.w_data), depth=self.depth,
                                                 init=[])
         bits = (self.depth - 1).bit_length()
+        # The pointers step through the slots in the order of a de Bruijn counter, not
+        # 0, 1, 2, ...: any order that visits every slot once serves a ring, and a
+        # step is a shift and a LUT4 or three instead of an adder (40 FIFOs, 2 each).
+        taps = _successor_taps(bits)
         tail = Signal(bits)
-        ahead = Signal(bits, init=1)            # the head pointer + 1: ``second``'s slot
+        # the slot after the head's: ``second``'s
+        ahead = Signal(bits, init=_step(0, bits, taps))
         one, empty = self.one, self.empty
         write = storage.write_port()
         read = storage.read_port(transparent_for=(write,))
         beyond = Signal(bits)
-        m.d.comb += beyond.eq(ahead + 1)
+        m.d.comb += beyond.eq(_successor(ahead, taps))
         ahead_next = Mux(self.r_en, beyond, ahead)
         m.d.comb += [write.addr.eq(tail), write.data.eq(self.w_data), write.en.eq(1),
                      read.addr.eq(ahead_next), self.second.eq(read.data)]
@@ -781,7 +827,7 @@ class _Queue(wiring.Component):
         # The push (late) only chooses among values computed from registers. A pop of
         # two entries leaves one: the tail is two past the head.
         push_only, pop_only = self.w_en & ~self.r_en, self.r_en & ~self.w_en
-        m.d.sync += [ahead.eq(ahead_next), tail.eq(Mux(self.w_en, tail + 1, tail)),
+        m.d.sync += [ahead.eq(ahead_next), tail.eq(Mux(self.w_en, _successor(tail, taps), tail)),
                      one.eq(Mux(push_only, empty, Mux(pop_only, tail == beyond, one))),
                      empty.eq(Mux(push_only, 0, Mux(pop_only, one, empty)))]
         return m
