@@ -439,7 +439,7 @@ def _check_programs(programs):
 #: Synthesis attribute of a shared signal: logic optimisation must not copy the logic
 #: behind it into each of its many users (which it does to save a level of logic, at a
 #: cost of hundreds of LUTs per record).
-KEEP = {"keep": 1}
+KEEP = {}
 
 
 def _wire(shape, name):
