@@ -214,8 +214,8 @@ How it is built, and why
   the accept, which only chooses: so the accept's ``free_run >= lines`` compares a
   register with the command's 4 bits. Likewise "a free record exists"
   (``any_free_record``) is kept a clock ahead: a record that becomes free now, or a
-  free one not taken now (a second one, from a tree of "two or more", when ALLOC or
-  MAP takes the lowest); "a free entity number exists" is the counter of free
+  free one not taken now (when ALLOC or MAP takes the lowest, a free one besides
+  it, from the lowest's one-hot); "a free entity number exists" is the counter of free
   numbers ``!= 0``. The accept waits for no priority encoder's tree. First
   fit takes a buffer from the start of a free run, so that is never more than the
   longest run now and the spreader's minimum check stays safe; the cost is a status
@@ -436,19 +436,19 @@ def _check_programs(programs):
 
 # ---------------------------------------------------------------- logic helpers
 
-#: Synthesis attribute of a shared signal: logic optimisation must not copy the logic
-#: behind it into each of its many users (which it does to save a level of logic, at a
-#: cost of hundreds of LUTs per record).
-KEEP = {}
+# Shared signals carry no ``keep`` attribute: with it, ABC still copied the logic
+# behind them into their users where that saved a level, and left the kept drivers,
+# often with no reader (784 dead LUT4 at 256 records); without it 256 records took
+# 2669 LUT4 fewer (README, block 2).
 
 
 def _wire(shape, name):
-    """A shared signal (see :data:`KEEP`)."""
-    return Signal(shape, name=name, attrs=KEEP)
+    """A named signal, driven elsewhere."""
+    return Signal(shape, name=name)
 
 
 def _sig(m, value, name, shape=None):
-    """A shared signal driven by ``value``: its logic is built once, however often used."""
+    """A named signal driven by ``value``, for a value used in several places."""
     signal = _wire(shape if shape is not None else value.shape(), name)
     m.d.comb += signal.eq(value)
     return signal
@@ -632,8 +632,7 @@ def _longest_run(m, bits, stages, name):
                 signal = Signal(shape, name=f"{name}{level}_{field}", init=init)
                 m.d.sync += signal.eq(value)
                 nexts[id(signal)] = value
-            else:       # (no ``keep``: each node has two users, and logic optimisation
-                        # may merge it into them)
+            else:
                 signal = Signal(shape, name=f"{name}{level}_{field}")
                 m.d.comb += signal.eq(value)
             out.append(signal)
@@ -1254,7 +1253,7 @@ class QCC(wiring.Component):
         loaded = Signal(name="reap_loaded")   # the word was read last clock
         entity = Signal(8, name="reap_entity")
         left = Signal(F, name="reap_left")    # frames not walked yet
-        pick, pick_any = _lowest(m, s.to_reap, "reap_pick")
+        pick_any = _sig(m, s.to_reap.any(), "reap_pick_any")
         slots = _sig(m, Mux(loaded, Cat(word.data[f].valid for f in range(F)), left),
                      "reap_slots")
         frame, _ = _lowest(m, slots, "reap_frame")
@@ -1266,7 +1265,9 @@ class QCC(wiring.Component):
         # (the index from a tree of its own, beside the one-hot's: the map's read address)
         pick_index = _lowest_index(m, s.to_reap, "reap_pick_index")
         m.d.comb += [word.addr.eq(pick_index), word.en.eq(can_pick)]
-        ev.reap_picked = _sig(m, Mux(can_pick, pick, 0), "reap_picked")
+        # (the entity cleared from ``to_reap`` decoded from that index: a decoder, not a
+        # second priority tree beside the index's)
+        ev.reap_picked = _sig(m, Mux(can_pick, _decode(pick_index, E), 0), "reap_picked")
         m.d.sync += [left.eq(slots & ~frame), loaded.eq(0)]
         with m.If(can_pick):
             m.d.sync += [walking.eq(pick_any), loaded.eq(1), entity.eq(pick_index)]
@@ -1506,8 +1507,9 @@ class QCC(wiring.Component):
         free = ~s.valid & ~s.tomb
         freeing = _sig(m, Cat((~s.valid[r] | ev.reaped[r]) & (~s.tomb[r] | ev.dropped[r])
                               & ~free[r] for r in range(R)).any(), "record_freeing")
-        m.d.sync += s.any_free_record.eq(freeing | Mux(new_valid, _two_or_more(
-            m, free, "free_record_two"), free.any()))
+        # (two or more free: one besides the lowest, from the lowest's one-hot)
+        m.d.sync += s.any_free_record.eq(freeing | Mux(new_valid, (free & ~ev.free_rec).any(),
+                                                       free.any()))
         for r in range(R):
             fresh, issued = ev.free_rec[r], ev.issued[r]
             done = _sig(m, d_n.onehot[r] | d_m.onehot[r], f"rec{r}_done")
