@@ -78,7 +78,9 @@ How it is built, and why
   results, TRANSLATE) cost a RAM read port instead of a multiplexer across every
   record. What stays flip-flops per record is what changes while it lives or what every
   record is looked at for at once: ``valid`` (allocated and not yet reaped), ``busy``
-  (one bit per kind of issue: ``busy_numeric``, ``busy_move``), ``queued`` and ``tomb``.
+  (one bit per kind of issue: ``busy_numeric``, ``busy_move``) and ``tomb``. Whether
+  a record is queued is not kept: the look-up needs it only for a live entity's
+  frame-0 record, which is then queued if and only if it is neither busy nor done.
 * **``stage`` is a table with three write ports.** It changes while a record lives
   but is only ever read by index (completions, the look-up of MAP/DELETE/RELEASE,
   search responses), and written by three writers that never write one record in
@@ -112,7 +114,7 @@ How it is built, and why
 * **MAP, DELETE and RELEASE look up before they are taken.** Every clock ``cmd``'s
   entity is read from the map; in the next clock the map
   word gives the index of its frame-0 record and of (entity, frame), and the frame-0
-  record's changing fields (stage, queued, busy) are read by that index into
+  record's changing fields (stage, busy) are read by that index into
   registers, corrected for what that clock does to them. These three operations are
   taken two clocks after their command is first offered (``cmd.ready`` depends on
   ``op``), or one more if the frame-0 record was completed in between: no other
@@ -159,7 +161,7 @@ How it is built, and why
   over the free bits; the lines from a first fit of the length the command asks for
   (runs of free lines, then the lowest start). The lowest free record and the RAMs
   are written every clock with what ALLOC or MAP would put there (it is free, so
-  nothing reads it); only the ``valid`` and ``queued`` bits and the free-line bits
+  nothing reads it); only the ``valid`` bits and the free-line bits
   wait for the accept decision. The lines taken are the first fit's one-hot start
   spread over the command's length (line i is taken if the start is one of the
   ``lines`` lines up to i: two LUT4 levels after the lowest-start tree); a range from
@@ -953,7 +955,6 @@ class QCC(wiring.Component):
         s.busy_kind = [bits(f"busy_{k.name.lower()}") for k in Kind]
         s.busy = Signal(R, name="busy")
         m.d.comb += s.busy.eq(s.busy_kind[0][0] | s.busy_kind[1][0])
-        s.queued, s.queued_bit = bits("queued")    # in the logical FIFO of its (etype, stage)
         s.tomb, s.tomb_bit = bits("tomb")          # entity deleted while queued: a tombstone
         s.busy_d, s.busy_d_bit = bits("busy_d")    # busy one clock ago, for search reads
         # ``stage`` changes while a record lives but is read by index only: a table
@@ -1122,7 +1123,6 @@ class QCC(wiring.Component):
                        f"popped_{k.name.lower()}") for k in Kind]
         ev.issued_kind = [_sig(m, popped[k] & ~s.tomb, f"issued_{k.name.lower()}")
                           for k in Kind]
-        ev.issued = _sig(m, ev.issued_kind[0] | ev.issued_kind[1], "issued")
         ev.dropped = _sig(m, (popped[0] | popped[1]) & s.tomb, "dropped")
 
     def _decide(self, m, s, ev, k):
@@ -1396,11 +1396,15 @@ class QCC(wiring.Component):
         issued = _sig(m, _any(ev.carry[k] & (ev.head[k] == index) for k in Kind),
                       "lookup_popped")
         ev.rec0_stage = _wire(4, "lookup_stage")
-        ev.rec0_queued, busy = _wire(1, "lookup_queued"), Signal()
+        busy = Signal()
         m.d.sync += [ev.rec0_stage.eq(stage),
-                     ev.rec0_queued.eq(self._pick(s.queued, index) & ~issued),
                      busy.eq(self._pick(s.busy, index) | issued)]
         ev.rec0_busy = _sig(m, busy | issued, "lookup_busy")
+        # Queued (in its FIFO): a live entity's frame-0 record is queued, busy or done
+        # (stage DONE, held), one at a time, from its ALLOC until its entity dies; so
+        # it is queued if and only if it is neither busy nor done, and no per-record
+        # ``queued`` bit is kept.
+        ev.rec0_queued = _sig(m, ~busy & (ev.rec0_stage != DONE_STAGE), "lookup_queued")
 
     def _allocate_code(self, m, ev, code, lines_ok):
         """Response code of ALLOC or MAP, checks in the model's order of precedence."""
@@ -1483,14 +1487,13 @@ class QCC(wiring.Component):
         """Next state of every record, from a few events per record.
 
         ``fresh``: it is the lowest free record, written every clock with what ALLOC or
-        MAP would put there (it is free, so nothing reads it); only ``valid`` and
-        ``queued`` wait for the decision. ``reaped``: the reaper frees it. ``issued``:
+        MAP would put there (it is free, so nothing reads it); only ``valid`` waits
+        for the decision. ``reaped``: the reaper frees it. ``issued``:
         it is the head a port pops and issues. ``done``: a completion of it was taken.
         ``tomb``: set when its entity is deleted while queued, cleared when a port pops
         it (``dropped``); meanwhile it is not free.
         """
         R = self.records
-        d_n, d_m = ev.done
         # (A frame mapped in the clock its entity dies is in the map word the reaper
         # reads: it is reaped with the others.)
         new_valid = _sig(m, ev.alloc_ok | ev.map_ok, "new_valid")
@@ -1511,18 +1514,13 @@ class QCC(wiring.Component):
         m.d.sync += s.any_free_record.eq(freeing | Mux(new_valid, (free & ~ev.free_rec).any(),
                                                        free.any()))
         for r in range(R):
-            fresh, issued = ev.free_rec[r], ev.issued[r]
-            done = _sig(m, d_n.onehot[r] | d_m.onehot[r], f"rec{r}_done")
-            advance = _sig(m, Mux(d_n.onehot[r], d_n.advance, d_m.advance) & done,
-                           f"rec{r}_advance")
-            # A dead record keeps ``busy`` (0: an entity dies only while not busy) and
-            # ``queued`` (read only for a live entity's look-up) until it is fresh again.
+            fresh = ev.free_rec[r]
+            # A dead record keeps ``busy`` (0: an entity dies only while not busy) until
+            # it is fresh again.
             m.d.sync += [
                 s.valid_bit[r].eq(Mux(fresh, new_valid, s.valid_bit[r] & ~ev.reaped[r])),
                 *(busy[r].eq(~fresh & (ev.issued_kind[k][r] | (busy[r] & ~d.onehot[r])))
                   for k, ((_, busy), d) in enumerate(zip(s.busy_kind, ev.done))),
-                s.queued_bit[r].eq(Mux(fresh, ev.alloc_ok, ~issued
-                                       & Mux(done, advance, s.queued_bit[r]))),
                 s.tomb_bit[r].eq(Mux(ev.dropped[r], 0, s.tomb_bit[r] | ev.entombed[r])),
             ]
 
