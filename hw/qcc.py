@@ -449,9 +449,11 @@ def _wire(shape, name):
     return Signal(shape, name=name)
 
 
-def _sig(m, value, name, shape=None):
-    """A named signal driven by ``value``, for a value used in several places."""
-    signal = _wire(shape if shape is not None else value.shape(), name)
+def _sig(m, value, name, shape=None, keep=False):
+    """A named signal driven by ``value``, for a value used in several places; ``keep``
+    (ALLOC's first fit only) makes Yosys keep it as a node of its own."""
+    signal = Signal(shape if shape is not None else value.shape(), name=name,
+                    attrs={"keep": 1} if keep else {})
     m.d.comb += signal.eq(value)
     return signal
 
@@ -513,7 +515,7 @@ def _range_mask(m, base, length, count, name):
                for i in range(count))
 
 
-def _lowest(m, vector, name):
+def _lowest(m, vector, name, keep=False):
     """Signal holding the one-hot of the lowest set bit of ``vector``, and its ``any``.
 
     A tree of groups of four: a bit is the lowest if it is the lowest in its group and
@@ -522,25 +524,27 @@ def _lowest(m, vector, name):
     if not isinstance(vector, Signal):
         vector = _sig(m, vector, name + "_in")
     bits = [vector[i] for i in range(len(vector))]
-    onehot, _ = _lowest_bits(m, bits, name)
-    result = Signal(len(vector), name=name)
+    onehot, _ = _lowest_bits(m, bits, name, keep)
+    result = Signal(len(vector), name=name, attrs={"keep": 1} if keep else {})
     m.d.comb += result.eq(Cat(onehot))
     # "Any" from a flat OR tree of its own: the groups' "none below" terms form a chain
     # (each group's adds one level), which logic optimisation would otherwise share.
     return result, _sig(m, vector.any(), name + "_exists")
 
 
-def _lowest_bits(m, bits, name):
+def _lowest_bits(m, bits, name, keep=False):
     if len(bits) <= 4:
-        return [bits[i] & ~_any(bits[:i]) for i in range(len(bits))], _sig(m, _any(bits), name)
+        return ([bits[i] & ~_any(bits[:i]) for i in range(len(bits))],
+                _sig(m, _any(bits), name, keep=keep))
     size = -(-len(bits) // 4)
-    groups = [_lowest_bits(m, bits[j:j + size], f"{name}_{j // size}")
+    groups = [_lowest_bits(m, bits[j:j + size], f"{name}_{j // size}", keep)
               for j in range(0, len(bits), size)]
     onehot = []
     for j, (group, _) in enumerate(groups):
-        none_below = _sig(m, ~_any(any_ for _, any_ in groups[:j]), f"{name}_{j}_clear")
+        none_below = _sig(m, ~_any(any_ for _, any_ in groups[:j]), f"{name}_{j}_clear",
+                          keep=keep)
         onehot += [bit & none_below for bit in group]
-    return onehot, _sig(m, _any(any_ for _, any_ in groups), name + "_any")
+    return onehot, _sig(m, _any(any_ for _, any_ in groups), name + "_any", keep=keep)
 
 
 def _lowest_index(m, vector, name):
@@ -1224,11 +1228,11 @@ class QCC(wiring.Component):
         ev.run_room = Signal(range(L + 1), name="run_room", init=L)
         room = ev.run_room
         ev.run_ok = _sig(m, (room[4:] != 0) | (room[:4] >= n), "run_ok")
-        need = _sig(m, Cat(n > j for j in range(MAX_BUF_LINES)), "fit_need")
+        need = _sig(m, Cat(n > j for j in range(MAX_BUF_LINES)), "fit_need", keep=True)
         free = [s.line_free[i] for i in range(L)] + [Const(0, 1)] * MAX_BUF_LINES
         fits = _sig(m, Cat(Cat(free[b + j] | ~need[j] for j in range(MAX_BUF_LINES)).all()
-                           for b in range(L)), "fit_runs")
-        start, _ = _lowest(m, fits, "fit_start")   # (always found on an accept)
+                           for b in range(L)), "fit_runs", keep=True)
+        start, _ = _lowest(m, fits, "fit_start", keep=True)   # (always found on an accept)
         ev.fit_base = _sig(m, _encode(start, self.addr_width), "fit_base")
         # The lines taken: the start's one-hot spread over the command's length (line i
         # is taken if the start is one of the ``n`` lines up to i), two LUT4 levels after
