@@ -837,7 +837,8 @@ class _Queue(wiring.Component):
         # The push (late) only chooses among values computed from registers. A pop of
         # two entries leaves one: the tail is two past the head.
         push_only, pop_only = self.w_en & ~self.r_en, self.r_en & ~self.w_en
-        m.d.sync += [ahead.eq(ahead_next), tail.eq(Mux(self.w_en, _successor(tail, taps), tail)),
+        m.d.sync += [ahead.eq(ahead_next),
+                     tail.eq(Mux(self.w_en, _successor(tail, taps), tail)),
                      one.eq(Mux(push_only, empty, Mux(pop_only, tail == beyond, one))),
                      empty.eq(Mux(push_only, 0, Mux(pop_only, one, empty)))]
         return m
