@@ -78,7 +78,9 @@ How it is built, and why
   results, TRANSLATE) cost a RAM read port instead of a multiplexer across every
   record. What stays flip-flops per record is what changes while it lives or what every
   record is looked at for at once: ``valid`` (allocated and not yet reaped), ``busy``
-  (one bit per kind of issue: ``busy_numeric``, ``busy_move``), ``queued`` and ``tomb``.
+  (one bit per kind of issue: ``busy_numeric``, ``busy_move``) and ``tomb``. Whether
+  a record is queued is not kept: the look-up needs it only for a live entity's
+  frame-0 record, which is then queued if and only if it is neither busy nor done.
 * **``stage`` is a table with three write ports.** It changes while a record lives
   but is only ever read by index (completions, the look-up of MAP/DELETE/RELEASE,
   search responses), and written by three writers that never write one record in
@@ -112,7 +114,7 @@ How it is built, and why
 * **MAP, DELETE and RELEASE look up before they are taken.** Every clock ``cmd``'s
   entity is read from the map; in the next clock the map
   word gives the index of its frame-0 record and of (entity, frame), and the frame-0
-  record's changing fields (stage, queued, busy) are read by that index into
+  record's changing fields (stage, busy) are read by that index into
   registers, corrected for what that clock does to them. These three operations are
   taken two clocks after their command is first offered (``cmd.ready`` depends on
   ``op``), or one more if the frame-0 record was completed in between: no other
@@ -159,7 +161,7 @@ How it is built, and why
   over the free bits; the lines from a first fit of the length the command asks for
   (runs of free lines, then the lowest start). The lowest free record and the RAMs
   are written every clock with what ALLOC or MAP would put there (it is free, so
-  nothing reads it); only the ``valid`` and ``queued`` bits and the free-line bits
+  nothing reads it); only the ``valid`` bits and the free-line bits
   wait for the accept decision. The lines taken are the first fit's one-hot start
   spread over the command's length (line i is taken if the start is one of the
   ``lines`` lines up to i: two LUT4 levels after the lowest-start tree); a range from
@@ -214,8 +216,8 @@ How it is built, and why
   the accept, which only chooses: so the accept's ``free_run >= lines`` compares a
   register with the command's 4 bits. Likewise "a free record exists"
   (``any_free_record``) is kept a clock ahead: a record that becomes free now, or a
-  free one not taken now (a second one, from a tree of "two or more", when ALLOC or
-  MAP takes the lowest); "a free entity number exists" is the counter of free
+  free one not taken now (when ALLOC or MAP takes the lowest, a free one besides
+  it, from the lowest's one-hot); "a free entity number exists" is the counter of free
   numbers ``!= 0``. The accept waits for no priority encoder's tree. First
   fit takes a buffer from the start of a free run, so that is never more than the
   longest run now and the spreader's minimum check stays safe; the cost is a status
@@ -284,7 +286,12 @@ How it is built, and why
   15.4 ns). With that entry written a clock later from the ``placed_*`` registers it
   routes at 64.8 MHz (one seed, 8658 LUT4), its worst path ALLOC's first fit again
   (``cmd.lines`` → the runs of free lines → the lowest start → ``fit_mask`` → a line's
-  free bit, 15.4 ns). README, block 2.
+  free bit, 15.4 ns). With the FIFO pointers as de Bruijn counters, no ``keep``
+  attribute but on the first fit's nodes, no ``queued`` bit and two priority trees
+  fewer (the reaper's one-hot pick, "two or more free"), 256 records take 26602 LUT4,
+  6190 FF, 752 DPR16X4 and 52 DP16KD (32 %; was 31140) and the small build 7659 LUT4;
+  it routes at 65.6 MHz, its worst path a TRANSLATE's ``meta`` read → the owner's
+  ``ent_live`` pick → the sticky ``error`` (15.2 ns). README, block 2.
 
 Decisions beyond the golden model
 ---------------------------------
@@ -296,6 +303,8 @@ Decisions beyond the golden model
 """
 
 import enum
+import functools
+import itertools
 from types import SimpleNamespace
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -434,20 +443,22 @@ def _check_programs(programs):
 
 # ---------------------------------------------------------------- logic helpers
 
-#: Synthesis attribute of a shared signal: logic optimisation must not copy the logic
-#: behind it into each of its many users (which it does to save a level of logic, at a
-#: cost of hundreds of LUTs per record).
-KEEP = {"keep": 1}
+# Shared signals carry no ``keep`` attribute: with it, ABC still copied the logic
+# behind them into their users where that saved a level, and left the kept drivers,
+# often with no reader (784 dead LUT4 at 256 records); without it 256 records took
+# 2669 LUT4 fewer (README, block 2).
 
 
 def _wire(shape, name):
-    """A shared signal (see :data:`KEEP`)."""
-    return Signal(shape, name=name, attrs=KEEP)
+    """A named signal, driven elsewhere."""
+    return Signal(shape, name=name)
 
 
-def _sig(m, value, name, shape=None):
-    """A shared signal driven by ``value``: its logic is built once, however often used."""
-    signal = _wire(shape if shape is not None else value.shape(), name)
+def _sig(m, value, name, shape=None, keep=False):
+    """A named signal driven by ``value``, for a value used in several places; ``keep``
+    (ALLOC's first fit only) makes Yosys keep it as a node of its own."""
+    signal = Signal(shape if shape is not None else value.shape(), name=name,
+                    attrs={"keep": 1} if keep else {})
     m.d.comb += signal.eq(value)
     return signal
 
@@ -509,7 +520,7 @@ def _range_mask(m, base, length, count, name):
                for i in range(count))
 
 
-def _lowest(m, vector, name):
+def _lowest(m, vector, name, keep=False):
     """Signal holding the one-hot of the lowest set bit of ``vector``, and its ``any``.
 
     A tree of groups of four: a bit is the lowest if it is the lowest in its group and
@@ -518,25 +529,27 @@ def _lowest(m, vector, name):
     if not isinstance(vector, Signal):
         vector = _sig(m, vector, name + "_in")
     bits = [vector[i] for i in range(len(vector))]
-    onehot, _ = _lowest_bits(m, bits, name)
-    result = Signal(len(vector), name=name)
+    onehot, _ = _lowest_bits(m, bits, name, keep)
+    result = Signal(len(vector), name=name, attrs={"keep": 1} if keep else {})
     m.d.comb += result.eq(Cat(onehot))
     # "Any" from a flat OR tree of its own: the groups' "none below" terms form a chain
     # (each group's adds one level), which logic optimisation would otherwise share.
     return result, _sig(m, vector.any(), name + "_exists")
 
 
-def _lowest_bits(m, bits, name):
+def _lowest_bits(m, bits, name, keep=False):
     if len(bits) <= 4:
-        return [bits[i] & ~_any(bits[:i]) for i in range(len(bits))], _sig(m, _any(bits), name)
+        return ([bits[i] & ~_any(bits[:i]) for i in range(len(bits))],
+                _sig(m, _any(bits), name, keep=keep))
     size = -(-len(bits) // 4)
-    groups = [_lowest_bits(m, bits[j:j + size], f"{name}_{j // size}")
+    groups = [_lowest_bits(m, bits[j:j + size], f"{name}_{j // size}", keep)
               for j in range(0, len(bits), size)]
     onehot = []
     for j, (group, _) in enumerate(groups):
-        none_below = _sig(m, ~_any(any_ for _, any_ in groups[:j]), f"{name}_{j}_clear")
+        none_below = _sig(m, ~_any(any_ for _, any_ in groups[:j]), f"{name}_{j}_clear",
+                          keep=keep)
         onehot += [bit & none_below for bit in group]
-    return onehot, _sig(m, _any(any_ for _, any_ in groups), name + "_any")
+    return onehot, _sig(m, _any(any_ for _, any_ in groups), name + "_any", keep=keep)
 
 
 def _lowest_index(m, vector, name):
@@ -630,8 +643,7 @@ def _longest_run(m, bits, stages, name):
                 signal = Signal(shape, name=f"{name}{level}_{field}", init=init)
                 m.d.sync += signal.eq(value)
                 nexts[id(signal)] = value
-            else:       # (no ``keep``: each node has two users, and logic optimisation
-                        # may merge it into them)
+            else:
                 signal = Signal(shape, name=f"{name}{level}_{field}")
                 m.d.comb += signal.eq(value)
             out.append(signal)
@@ -723,6 +735,45 @@ class _ResponseQueue(wiring.Component):
 
 # ---------------------------------------------------------------- the block
 
+@functools.cache
+def _successor_taps(bits):
+    """Taps of a ``bits``-bit shift register whose feedback (the taps' XOR, inverted
+    when every bit but the top one is 0) steps through all ``2 ** bits`` values, 0
+    included (a de Bruijn counter): the fewest taps, always the top bit's (which makes
+    the step a permutation). Found by trying them, checked by walking the cycle."""
+    def walks_all(taps):
+        value = 0
+        for step in range(1, (1 << bits) + 1):
+            value = _step(value, bits, taps)
+            if value == 0:
+                return step == 1 << bits
+        return False
+    for count in range(1, bits + 1):
+        for taps in itertools.combinations(range(bits), count):
+            if bits - 1 in taps and walks_all(taps):
+                return taps
+    raise ValueError(bits)
+
+
+def _step(value, bits, taps):
+    """The successor of ``value`` (an int) in the counter of :func:`_successor_taps`."""
+    if bits == 1:
+        return value ^ 1
+    feedback = sum(value >> t & 1 for t in taps) & 1
+    feedback ^= (value & ((1 << (bits - 1)) - 1)) == 0
+    return ((value << 1) | feedback) & ((1 << bits) - 1)
+
+
+def _successor(value, taps):
+    """The successor of the ``len(value)``-bit signal ``value`` in the counter of
+    :func:`_successor_taps` (a shift and a LUT4 or three, not an adder's carry chain)."""
+    bits = len(value)
+    if bits == 1:
+        return ~value
+    feedback = _tree(lambda a, b: a ^ b, [value[t] for t in taps]) ^ (value[:bits - 1] == 0)
+    return Cat(feedback, value[:bits - 1])
+
+
 class _Queue(wiring.Component):
     """A FIFO of record indices whose memory is written before the push is decided, with
     its first two entries known at the start of the clock.
@@ -735,14 +786,14 @@ class _Queue(wiring.Component):
     without a push changes nothing. ``head`` (the first entry, valid unless ``empty``)
     is a register, and ``second`` (the entry after it, valid unless ``empty`` or
     ``one``) is the output of the memory's one synchronous read port (transparent to
-    the write), addressed by the head pointer after this clock's pop plus one: a pop
+    the write), addressed by the slot after the head's after this clock's pop: a pop
     moves ``second`` into ``head`` (or the entry pushed in that clock, if it was the
     only one left), and one read port per FIFO keeps it in block RAM. There is no
     level counter: ``empty`` and ``one`` are flags, and whether a pop leaves one entry
     compares the tail with the pointers. The owner must not pop while ``empty`` nor
     push more than ``depth`` entries (the QCC's FIFOs hold record indices, each record
-    in at most one FIFO once: at most ``records`` entries). Depth: a power of two (the
-    pointers wrap by themselves).
+    in at most one FIFO once: at most ``records`` entries). Depth: a power of two (every
+    value of a pointer is a slot).
 
     Parameters
     ----------
@@ -764,13 +815,18 @@ class _Queue(wiring.Component):
         storage = m.submodules.storage = Memory(shape=len(self.w_data), depth=self.depth,
                                                 init=[])
         bits = (self.depth - 1).bit_length()
+        # The pointers step through the slots in the order of a de Bruijn counter, not
+        # 0, 1, 2, ...: any order that visits every slot once serves a ring, and a
+        # step is a shift and a LUT4 or three instead of an adder (40 FIFOs, 2 each).
+        taps = _successor_taps(bits)
         tail = Signal(bits)
-        ahead = Signal(bits, init=1)            # the head pointer + 1: ``second``'s slot
+        # the slot after the head's: ``second``'s
+        ahead = Signal(bits, init=_step(0, bits, taps))
         one, empty = self.one, self.empty
         write = storage.write_port()
         read = storage.read_port(transparent_for=(write,))
         beyond = Signal(bits)
-        m.d.comb += beyond.eq(ahead + 1)
+        m.d.comb += beyond.eq(_successor(ahead, taps))
         ahead_next = Mux(self.r_en, beyond, ahead)
         m.d.comb += [write.addr.eq(tail), write.data.eq(self.w_data), write.en.eq(1),
                      read.addr.eq(ahead_next), self.second.eq(read.data)]
@@ -781,7 +837,8 @@ class _Queue(wiring.Component):
         # The push (late) only chooses among values computed from registers. A pop of
         # two entries leaves one: the tail is two past the head.
         push_only, pop_only = self.w_en & ~self.r_en, self.r_en & ~self.w_en
-        m.d.sync += [ahead.eq(ahead_next), tail.eq(Mux(self.w_en, tail + 1, tail)),
+        m.d.sync += [ahead.eq(ahead_next),
+                     tail.eq(Mux(self.w_en, _successor(tail, taps), tail)),
                      one.eq(Mux(push_only, empty, Mux(pop_only, tail == beyond, one))),
                      empty.eq(Mux(push_only, 0, Mux(pop_only, one, empty)))]
         return m
@@ -908,7 +965,6 @@ class QCC(wiring.Component):
         s.busy_kind = [bits(f"busy_{k.name.lower()}") for k in Kind]
         s.busy = Signal(R, name="busy")
         m.d.comb += s.busy.eq(s.busy_kind[0][0] | s.busy_kind[1][0])
-        s.queued, s.queued_bit = bits("queued")    # in the logical FIFO of its (etype, stage)
         s.tomb, s.tomb_bit = bits("tomb")          # entity deleted while queued: a tombstone
         s.busy_d, s.busy_d_bit = bits("busy_d")    # busy one clock ago, for search reads
         # ``stage`` changes while a record lives but is read by index only: a table
@@ -1077,7 +1133,6 @@ class QCC(wiring.Component):
                        f"popped_{k.name.lower()}") for k in Kind]
         ev.issued_kind = [_sig(m, popped[k] & ~s.tomb, f"issued_{k.name.lower()}")
                           for k in Kind]
-        ev.issued = _sig(m, ev.issued_kind[0] | ev.issued_kind[1], "issued")
         ev.dropped = _sig(m, (popped[0] | popped[1]) & s.tomb, "dropped")
 
     def _decide(self, m, s, ev, k):
@@ -1179,11 +1234,11 @@ class QCC(wiring.Component):
         ev.run_room = Signal(range(L + 1), name="run_room", init=L)
         room = ev.run_room
         ev.run_ok = _sig(m, (room[4:] != 0) | (room[:4] >= n), "run_ok")
-        need = _sig(m, Cat(n > j for j in range(MAX_BUF_LINES)), "fit_need")
+        need = _sig(m, Cat(n > j for j in range(MAX_BUF_LINES)), "fit_need", keep=True)
         free = [s.line_free[i] for i in range(L)] + [Const(0, 1)] * MAX_BUF_LINES
         fits = _sig(m, Cat(Cat(free[b + j] | ~need[j] for j in range(MAX_BUF_LINES)).all()
-                           for b in range(L)), "fit_runs")
-        start, _ = _lowest(m, fits, "fit_start")   # (always found on an accept)
+                           for b in range(L)), "fit_runs", keep=True)
+        start, _ = _lowest(m, fits, "fit_start", keep=True)   # (always found on an accept)
         ev.fit_base = _sig(m, _encode(start, self.addr_width), "fit_base")
         # The lines taken: the start's one-hot spread over the command's length (line i
         # is taken if the start is one of the ``n`` lines up to i), two LUT4 levels after
@@ -1208,7 +1263,7 @@ class QCC(wiring.Component):
         loaded = Signal(name="reap_loaded")   # the word was read last clock
         entity = Signal(8, name="reap_entity")
         left = Signal(F, name="reap_left")    # frames not walked yet
-        pick, pick_any = _lowest(m, s.to_reap, "reap_pick")
+        pick_any = _sig(m, s.to_reap.any(), "reap_pick_any")
         slots = _sig(m, Mux(loaded, Cat(word.data[f].valid for f in range(F)), left),
                      "reap_slots")
         frame, _ = _lowest(m, slots, "reap_frame")
@@ -1220,7 +1275,9 @@ class QCC(wiring.Component):
         # (the index from a tree of its own, beside the one-hot's: the map's read address)
         pick_index = _lowest_index(m, s.to_reap, "reap_pick_index")
         m.d.comb += [word.addr.eq(pick_index), word.en.eq(can_pick)]
-        ev.reap_picked = _sig(m, Mux(can_pick, pick, 0), "reap_picked")
+        # (the entity cleared from ``to_reap`` decoded from that index: a decoder, not a
+        # second priority tree beside the index's)
+        ev.reap_picked = _sig(m, Mux(can_pick, _decode(pick_index, E), 0), "reap_picked")
         m.d.sync += [left.eq(slots & ~frame), loaded.eq(0)]
         with m.If(can_pick):
             m.d.sync += [walking.eq(pick_any), loaded.eq(1), entity.eq(pick_index)]
@@ -1349,11 +1406,15 @@ class QCC(wiring.Component):
         issued = _sig(m, _any(ev.carry[k] & (ev.head[k] == index) for k in Kind),
                       "lookup_popped")
         ev.rec0_stage = _wire(4, "lookup_stage")
-        ev.rec0_queued, busy = _wire(1, "lookup_queued"), Signal()
+        busy = Signal()
         m.d.sync += [ev.rec0_stage.eq(stage),
-                     ev.rec0_queued.eq(self._pick(s.queued, index) & ~issued),
                      busy.eq(self._pick(s.busy, index) | issued)]
         ev.rec0_busy = _sig(m, busy | issued, "lookup_busy")
+        # Queued (in its FIFO): a live entity's frame-0 record is queued, busy or done
+        # (stage DONE, held), one at a time, from its ALLOC until its entity dies; so
+        # it is queued if and only if it is neither busy nor done, and no per-record
+        # ``queued`` bit is kept.
+        ev.rec0_queued = _sig(m, ~busy & (ev.rec0_stage != DONE_STAGE), "lookup_queued")
 
     def _allocate_code(self, m, ev, code, lines_ok):
         """Response code of ALLOC or MAP, checks in the model's order of precedence."""
@@ -1436,14 +1497,13 @@ class QCC(wiring.Component):
         """Next state of every record, from a few events per record.
 
         ``fresh``: it is the lowest free record, written every clock with what ALLOC or
-        MAP would put there (it is free, so nothing reads it); only ``valid`` and
-        ``queued`` wait for the decision. ``reaped``: the reaper frees it. ``issued``:
+        MAP would put there (it is free, so nothing reads it); only ``valid`` waits
+        for the decision. ``reaped``: the reaper frees it. ``issued``:
         it is the head a port pops and issues. ``done``: a completion of it was taken.
         ``tomb``: set when its entity is deleted while queued, cleared when a port pops
         it (``dropped``); meanwhile it is not free.
         """
         R = self.records
-        d_n, d_m = ev.done
         # (A frame mapped in the clock its entity dies is in the map word the reaper
         # reads: it is reaped with the others.)
         new_valid = _sig(m, ev.alloc_ok | ev.map_ok, "new_valid")
@@ -1460,21 +1520,17 @@ class QCC(wiring.Component):
         free = ~s.valid & ~s.tomb
         freeing = _sig(m, Cat((~s.valid[r] | ev.reaped[r]) & (~s.tomb[r] | ev.dropped[r])
                               & ~free[r] for r in range(R)).any(), "record_freeing")
-        m.d.sync += s.any_free_record.eq(freeing | Mux(new_valid, _two_or_more(
-            m, free, "free_record_two"), free.any()))
+        # (two or more free: one besides the lowest, from the lowest's one-hot)
+        m.d.sync += s.any_free_record.eq(freeing | Mux(new_valid, (free & ~ev.free_rec).any(),
+                                                       free.any()))
         for r in range(R):
-            fresh, issued = ev.free_rec[r], ev.issued[r]
-            done = _sig(m, d_n.onehot[r] | d_m.onehot[r], f"rec{r}_done")
-            advance = _sig(m, Mux(d_n.onehot[r], d_n.advance, d_m.advance) & done,
-                           f"rec{r}_advance")
-            # A dead record keeps ``busy`` (0: an entity dies only while not busy) and
-            # ``queued`` (read only for a live entity's look-up) until it is fresh again.
+            fresh = ev.free_rec[r]
+            # A dead record keeps ``busy`` (0: an entity dies only while not busy) until
+            # it is fresh again.
             m.d.sync += [
                 s.valid_bit[r].eq(Mux(fresh, new_valid, s.valid_bit[r] & ~ev.reaped[r])),
                 *(busy[r].eq(~fresh & (ev.issued_kind[k][r] | (busy[r] & ~d.onehot[r])))
                   for k, ((_, busy), d) in enumerate(zip(s.busy_kind, ev.done))),
-                s.queued_bit[r].eq(Mux(fresh, ev.alloc_ok, ~issued
-                                       & Mux(done, advance, s.queued_bit[r]))),
                 s.tomb_bit[r].eq(Mux(ev.dropped[r], 0, s.tomb_bit[r] | ev.entombed[r])),
             ]
 

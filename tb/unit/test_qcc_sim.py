@@ -183,3 +183,30 @@ def test_hw_constants_match_the_golden_model():
         assert h.response_layout(lines).size == 48 + g.addr_width(lines)
     dut = QCC(records=8, entities=6, lines=24, frames=4)
     assert model_of(dut.config()).status() == (8, 6, 24, 24, False)
+
+
+@pytest.mark.parametrize("bits", range(1, 10))
+def test_fifo_pointer_steps_through_every_slot(bits):
+    """A FIFO pointer's step (``hw.qcc._successor``, the logic) visits each of the
+    ``2 ** bits`` slots once per cycle, starting from slot 0: the ring never skips or
+    repeats a slot."""
+    from amaranth.hdl import Module, Signal
+    from hw.qcc import _successor, _successor_taps
+    m = Module()
+    value, step = Signal(bits), Signal(bits)
+    m.d.comb += step.eq(_successor(value, _successor_taps(bits)))
+    sim = Simulator(m)
+    seen = []
+
+    async def testbench(ctx):
+        current = 0
+        for _ in range(1 << bits):
+            seen.append(current)
+            ctx.set(value, current)
+            current = ctx.get(step)
+        seen.append(current)
+
+    sim.add_testbench(testbench)
+    sim.run()
+    assert sorted(seen[:-1]) == list(range(1 << bits)), "a slot skipped or repeated"
+    assert seen[-1] == 0, "the cycle does not close after every slot"
