@@ -124,7 +124,11 @@ Flow control
 The stages form a rigid pipeline: stages 4-6 (3b-6 at ``latency=8``) and the output
 register move together whenever the output word is not complete or is being taken
 (``adv = ~o.valid | o.ready``); stages 1-3 and the input buffer move with them unless
-stage 3 still has batches of its block to issue (a register, ``more``). Every register
+stage 3 still has batches of its block to issue (a register, ``more``). In MSAA
+builds the two signals that every copy's ``more`` reads are registers: ``more_in``
+("the block in stage 2 has more than one batch", loaded with stage 2 from the count of
+the block entering it) and ``more_on`` ("the block in stage 3 has batches after this
+one"). Every register
 enable is one LUT of ``o.ready`` and registers, and the malformed check of the input
 buffer is decoded as a block enters it (a bubble-squeezing pipeline chains the enables
 through every stage, which was the critical path on the ECP5). One enable for a whole
@@ -200,7 +204,9 @@ plan of stage 5 (:meth:`BlockRasterizer._write_mask`), 17,129. With those change
 span choice and its adder into stage 4 (79 % routing); ``latency=8`` cuts that path
 with stage 3b (the chosen ``half_j`` registered before the adder) at one clock of
 latency and about 4,300 flip-flops: 53.69 MHz routed, the critical path then stage 3's
-count into "more than one batch" and its long routes to every flow copy's ``more``.
+count into "more than one batch" and its long routes to every flow copy's ``more``;
+hence that bit is now a stage-2 register (its count from stage 2's combined classes
+before their registers), and so is "batches after this one".
 
 Decisions where the spec is open
 --------------------------------
@@ -665,9 +671,26 @@ class BlockRasterizer(wiring.Component):
         self._output(m, r6, flow)
 
         # A rigid pipeline (see the module docstring and _Flow).
+        if self.msaa_modes:
+            # more_in and more_on reach every flow copy's `more`: both are registers, so
+            # their nets run from a register (computed from stage 3's registers, the
+            # count behind more_in was the (1, 4) build's routed critical path with its
+            # long routes to the copies). more_in: stage 2 holds a block with more than
+            # one batch, loaded with stage 2 from the block entering it; more_on: the
+            # block in stage 3 has batches after this one (batch + 1 != n_last), kept
+            # for the batch that follows each load and advance.
+            more_in, more_on = Signal(name="s2_more_in"), Signal(name="more_on")
+            s2.loads.setdefault("misc", []).append(more_in.eq(v1 & r2["more"]))
+            advance = flow.enable("adv", "misc")
+            with m.If(misc["enable"]):
+                m.d.sync += more_on.eq(~r3["second_last"])
+            with m.Elif(advance):
+                m.d.sync += more_on.eq(batch + 2 != r3["n_last"])
+        else:                                   # 1x only: no batches (constants)
+            more_in, more_on = v2 & r3["more_in"], batch + 1 != r3["n_last"]
         m.d.comb += [
-                     flow.more_in.eq(v2 & r3["more_in"]),
-                     flow.more_on.eq(batch + 1 != r3["n_last"]),
+                     flow.more_in.eq(more_in),
+                     flow.more_on.eq(more_on),
                      self.o.valid.eq(flow.copy("adv", "out")["full"])]
         stages = ((s1, "load"), (s2, "load"), (s3, "load")) + (
             () if s3b is None else ((s3b, "adv"),)) + ((s4, "adv"), (s5, "adv"), (s6, "adv"))
@@ -870,7 +893,16 @@ class BlockRasterizer(wiring.Component):
             empties.append(~(full | part) & edge_used.replicate(SPANS))
         comb_full, comb_part = self._combine(m, inbox, fulls, empties)
         return {**result, "comb_full": st.reg(comb_full, "comb_full"),
-                "comb_part": st.reg(comb_part, "comb_part")}
+                "comb_part": st.reg(comb_part, "comb_part"),
+                # for the register that reaches every flow copy (elaborate): the block
+                # entering stage 2 has more than one batch, from its PARTIAL spans
+                "more": self._more_batches(_popcount(m, comb_part, "count_in"), mode)}
+
+    def _more_batches(self, count, mode):
+        """The block has more than one batch: more than ``16 / S`` PARTIAL spans in its
+        mode (``count`` of them), as gates from the count (no carry chain)."""
+        return self._by_mode(mode, {n: _greater(count, LANES // n) if n > 1 else Const(0, 1)
+                                    for n in self.modes})
 
     def _lane_msaa(self, m, edge, mode, st, e):
         """Per lane ``ox*A + oy*B`` for the lane's sample ``l % S`` in the block's mode."""
@@ -937,11 +969,8 @@ class BlockRasterizer(wiring.Component):
                 "rank": st.regs(ranks, "rank", unsigned(4)),
                 "order": st.regs(order, "order", unsigned(4)),
                 "n_last": st.reg(n_last, "n_last", unsigned(4)),
-                # the block entering stage 3 has more than one batch: more than 16/S
-                # PARTIAL spans, as gates from the count (its net reaches every flow copy)
-                "more_in": self._by_mode(meta.mode, {
-                    n: _greater(count, LANES // n) if n > 1 else Const(0, 1)
-                    for n in self.modes})}
+                # the entering block's last batch is its second: its more_on at batch 0
+                "second_last": n_last == 1}
 
     @staticmethod
     def _order(m, part, ranks):
@@ -1750,7 +1779,9 @@ class PixelPacker(_Format, wiring.Component):
     the ranks counted in the clock that chose the packets, the 1x packer routed at 42.6
     MHz; with a 16-adder chain for the ranks in B, at 53.5 MHz; now at 115.2 MHz.)
     ``i.ready`` is high while A
-    is empty or moves to B, which it does when B's block sends its last word.
+    is empty or moves to B, which it does when B's block sends its last word; it is one
+    LUT of registers (``idle``: A or B is empty; ``done``; ``o.valid``) and ``o.ready``,
+    as the block rasterizer's flow copies read it.
 
     Parameters
     ----------
@@ -1822,7 +1853,14 @@ class PixelPacker(_Format, wiring.Component):
         left = Signal(signed(7))
         done = Signal()
         b_free = _wire(m, ~b_holding | (go & done), "b_free")
-        m.d.comb += self.i.ready.eq(~a_valid | b_free)
+        # i.ready = ~a_valid | b_free, with "A or B is empty" kept as a register of its
+        # own (`idle`), so that i.ready is one LUT4 of `idle`, `done`, o.valid and
+        # o.ready (the block rasterizer's flow copies read it; as a LUT of five inputs
+        # it was two LUTs on the front end's routed critical path, issue 15)
+        idle = Signal(init=1)
+        m.d.comb += self.i.ready.eq(idle | (done & free))
+        m.d.sync += idle.eq(~Mux(self.i.ready, self.i.valid, a_valid)
+                            | ~Mux(b_free, a_valid, b_holding))
         out = self.o.payload
         with m.If(go):
             m.d.sync += [self.o.valid.eq(left > 0), out.count.eq(Mux(done, left, self.packets))]
