@@ -290,19 +290,6 @@ Decisions
    LUT-RAM write enable: the front end's critical path (its done FIFO's read -> the
    spreader's stage C forwarding -> the error FIFO). It now ends in the staging
    register; the report reaches ``err`` in the same clock as before.
-19. The triangle input head's provider compares a clock ahead (issue 12, the 8-EU
-   offers; contract changed, golden model first: its decision 11). The input head's
-   three vertex groups were compared with the six provider groups (the held and C's
-   vertex and patch packets') from the port, ahead of the offers, the arbiter and the
-   first request: the routed critical path at 8 EUs (a provider register -> a chain of
-   seven LUTs -> the offers). The compares are now registers (``in_tri_eq``) computed a
-   clock ahead from the head and the provider registers' next values (for both
-   outcomes of the accept, as ``held_tri_eq``), valid when the head stays (shown and
-   not taken: ``in_tri_seen``, the stream rule keeps its payload). In its first clock
-   at the head a triangle offers itself only when no vertex or patch packet is inside
-   or in C (``there``, registers): so the offers start from flip-flops and a few
-   gates. A triangle-only stream keeps one triangle per clock; with a provider inside,
-   a new triangle offers itself a clock later.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -1134,10 +1121,8 @@ class PacketChecks(wiring.Component):
             "held_pix": In(layouts["i_pix"]), "held_pat": In(layouts["i_pat"]),
             "held_pat_g1": In(index_bits - 2),
             "held_valid": In(4), "r_active": In(1), "r_stream": In(2), "empty": In(4),
-            "parked": In(4), "in_pix": In(layouts["i_pix"]),
+            "parked": In(4), "in_tri": In(layouts["i_tri"]), "in_pix": In(layouts["i_pix"]),
             "held_tri_eq": In(data.ArrayLayout(6, 3)), "held_pix_eq": In(2),
-            "in_tri_eq": In(data.ArrayLayout(6, 3)), "in_tri_seen": In(1),
-            "in_tri_any": In(1),
             "c_vtx": In(layouts["i_vtx"]), "c_tri": In(layouts["i_tri"]),
             "c_pix": In(layouts["i_pix"]), "c_pat": In(layouts["i_pat"]),
             "c_pat_g1": In(index_bits - 2), "c_active": In(1), "c_stream": In(2),
@@ -1235,18 +1220,19 @@ class PacketChecks(wiring.Component):
         idx = [pt.i0, pt.i1, pt.i2]
         recs = [self.vrec(x) for x in idx]
         hit, prov, closing = (Signal(3, name=n) for n in ("t_hit", "t_prov", "t_closing"))
-        # whether each provider group (:func:`_provider_groups`: the held and C's vertex
-        # and patch packets') is there; the compares of the triangle's groups with them
-        # are registers for both sources, ``parked`` choosing last: the parked
-        # triangle's (``held_tri_eq``) and the input head's (``in_tri_eq``, from its
-        # second clock at the head: ``in_tri_seen``; decision 19), each computed a clock
-        # before from the registers' next values, so that no source select and no
-        # 13-bit compare lies ahead of the offers
+        # the groups provided (the held and C's vertex and patch packets') and whether
+        # each is there; the compares for both sources, ``parked`` choosing last: the
+        # input head's from the port, the parked triangle's registers (``held_tri_eq``,
+        # computed a clock before from the registers' next values), so that no source
+        # select and no 13-bit compare lies ahead of the offers for a parked triangle
+        groups = _provider_groups(self.held_vtx, self.held_pat, self.held_pat_g1,
+                                  self.c_vtx, self.c_pat, self.c_pat_g1)
         there = [self.held_valid[VTX], self.held_valid[PAT], self.held_valid[PAT],
                  stages[1].is_[VTX], stages[1].is_[PAT], stages[1].is_[PAT]]
+        in_idx = [self.in_tri.i0, self.in_tri.i1, self.in_tri.i2]
         for i in range(3):
-            lk, x = self.vdt_look[i], idx[i]
-            prov_in = self.in_tri_seen & self.in_tri_eq[i].any()
+            lk, x, g = self.vdt_look[i], idx[i], in_idx[i][3:]
+            prov_in = Cat(v & (g == gr) for v, gr in zip(there, groups)).any()
             prov_held = Cat(v & self.held_tri_eq[i][n] for n, v in enumerate(there)).any()
             m.d.comb += [
                 self.vdt_look_addr[i].eq(recs[i]), self.tri_recs[i].eq(recs[i]),
@@ -1262,11 +1248,8 @@ class PacketChecks(wiring.Component):
         m.d.comb += self.tri_distinct.eq(Cat(Const(1, 1), recs[1] != recs[0],
                                              (recs[2] != recs[0]) & (recs[2] != recs[1])))
         rec = self.prec(pt.prid)
-        # a new head (its first clock at the input) offers itself only with no vertex or
-        # patch packet inside the spreader or in C (decision 19)
-        new_head_waits = ~self.parked[TRI] & ~self.in_tri_seen & self.in_tri_any
         m.d.comb += [res.rec.eq(rec), self.pt_busy_addr.eq(rec),
-                     self.provider[TRI].eq(prov.any() | new_head_waits)]
+                     self.provider[TRI].eq(prov.any())]
         wait = ((~hit | closing).any() | self.pt_busy
                 | Cat(st.is_[TRI] & (self.prec(st.tri.prid) == rec) for st in stages).any())
         self._size_checks(m, TRI, pt.size, first=True)
@@ -1542,10 +1525,8 @@ class Spreader(wiring.Component):
                      chk.c_pix.eq(s.c_held[PIX]), chk.c_pat.eq(s.c_held[PAT]),
                      chk.c_pat_g1.eq(s.c_pat_g1), chk.c_active.eq(s.c_valid),
                      chk.c_stream.eq(s.c_stream), chk.parked.eq(s.parked),
-                     chk.in_pix.eq(s.ins[PIX].payload),
+                     chk.in_tri.eq(s.ins[TRI].payload), chk.in_pix.eq(s.ins[PIX].payload),
                      chk.held_tri_eq.eq(s.held_tri_eq), chk.held_pix_eq.eq(s.held_pix_eq),
-                     chk.in_tri_eq.eq(s.in_tri_eq), chk.in_tri_seen.eq(s.in_tri_seen),
-                     chk.in_tri_any.eq(s.in_tri_any),
                      chk.empty.eq(Cat(cfg.counts[t] == 0 for t in range(4)))]
         m.d.comb += [s.offer.eq(s.src_v & ~chk.provider), arb.offer.eq(s.offer)]
         # every type's evaluation, candidate list and first request in parallel (the
@@ -1694,7 +1675,6 @@ class Spreader(wiring.Component):
             mine1, mine0 = s.r_stream == k, c0 & (s.r_stream == k)
             hv1 = Mux(load1 & (win == k), 1, Mux(mine1, 0, s.held_v[k]))
             hv0 = Mux(load0 & (win == k), 1, Mux(mine0, 0, s.held_v[k]))
-            s.hv_next[k] = (hv1, hv0)
             kept1, kept0 = s.held_v[k] & ~mine1, s.held_v[k] & ~mine0
             pk1 = Mux(load1, kept1 & (win != k), kept1)
             pk0 = Mux(load0, kept0 & (win != k), kept0 & ~(stays0 & (s.r_stream == k)))
@@ -1768,22 +1748,12 @@ class Spreader(wiring.Component):
             g1 = Mux(keep[PAT], s.held_pat_g1, s.src_pat_g1)
             groups = _provider_groups(held[VTX], held[PAT], g1,
                                       s.held[VTX], s.held[PAT], s.held_pat_g1)
-            tri, head = held[TRI], s.ins[TRI].payload
+            tri = held[TRI]
             eq_tri = Cat(Cat(tri[f"i{i}"][3:] == gr for gr in groups) for i in range(3))
             eq_pix = Cat(held[PIX].prid == tri.prid, held[PIX].prid == s.held[TRI].prid)
-            # the input head's, read by the offers only if the head stays (decision 19)
-            # each provider there in the next clock (held_v's and C's next values)
-            hv = [s.hv_next[k][0 if outcome else 1] for k in range(4)]
-            c_is = [(s.r_stream == k) if outcome else Const(0, 1) for k in range(4)]
-            there = [hv[VTX], hv[PAT], hv[PAT], c_is[VTX], c_is[PAT], c_is[PAT]]
-            eq_in = Cat(Cat(t & (head[f"i{i}"][3:] == gr) for t, gr in zip(there, groups))
-                        for i in range(3))
-            nxt[outcome] = eq_tri, eq_pix, eq_in, Cat(there).any()
+            nxt[outcome] = eq_tri, eq_pix
         m.d.sync += [s.held_tri_eq.eq(Mux(acc, nxt[1][0], nxt[0][0])),
-                     s.held_pix_eq.eq(Mux(acc, nxt[1][1], nxt[0][1])),
-                     s.in_tri_eq.eq(Mux(acc, nxt[1][2], nxt[0][2])),
-                     s.in_tri_any.eq(Mux(acc, nxt[1][3], nxt[0][3])),
-                     s.in_tri_seen.eq(s.ins[TRI].valid & ~s.ins[TRI].ready)]
+                     s.held_pix_eq.eq(Mux(acc, nxt[1][1], nxt[0][1]))]
 
     def _commit(self, m, s, fifos, ptab, rot):
         """The end of R's pass: the log entry, the move command, the rotation, an end
@@ -1937,15 +1907,6 @@ class _State:
         # triangles': registers equal to those compares of the registers (decision 15)
         self.held_tri_eq = Signal(data.ArrayLayout(6, 3))
         self.held_pix_eq = Signal(2)
-        # the triangle input head's vertex groups compared with the provider groups of
-        # the clock after, and whether the head stays (shown and not taken): from its
-        # second clock at the head, equal to the compares of the registers (decision 19)
-        self.in_tri_eq = Signal(data.ArrayLayout(6, 3))
-        self.in_tri_seen = Signal()
-        # whether any provider is there in the next clock (``held_v`` and C's, for both
-        # outcomes of the accept), filled by ``_advance``
-        self.in_tri_any = Signal()
-        self.hv_next = [None] * 4
         self.src_pat_g1 = Signal(sp.index_bits - 2)     # the patch source's group + 1
         self.seq = [Signal(SEQ_W, name=f"seq{k}") for k in range(4)]
         # the passes of the held packet so far: 1 + the passes that parked it

@@ -123,10 +123,9 @@ its own clock (rule 3), and no table write depends on an answer of its own clock
 2. **Stage P** (clock t): the arbiter picks among the streams with a packet to offer --
    a parked one, else the input's head (for R's own stream the input's head, the next
    packet) -- except a triangle that names a vertex group the vertex or patch packet
-   inside the spreader provides (and a triangle in its first clock at its input's
-   head while any vertex or patch packet is inside: decision 11), and a pixel packet
-   (or end marker) whose ``prid`` is the triangle's inside (they would only wait; a
-   stream that does not offer counts as idle): a *starving* stream (its counter >= ``limit``, limit > 0) if any, else fixed
+   inside the spreader provides, and a pixel packet (or end marker) whose ``prid`` is
+   the triangle's inside (they would only wait; a stream that does not offer counts as
+   idle): a *starving* stream (its counter >= ``limit``, limit > 0) if any, else fixed
    priority pixel > triangle > vertex > patch (among starving streams the same order).
    The winner is prepared from ``S_t`` and the packets inside: checks, lookups (VDT,
    PT), candidate list, minimum (S104-S115) and its first request's scan (rule 3). It
@@ -280,18 +279,6 @@ Decisions (where spec and issue are silent)
    showed no free record); patience trades clocks for that locality, and
    ``local_records`` keeps the shares even, since with patience the pixel work follows
    the triangles, which follow their vertex groups.
-11. **A new triangle at its input's head** (issue 12, the 8-EU offers): rule 2's
-   provider check of a triangle at its input's head compares its three vertex groups
-   with those of the vertex and patch packets inside the spreader and in C. In the
-   clock a triangle first shows at its input's head (its input's ``valid`` was low or
-   its packet was taken in the clock before) it offers itself only when no vertex or
-   patch packet is inside the spreader or in C at all; from its second clock at the
-   head the full check applies. So the compares are made a clock ahead, from the head
-   that stays (the stream rule) and the providers of the next clock, and the RTL's
-   offers start from registers (``hw/spreader.py`` decision 19). A triangle-only
-   stream keeps one triangle per clock (no provider inside); with a vertex or patch
-   packet inside, a new triangle offers itself a clock later (another stream may take
-   that clock). A parked triangle is not affected (its compares are registers already).
 
 Producer contract (not checked beyond the errors above): a triangle is presented only
 after the vertex packets it names were taken (their ``ready``); pixel packets after their

@@ -472,20 +472,15 @@ class Spreader(Codec):
         ``prid``."""
         return any(tri.prid == prid for tri in self._inside(EType.TRIANGLE))
 
-    def _offers(self, src, new_tri=False):
+    def _offers(self, src):
         """Which streams offer a packet to the arbiter: not a triangle that names a group
         a vertex or patch packet inside or in the commit stage provides, nor a pixel
         packet whose triangle is inside or in the commit stage (they would only wait:
-        the arbiter takes another stream instead). ``new_tri``: the triangle is its
-        input's head in the first clock it shows there; it offers itself only when no
-        vertex or patch packet is inside or in the commit stage (decision 11)."""
+        the arbiter takes another stream instead)."""
         offer = [x is not None for x in src]
         tri, pix = src[EType.TRIANGLE], src[EType.PIXEL]
         if tri is not None and any(self._covers(EType.VERTEX, i) or self._covers(EType.PATCH, i)
                                    for i in tri.indices):
-            offer[EType.TRIANGLE] = False
-        if tri is not None and new_tri and (self._inside(EType.VERTEX)
-                                            or self._inside(EType.PATCH)):
             offer[EType.TRIANGLE] = False
         if pix is not None and self._provides_prid(pix.prid):
             offer[EType.PIXEL] = False
@@ -627,11 +622,7 @@ class Spreader(Codec):
         room = (self.fifo_depth - len(self._fifo["log"].q) > push_log
                 and self.fifo_depth - len(self._fifo["move"].q) > push_move)
         if room and (p is None or leaves):
-            # the triangle source is its input's head, shown there for the first time
-            parked_tri = self._held[EType.TRIANGLE] is not None and (
-                p is None or p.stream != EType.TRIANGLE)
-            new_tri = not parked_tri and self._shown[EType.TRIANGLE] is None
-            win, starve = self._arbitrate(self._offers(src, new_tri))
+            win, starve = self._arbitrate(self._offers(src))
             if win is not None and not (p is not None and win == p.stream
                                         and consumed is None):
                 nxt = self._prepare(win, src[win], self.debited(status, debit))

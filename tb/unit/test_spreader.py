@@ -705,34 +705,6 @@ def test_commit_stage_writes_tables_a_clock_after_the_accept():
     sp.check()
 
 
-def test_new_triangle_head_waits_a_clock_while_a_vertex_packet_is_inside():
-    """Decision 11: in its first clock at its input's head a triangle offers itself only
-    when no vertex or patch packet is inside the spreader or in C, even one it does not
-    name; from its second clock the provider compares decide. With none inside, a new
-    head offers itself at once (a triangle-only stream keeps one per clock)."""
-    sp = small()
-    place(sp, V, VertexPacket(0, count=4), 0, 1)           # group 0 in the VDT
-    tri = TrianglePacket(3, (0, 1, 2))
-    # a vertex packet of another group is taken: it is inside (in R)
-    take(sp, V, VertexPacket(16), status=only(0))
-    # the triangle's first clock at its head, the vertex packet inside (accepted in
-    # this clock, so R is free for the next pass): not offered, nothing is prepared
-    r = sp.cycle(heads(t=tri), status=only(0), respond=accept(2))
-    assert r.consumed == V and r.taken is None and not r.started
-    # its second clock: the vertex packet is in C (still inside), but its group is not
-    # one the triangle names, so the triangle offers itself and is taken
-    r = sp.cycle(heads(t=tri), status=only(0), respond=accept(3))
-    assert r.taken == T and r.started
-    # with nothing inside, a new triangle head is offered in its first clock
-    sp2 = small()
-    place(sp2, V, VertexPacket(0, count=4), 0, 1)
-    sp2.cycle(status=only(0))
-    r = sp2.cycle(heads(t=tri), status=only(0))
-    assert r.taken == T and r.started
-    sp.check()
-    sp2.check()
-
-
 @pytest.mark.parametrize("debit_held", [False, True])
 def test_request_debited_in_its_first_clock(debit_held):
     """Stage P's scan counts R's request out of its EU's status in the request's first
