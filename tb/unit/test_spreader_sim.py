@@ -40,7 +40,6 @@ def _groups(ctx, s):
             ctx.get(s.c_pat_g1)]
 
 
-
 def _simulate(design, bench):
     """Run ``bench`` as a testbench of ``design`` on Amaranth's simulator."""
     sim = Simulator(design)
@@ -53,6 +52,7 @@ def _random_back_pressure(ctx, dut, rng):
     """This clock's ``ready`` of the spreader's output streams, each high 80 % of clocks."""
     for port in (dut.move, dut.log, dut.release, dut.err):
         ctx.set(port.ready, int(rng.random() < 0.8))
+
 
 @pytest.mark.parametrize("seed", [1])
 def test_registered_provider_compares_equal_the_compares_of_the_registers(seed):
