@@ -290,26 +290,9 @@ Decisions
    LUT-RAM write enable: the front end's critical path (its done FIFO's read -> the
    spreader's stage C forwarding -> the error FIFO). It now ends in the staging
    register; the report reaches ``err`` in the same clock as before.
-19. The accept registered (issue 12; contract unchanged): after decision 14 the accept
-   (an EU's answered entity selecting its in-flight valid bit, a 256-to-1 select per
-   EU, the bad-answer check, the OR over the EUs) still chose the last multiplexer of
-   every register it decides, and ended in about 300 of them (the routed critical
-   path at 4 EUs: ``in_flight.busy`` -> the check -> ``accepted`` -> ``q_v``). Now
-   each such register is two, its next value after an accept and without one
-   (``_late``: ``<name>_a1``, ``<name>_a0``), and the accept itself is a register
-   (``acc_r``) that chooses between them after the edge: the registers of stage R and
-   the held packets, the sequence numbers and pass counts, the debited thresholds,
-   the provider compares and the arbiter's starvation counters. The ``log`` and
-   ``move`` FIFOs, which the accept pushes, are :class:`StagedFIFO` s (their level is
-   the inner level plus the staged entry). The accept then reaches only flip-flops
-   (``acc_r``, the FIFOs' staged entries, stage C's valid bit, the rotation's and the
-   PT word's registered selects, the error reporter's) and the input ``ready`` ports,
-   which the contract makes in the accept's clock (out of context they are not
-   timed). The price: one multiplexer after the edge on every path that starts at
-   those registers (stage P's), and twice their flip-flops.
 """
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib import enum as hdl_enum
 from amaranth.lib.fifo import SyncFIFO
@@ -393,17 +376,6 @@ RELEASE = data.StructLayout({"eu": EU_W, "entity": ENTITY_W, "etype": 2, "rec": 
 def _sat_inc(x):
     """``x + 1``, saturating at :data:`SAT` (an 8-bit counter)."""
     return Mux(x == SAT, SAT, x + 1)
-
-
-def _late(m, acc_r, sig, nxt1, nxt0):
-    """``sig`` as a register decided by the accept, kept for both outcomes and chosen
-    after the edge (decision 19): its next value after an accept (``nxt1``) and
-    without one (``nxt0``) are two registers, and the accept, registered (``acc_r``),
-    chooses between them, so the accept reaches no logic ahead of them."""
-    name = Value.cast(sig).name
-    r1, r0 = Signal.like(sig, name=f"{name}_a1"), Signal.like(sig, name=f"{name}_a0")
-    m.d.sync += [r1.eq(nxt1), r0.eq(nxt0)]
-    m.d.comb += sig.eq(Mux(acc_r, r1, r0))
 
 
 def _onehot(index, n):
@@ -804,14 +776,10 @@ class Arbiter(wiring.Component):
     """Which stream's packet gets the next pass: fixed priority (pixel, triangle,
     vertex, patch) among the ``offer``-ing streams, except that a stream passed over
     ``limit`` times in a row (its starvation counter, 0 = off) goes first. The counters
-    count the passes (``load``) that another stream won while this one offered.
-    ``load`` comes for both outcomes of the accept (``load1``, ``load0``) with the
-    accept registered (``acc_r``): each counter's next value is kept for both and
-    chosen after the edge (decision 19)."""
+    count the passes (``load``) that another stream won while this one offered."""
 
     def __init__(self):
-        super().__init__({"offer": In(4), "limit": In(8), "load1": In(1), "load0": In(1),
-                          "acc_r": In(1), "win": Out(2)})
+        super().__init__({"offer": In(4), "limit": In(8), "load": In(1), "win": Out(2)})
 
     def elaborate(self, platform):
         m = Module()
@@ -823,11 +791,10 @@ class Arbiter(wiring.Component):
         for s in reversed(PRIORITY):
             with m.If(Mux(starving.any(), starving[s], self.offer[s])):
                 m.d.comb += self.win.eq(s)
-        for s in range(4):
-            passed = self.offer[s] & (self.win != s)
-            nxt = Mux(passed, _sat_inc(starve[s]), 0)
-            _late(m, self.acc_r, starve[s], Mux(self.load1, nxt, starve[s]),
-                  Mux(self.load0, nxt, starve[s]))
+        with m.If(self.load):
+            for s in range(4):
+                passed = self.offer[s] & (self.win != s)
+                m.d.sync += starve[s].eq(Mux(passed, _sat_inc(starve[s]), 0))
         return m
 
 
@@ -1047,15 +1014,12 @@ class StagedFIFO(wiring.Component):
     loads a staging register (the newest entry), which moves into an inner
     ``SyncFIFO`` at the next edge unless it is read in that clock. So a late ``w_en``
     reaches a flip-flop, not the write pointer, the level and the LUT-RAM's write
-    enable (decision 18: the error FIFO, written by a completion's lookup; decision
-    19: the ``log`` and ``move`` FIFOs, written by the accept). ``level`` is the
-    entries held, as ``SyncFIFO``'s."""
+    enable (decision 18: the error FIFO, written by a completion's lookup)."""
 
     def __init__(self, *, width, depth):
         self.width, self.depth = width, depth
         super().__init__({"w_en": In(1), "w_data": In(width), "w_rdy": Out(1),
-                          "r_en": In(1), "r_data": Out(width), "r_rdy": Out(1),
-                          "level": Out(range(depth + 1))})
+                          "r_en": In(1), "r_data": Out(width), "r_rdy": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
@@ -1064,7 +1028,6 @@ class StagedFIFO(wiring.Component):
         # entries held: the inner FIFO's and the staged one (at most ``depth``)
         m.d.comb += self.w_rdy.eq(Mux(staged_v, inner.level < self.depth - 1,
                                       inner.level < self.depth))
-        m.d.comb += self.level.eq(inner.level + staged_v)
         # the head: the inner FIFO's, else the staged entry, read straight from the
         # staging register (then it does not move into the inner FIFO)
         direct = staged_v & ~inner.r_rdy & self.r_en
@@ -1537,9 +1500,8 @@ class Spreader(wiring.Component):
         ports."""
         fifos = {}
         for name in ("move", "log", "release", "err"):
-            # the write sides of the error FIFO (decision 18) and of the FIFOs the accept
-            # pushes (``log``, ``move``: decision 19) end in a register
-            fifo = SyncFIFO if name == "release" else StagedFIFO
+            # the error FIFO's write side ends in a register (decision 18)
+            fifo = StagedFIFO if name == "err" else SyncFIFO
             f = fifo(width=self.lay[name].size, depth=self.fifo_depth)
             m.submodules[f"{name}_fifo"] = fifos[name] = f
             port = getattr(self, name)
@@ -1684,15 +1646,10 @@ class Spreader(wiring.Component):
         # chosen by the answer (no adder behind it)
         lg, mv, depth = fifos["log"].level, fifos["move"].level, self.fifo_depth
         # Every register whose next value depends on the accept is computed for both of
-        # its outcomes (decision 14): ``acc`` is the accept (the EU's answer, the
-        # in-flight select of its entity and the bad-answer check), the rest of this
-        # clock's inputs to ``load`` come from registers and the FIFO levels
+        # its outcomes and chosen by it last (decision 14): ``acc`` is the accept (the
+        # EU's answer, the in-flight select of its entity and the bad-answer check), the
+        # rest of this clock's inputs to ``load`` come from registers and the FIFO levels
         acc, c0 = s.accepted, s.consume_err | s.consume_close     # c0: consumed, no answer
-        # decision 19: the accept itself is registered (``acc_r``) and every register it
-        # decides is two registers, its next value after an accept and without one,
-        # chosen by ``acc_r`` after the edge (``_late``)
-        m.d.sync += s.acc_r.eq(acc)
-        late = lambda sig, nxt1, nxt0: _late(m, s.acc_r, sig, nxt1, nxt0)
         stays0 = s.active & ~c0 & ~s.parks         # R keeps its packet unless it accepts
         room1 = (lg + 1 < depth) & (mv + 1 < depth)
         room0 = Mux(c0, lg + 1 < depth, lg < depth) & (mv < depth)
@@ -1700,75 +1657,74 @@ class Spreader(wiring.Component):
         m.d.comb += [load1.eq(s.offer.any() & room1),
                      load0.eq(s.offer.any() & room0 & (~s.active | c0 | s.parks)
                               & ~(s.active & (win == s.r_stream) & ~c0)),
-                     load.eq(Mux(acc, load1, load0)),
-                     arb.load1.eq(load1), arb.load0.eq(load0), arb.acc_r.eq(s.acc_r)]
-        # R keeps its packet (``stays0``, without an accept): otherwise R's pass
-        # registers and every held packet register but R's are loaded, whether a pass
-        # enters R or not (decision 12): ``load`` selects none of their data and enables
-        # none of them, only the valid bits (``held_v``, ``parked``, ``active``, ``q_v``)
-        hv, pk = {1: [], 0: []}, {1: [], 0: []}
+                     load.eq(Mux(acc, load1, load0)), arb.load.eq(load)]
+        # R keeps its packet (``stays``): otherwise R's pass registers and every held
+        # packet register but R's are loaded, whether a pass enters R or not (decision
+        # 12): ``load`` selects none of their data and enables none of them, only the
+        # valid bits (``held_v``, ``parked``, ``active``, ``q_v``)
+        stays = Signal()
+        m.d.comb += stays.eq(stays0 & ~acc)
         for k in range(4):
+            mine = s.consumed & (s.r_stream == k)
+            in_r = s.active & (s.r_stream == k) & ~s.consumed     # R keeps or parks it
             m.d.comb += s.ins[k].ready.eq(load & (win == k) & ~s.parked[k])
-            mine1, mine0 = s.r_stream == k, c0 & (s.r_stream == k)
-            late(s.seq[k], Mux(mine1, s.seq[k] + 1, s.seq[k]),
-                 Mux(mine0, s.seq[k] + 1, s.seq[k]))
+            with m.If(mine):
+                m.d.sync += s.seq[k].eq(s.seq[k] + 1)
             # ``held_v`` and ``parked`` after the edge, for both outcomes of the accept
-            # (each for both outcomes of ``load``)
-            hv[1].append(Mux(load1 & (win == k), 1, Mux(mine1, 0, s.held_v[k])))
-            hv[0].append(Mux(load0 & (win == k), 1, Mux(mine0, 0, s.held_v[k])))
+            # (each for both outcomes of ``load``), chosen by the accept last
+            mine1, mine0 = s.r_stream == k, c0 & (s.r_stream == k)
+            hv1 = Mux(load1 & (win == k), 1, Mux(mine1, 0, s.held_v[k]))
+            hv0 = Mux(load0 & (win == k), 1, Mux(mine0, 0, s.held_v[k]))
             kept1, kept0 = s.held_v[k] & ~mine1, s.held_v[k] & ~mine0
-            pk[1].append(Mux(load1, kept1 & (win != k), kept1))
-            pk[0].append(Mux(load0, kept0 & (win != k),
-                             kept0 & ~(stays0 & (s.r_stream == k))))
+            pk1 = Mux(load1, kept1 & (win != k), kept1)
+            pk0 = Mux(load0, kept0 & (win != k), kept0 & ~(stays0 & (s.r_stream == k)))
+            m.d.sync += [s.held_v[k].eq(Mux(acc, hv1, hv0)),
+                         s.parked[k].eq(Mux(acc, pk1, pk0))]
             # a parked packet reloads itself (its source is ``held``); a stream with no
-            # held packet loads its input's head, which nothing reads until ``held_v``;
-            # R's packet is kept only without an accept (``in_r0``: R keeps or parks it)
-            in_r0 = s.active & (s.r_stream == k) & ~c0
-            late(s.held[k], s.src[k], Mux(in_r0, s.held[k], s.src[k]))
-            if k == PAT:        # its second group, for the triangles' provider check
-                late(s.held_pat_g1, s.src_pat_g1,
-                     Mux(in_r0, s.held_pat_g1, s.src_pat_g1))
+            # held packet loads its input's head, which nothing reads until ``held_v``
+            with m.If(~in_r):
+                m.d.sync += s.held[k].eq(s.src[k])
+                if k == PAT:        # its second group, for the triangles' provider check
+                    m.d.sync += s.held_pat_g1.eq(s.src_pat_g1)
             # the passes of the packet, counted from R (1 + the passes that parked it)
-            parked_here = s.parks & (s.r_stream == k)
-            inc = Mux(parked_here, _sat_inc(s.passes[k]), s.passes[k])
-            late(s.passes[k], Mux(mine1, 1, inc), Mux(mine0, 1, inc))
-        late(s.held_v, Cat(*hv[1]), Cat(*hv[0]))
-        late(s.parked, Cat(*pk[1]), Cat(*pk[0]))
-        # R's pass registers: the winner's after an accept, else unless R keeps its pass
-        new = [(s.r_stream, win), (s.r_size, s.w_size), (s.r_ev, s.w_ev),
-               (s.r_ahead, s.w_ahead), (s.r_need_r, s.w_need_r), (s.r_need_l, s.w_need_l),
-               (s.r_vrn, chk.tri_distinct)]
-        r_vr, r_loc = Signal.like(s.r_vr, name="r_vr_new"), Signal.like(s.r_loc, name="r_loc_new")
-        m.d.comb += [r_vr[i].eq(chk.tri_recs[i]) for i in range(3)]
-        m.d.comb += [r_loc[i].eq(s.w_loc[i]) for i in range(3)]
-        new += [(s.r_vr, r_vr), (s.r_loc, r_loc)]
-        for reg, value in new:
-            late(reg, value, Mux(stays0, reg, value))
+            with m.If(mine):
+                m.d.sync += s.passes[k].eq(1)
+            with m.Elif(s.parks & (s.r_stream == k)):
+                m.d.sync += s.passes[k].eq(_sat_inc(s.passes[k]))
+        with m.If(~stays):
+            m.d.sync += [s.r_stream.eq(win), s.r_size.eq(s.w_size), s.r_ev.eq(s.w_ev),
+                         s.r_ahead.eq(s.w_ahead), s.r_need_r.eq(s.w_need_r),
+                         s.r_need_l.eq(s.w_need_l), s.r_vrn.eq(chk.tri_distinct)]
+            m.d.sync += [s.r_vr[i].eq(chk.tri_recs[i]) for i in range(3)]
+            m.d.sync += [s.r_loc[i].eq(s.w_loc[i]) for i in range(3)]
         # the request registers: on an accept the next pass's first request (if one
         # enters R); else R's pass goes on (the request after a refusal: R's scan) or
         # ends, a pass that enters R bringing its first request
         refusal = Const(1, MAX_EUS) << s.q_eu
-        late(s.q_v, Mux(load1, s.w_q_v, 0),
-             Mux(~stays0, Mux(load0, s.w_q_v, 0), Mux(s.taken, scan.next, s.q_v)))
-        late(s.q_eu, s.w_q_eu, Mux(~stays0, s.w_q_eu, Mux(s.taken, scan.eu, s.q_eu)))
-        late(s.r_refused, 0,
-             Mux(~stays0, 0, Mux(s.taken, s.r_refused | refusal, s.r_refused)))
+        m.d.sync += [
+            s.q_v.eq(Mux(acc, Mux(load1, s.w_q_v, 0),
+                         Mux(~stays0, Mux(load0, s.w_q_v, 0),
+                             Mux(s.taken, scan.next, s.q_v)))),
+            s.q_eu.eq(Mux(acc | ~stays0, s.w_q_eu, Mux(s.taken, scan.eu, s.q_eu))),
+            s.r_refused.eq(Mux(acc | ~stays0, 0,
+                               Mux(s.taken, s.r_refused | refusal, s.r_refused))),
+        ]
         # stage P's debited minimum for the next clock: its minimum lines + R's size
         # (R's next size: the winner's (``w_size``) unless R keeps its packet; with no
-        # pass in R it is not read), every sum made before ``stays0`` and the arbiter's
+        # pass in R it is not read), every sum made before ``stays`` and the arbiter's
         # winner choose (one sum per source stream: no adder behind the arbiter)
         for k in range(4):
             nxt = cfg.min_lines_next[k]
             by_win = Array([nxt + s.src[j].size for j in range(4)])[win]
-            late(s.need_lines_debit[k], by_win, Mux(stays0, nxt + s.r_size, by_win))
+            m.d.sync += s.need_lines_debit[k].eq(Mux(stays, nxt + s.r_size, by_win))
         # each held packet's size + R's size, likewise (read only while the packet is
         # parked, when ``held`` keeps its size)
         for k in range(4):
             held = s.held[k].size
             by_win = Array([held + s.src[j].size for j in range(4)])[win]
-            late(s.held_size_debit[k], by_win, Mux(stays0, held + s.r_size, by_win))
-        late(s.active, load1, load0 | stays0)
-        late(s.q_first, load1, load0 | s.taken)
+            m.d.sync += s.held_size_debit[k].eq(Mux(stays, held + s.r_size, by_win))
+        m.d.sync += [s.active.eq(Mux(acc, load1, load0 | stays0)),
+                     s.q_first.eq(Mux(acc, load1, load0 | s.taken))]
         self._provider_compares(m, s, acc, c0)
         # the held pixel packet's PT word, read a clock ahead (decision 17): the packet
         # held after the edge is the held one if it is parked or R keeps it (for both
@@ -1781,8 +1737,7 @@ class Spreader(wiring.Component):
         """The held triangle's and pixel packet's provider compares (decision 15), from
         the registers' next values: each held packet is R's kept packet or its source
         (the parked packet or the input's head), C's packets are the held ones. Made for
-        both outcomes of the accept (with one, R keeps no packet), chosen by it after
-        the edge (decision 19)."""
+        both outcomes of the accept (with one, R keeps no packet), chosen by it last."""
         m.d.comb += s.src_pat_g1.eq(s.src[PAT].base[3:] + 1)
         nxt = {}
         for outcome in (1, 0):
@@ -1797,8 +1752,8 @@ class Spreader(wiring.Component):
             eq_tri = Cat(Cat(tri[f"i{i}"][3:] == gr for gr in groups) for i in range(3))
             eq_pix = Cat(held[PIX].prid == tri.prid, held[PIX].prid == s.held[TRI].prid)
             nxt[outcome] = eq_tri, eq_pix
-        _late(m, s.acc_r, s.held_tri_eq, nxt[1][0], nxt[0][0])
-        _late(m, s.acc_r, s.held_pix_eq, nxt[1][1], nxt[0][1])
+        m.d.sync += [s.held_tri_eq.eq(Mux(acc, nxt[1][0], nxt[0][0])),
+                     s.held_pix_eq.eq(Mux(acc, nxt[1][1], nxt[0][1]))]
 
     def _commit(self, m, s, fifos, ptab, rot):
         """The end of R's pass: the log entry, the move command, the rotation, an end
@@ -2009,7 +1964,6 @@ class _State:
         self.ent_in = Signal(ENTITY_W)
         self.taken, self.bad_answer = Signal(), Signal()
         self.accepted, self.refused = Signal(), Signal()
-        self.acc_r = Signal()           # the accept, registered (decision 19)
         self.consume_err, self.consume_close = Signal(), Signal()
         self.consumed, self.parks = Signal(), Signal()
         self.push_move = Signal(L["move"])
