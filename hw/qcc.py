@@ -449,11 +449,6 @@ def _check_programs(programs):
 # 2669 LUT4 fewer (README, block 2).
 
 
-def _wire(shape, name):
-    """A named signal, driven elsewhere."""
-    return Signal(shape, name=name)
-
-
 def _sig(m, value, name, shape=None, keep=False):
     """A named signal driven by ``value``, for a value used in several places; ``keep``
     (ALLOC's first fit only) makes Yosys keep it as a node of its own."""
@@ -944,6 +939,7 @@ class QCC(wiring.Component):
             self._issue_port(m, s, ev, k, port)
         self._response_ports(m, s, ev)
         self._status(m, s, ev)
+        s.stage.finish()
         return m
 
     # ------------------------------------------------------------ state
@@ -980,6 +976,18 @@ class QCC(wiring.Component):
             shape=data.ArrayLayout(_slot_layout(self.index_width), self.frames),
             depth=self.entities, init=[])
         s.art = m.submodules.art = Memory(shape=ART(A), depth=R, init=[])
+        # Copies of ``meta`` and ``art`` for the reads whose address is known a clock
+        # ahead (the issue ports', the look-up's, the reaper's): synchronous reads, so
+        # block RAM (spare on the device) instead of LUT-RAM and a 16-way multiplexer
+        # per bit after it; written as the originals.
+        s.meta_sync = m.submodules.meta_sync = Memory(shape=META, depth=R, init=[])
+        s.art_sync = m.submodules.art_sync = Memory(shape=ART(A), depth=R, init=[])
+        # Per entity number, the type and ``hold`` its ALLOC gave it (every record of
+        # the entity has them): what a search hit shows of ``meta``, read with the map
+        # word in the clock the search is taken (block RAM, not two ``meta`` reads by
+        # the record found).
+        s.ent_meta = m.submodules.ent_meta = Memory(shape=ENT_META, depth=self.entities,
+                                                    init=[])
         s.art_len = m.submodules.art_len = Memory(shape=4, depth=R, init=[])
         # Per kind: what a completion needs of the record that port issued (its type,
         # stage and whether it is the last), written by that port at the issue.
@@ -994,6 +1002,7 @@ class QCC(wiring.Component):
         s.free_ent_count = Signal(range(self.entities + 1), init=self.entities)
         # Some record is free (neither valid nor a tombstone), kept a clock ahead.
         s.any_free_record = Signal(init=1)
+        s.free_rec_count = Signal(range(R + 1), init=R, name="free_record_count")
         s.line_free = Signal(self.lines, init=(1 << self.lines) - 1)
         s.free_line_count = Signal(range(self.lines + 1), init=self.lines)
         # The stage parser: programs, FIFO lengths, round-robin pointers.
@@ -1077,7 +1086,9 @@ class QCC(wiring.Component):
         in_use = Signal(name=f"{name}_map_in_use")
         # (a number >= ``entities`` reads word 0, masked by ``in_use``: never past the
         # end, which simulates as X)
-        m.d.comb += port.addr.eq(Mux(entity < self.entities, entity, 0))
+        meta = s.ent_meta.read_port()
+        m.d.comb += [port.addr.eq(Mux(entity < self.entities, entity, 0)),
+                     meta.addr.eq(port.addr)]
         m.d.sync += in_use.eq(self._live(s, entity))
         records = Cat(port.data[f].record for f in range(F))
         valids = Cat(port.data[f].valid for f in range(F))
@@ -1091,7 +1102,7 @@ class QCC(wiring.Component):
             return SimpleNamespace(record=_sig(m, record, f"{slot_name}_record"),
                                    mapped=valid,
                                    hit=_sig(m, in_use & valid, f"{slot_name}_hit"))
-        return SimpleNamespace(slot=slot)
+        return SimpleNamespace(slot=slot, meta=meta.data)
 
     # ------------------------------------------------------------ issue selection
 
@@ -1125,6 +1136,7 @@ class QCC(wiring.Component):
         for t in range(N_TYPES):
             for i in range(MAX_STAGES):
                 m.d.comb += s.fifo[t][i].r_en.eq(ev.popped[t][i])
+        ev.dec_record_next = [None, None]
         for k in Kind:
             self._decide(m, s, ev, k)
         # Each record tells an issue from a drop by its own ``tomb`` bit: the pick of the
@@ -1163,12 +1175,17 @@ class QCC(wiring.Component):
         offers = _sig(m, Cat(_any(w) for w in left), f"offers_{name}")
         winner = _round_robin(m, offers, s.rr[k], f"winner_{name}")
         records = [_read(latest[t], after[t]) for t in range(N_TYPES)]
-        with m.If(~s.dec_valid[k] | ev.carry[k]):
+        deciding = ~s.dec_valid[k] | ev.carry[k]
+        # The decided record after this clock: the address of the issue port's
+        # synchronous ``meta`` read (``_issue_port``).
+        ev.dec_record_next[k] = _sig(m, Mux(deciding, _read(winner, records), s.dec_record[k]),
+                                     f"decided_record_next_{name}")
+        m.d.sync += s.dec_record[k].eq(ev.dec_record_next[k])
+        with m.If(deciding):
             m.d.sync += [s.dec_valid[k].eq(offers.any()),
                          s.dec_type[k].eq(_encode(winner, 3)),
                          s.dec_stage[k].eq(_read(winner, [_encode(latest[t], 3)
-                                                          for t in range(N_TYPES)])),
-                         s.dec_record[k].eq(_read(winner, records))]
+                                                          for t in range(N_TYPES)]))]
             m.d.sync += [s.dec_hot[k][t].eq(Mux(winner[t], latest[t], 0))
                          for t in range(N_TYPES)]
             with m.If(offers.any()):
@@ -1191,11 +1208,11 @@ class QCC(wiring.Component):
         stage = _sig(m, issued.data.stage, f"{name}_done_stage", 4)
         last = _sig(m, issued.data.last, f"{name}_done_last")
         d = SimpleNamespace(etype=etype, record=rec, stage=stage)
-        d.ok = _wire(1, f"{name}_done_ok")
-        d.bad = _wire(1, f"{name}_done_bad")
-        d.onehot = _wire(R, f"{name}_done_rec")
-        d.advance = _wire(1, f"{name}_done_advance")   # into the next stage's FIFO
-        d.kill = _wire(1, f"{name}_done_kill")         # last stage without hold
+        d.ok = Signal(name=f"{name}_done_ok")
+        d.bad = Signal(name=f"{name}_done_bad")
+        d.onehot = Signal(R, name=f"{name}_done_rec")
+        d.advance = Signal(name=f"{name}_done_advance")   # into the next stage's FIFO
+        d.kill = Signal(name=f"{name}_done_kill")         # last stage without hold
         d.entity = _sig(m, meta.data.entity, f"{name}_done_entity")
         d.next_stage = _sig(m, stage[:3] + 1, f"{name}_done_next", 3)
         m.d.comb += [
@@ -1286,7 +1303,7 @@ class QCC(wiring.Component):
         freed = Signal(self.index_width, name="reap_freed")
         freed_last = Signal(name="reap_freed_last")
         freed_entity = Signal(8, name="reap_freed_entity")
-        art = s.art.read_port()
+        art = s.art_sync.read_port()
         m.d.comb += art.addr.eq(record)
         m.d.sync += [freeing.eq(walking), freed.eq(record), freed_last.eq(walking & last),
                      freed_entity.eq(entity)]
@@ -1297,6 +1314,7 @@ class QCC(wiring.Component):
         ev.reap_length = _sig(m, Mux(freeing, art.data.length, 0), "reap_length")
         ev.reap_entity = _sig(m, Mux(freed_last, _decode(freed_entity, E), 0), "reap_number")
         ev.reap_last = freed_last
+        ev.reap_freeing, ev.reap_freed = freeing, freed
 
     # ------------------------------------------------------------ commands
 
@@ -1309,8 +1327,8 @@ class QCC(wiring.Component):
         m.d.comb += self.cmd.ready.eq(ev.room & (~needs_lookup | ev.rec0_ready))
         ev.is_alloc = _sig(m, c.op == Op.ALLOC, "is_alloc")
         ev.new_record = _sig(m, _encode(ev.free_rec, 8), "new_record")
-        ev.new_entity = _sig(m, Mux(ev.is_alloc, _encode(ev.free_ent, 8), c.entity),
-                             "new_entity")
+        ev.alloc_entity = _sig(m, _encode(ev.free_ent, 8), "alloc_entity")
+        ev.new_entity = _sig(m, Mux(ev.is_alloc, ev.alloc_entity, c.entity), "new_entity")
         ev.new_etype = _sig(m, Mux(ev.is_alloc, c.etype, ev.rec0_etype), "new_etype")
         ev.new_hold = _sig(m, Mux(ev.is_alloc, c.hold, ev.rec0_hold), "new_hold")
         lines_ok = (c.lines >= 1) & (c.lines <= MAX_BUF_LINES)
@@ -1395,20 +1413,20 @@ class QCC(wiring.Component):
                      # not a 1-of-``records`` pick of its one-hot)
                      changed.eq(_any(d.ok & (d.record == index) for d in ev.done))]
         ev.rec0_ready = _sig(m, looked2 & ~changed, "lookup_ready")
-        ev.meta_cmd = meta = s.meta.read_port()
+        ev.meta_cmd = meta = s.meta_sync.read_port()
         ev.rec0_etype = _sig(m, meta.data.etype, "lookup_etype")
         ev.rec0_hold = _sig(m, meta.data.hold, "lookup_hold")
-        stage = s.stage.read(index, "lookup_stage_now")
         # Issued now: popped now (``carry`` and the head compared with the index, not
         # ``go`` nor a pick of the one-hot ``issued``). These values count only for a
         # live entity, whose frame-0 record is never a tombstone, so a pop of it is an
         # issue, and the tombstone bit and the decoder stay out of this path.
         issued = _sig(m, _any(ev.carry[k] & (ev.head[k] == index) for k in Kind),
                       "lookup_popped")
-        ev.rec0_stage = _wire(4, "lookup_stage")
+        # The stage, read by the index into registers: a synchronous read of a block-RAM
+        # copy of each bank (no LUT-RAM read multiplexers).
+        ev.rec0_stage = s.stage.read_sync(index, "lookup_stage")
         busy = Signal()
-        m.d.sync += [ev.rec0_stage.eq(stage),
-                     busy.eq(self._pick(s.busy, index) | issued)]
+        m.d.sync += busy.eq(self._pick(s.busy, index) | issued)
         ev.rec0_busy = _sig(m, busy | issued, "lookup_busy")
         # Queued (in its FIFO): a live entity's frame-0 record is queued, busy or done
         # (stage DONE, held), one at a time, from its ALLOC until its entity dies; so
@@ -1512,17 +1530,24 @@ class QCC(wiring.Component):
         # at 0: _write_tables).
         for w, d in enumerate(ev.done, start=1):
             s.stage.write(w, d.record, Mux(d.advance, d.next_stage, DONE_STAGE), d.ok)
-        # A free record next clock: one that becomes free now (its ``valid`` ends or
-        # it was not valid, and its tombstone ends or it had none; a record entombed
-        # now is valid and not reaped), or a free one not taken now (if ALLOC or MAP
-        # takes the lowest, a second one). From registers and a multiplexer on the
-        # accept, not from the next state of every record.
-        free = ~s.valid & ~s.tomb
-        freeing = _sig(m, Cat((~s.valid[r] | ev.reaped[r]) & (~s.tomb[r] | ev.dropped[r])
-                              & ~free[r] for r in range(R)).any(), "record_freeing")
-        # (two or more free: one besides the lowest, from the lowest's one-hot)
-        m.d.sync += s.any_free_record.eq(freeing | Mux(new_valid, (free & ~ev.free_rec).any(),
-                                                       free.any()))
+        # The free records (neither valid nor a tombstone) are counted: a record becomes
+        # free when the reaper frees it and it is no tombstone (or its tombstone is
+        # dropped now), or when a port drops its tombstone and it is no longer valid
+        # (or is reaped now); at most three a clock, all different. ALLOC and MAP take
+        # one. So the count needs three picks, not a population count of every
+        # record, and "a free record exists" next clock is the count's next value
+        # != 0, for both outcomes of the accept (which only chooses): from registers,
+        # not from the next state of every record.
+        reaping = [ev.reap_freeing, ev.reap_freed]
+        reap_frees = _sig(m, reaping[0] & ~self._pick(s.tomb, reaping[1]), "reap_frees")
+        drop_frees = [_sig(m, ev.drop[k] & (~self._pick(s.valid, ev.head[k])
+                                            | (reaping[0] & (reaping[1] == ev.head[k]))),
+                           f"drop_frees_{k.name.lower()}") for k in Kind]
+        count = s.free_rec_count
+        freed = _sig(m, count + _popcount(Cat(reap_frees, *drop_frees)), "free_records_freed",
+                     len(count))
+        m.d.sync += [count.eq(Mux(new_valid, freed - 1, freed)),
+                     s.any_free_record.eq(Mux(new_valid, freed[1:] != 0, freed != 0))]
         for r in range(R):
             fresh = ev.free_rec[r]
             # A dead record keeps ``busy`` (0: an entity dies only while not busy) until
@@ -1538,6 +1563,7 @@ class QCC(wiring.Component):
         """The RAM fields of a record taken by ALLOC or MAP."""
         c = self.cmd.payload
         for memory, value in ((s.meta, Cat(ev.new_entity, ev.new_etype, ev.new_hold)),
+                              (s.meta_sync, Cat(ev.new_entity, ev.new_etype, ev.new_hold)),
                               (s.art_len, c.lines)):
             port = memory.write_port()
             m.d.comb += [port.addr.eq(self._index(ev.new_record)), port.data.eq(value),
@@ -1554,16 +1580,23 @@ class QCC(wiring.Component):
         m.d.sync += [ev.placed.eq(ev.alloc_ok | ev.map_ok),
                      ev.placed_record.eq(self._index(ev.new_record)),
                      ev.placed_base.eq(ev.fit_base), ev.placed_lines.eq(c.lines)]
-        port = s.art.write_port()
-        m.d.comb += [port.addr.eq(ev.placed_record), port.en.eq(ev.placed),
-                     port.data.eq(Cat(ev.placed_base, ev.placed_lines))]
+        # ``ent_meta``: the lowest free entity number, written every clock with what
+        # ALLOC would give it (it is free, so no search hits it).
+        port = s.ent_meta.write_port()
+        m.d.comb += [port.addr.eq(ev.alloc_entity), port.en.eq(ev.any_ent),
+                     port.data.eq(Cat(c.etype, c.hold))]
+        for memory in (s.art, s.art_sync):
+            port = memory.write_port()
+            m.d.comb += [port.addr.eq(ev.placed_record), port.en.eq(ev.placed),
+                         port.data.eq(Cat(ev.placed_base, ev.placed_lines))]
         # Likewise the record's ``stage`` (0), so that the lowest-free tree does not
         # drive the other banks' read for bank 0's write data. The first read of it is
         # a clock after that write: a search or look-up of the record is taken in the
         # clock after its ALLOC or MAP at the earliest (the map is written then) and
         # reads ``stage`` in the clock after it; no completion of it comes before its
         # issue. A record is written only when taken.
-        s.stage.write(0, ev.placed_record, Const(0, 4), ev.placed)
+        s.stage.write(0, ev.placed_record, Const(0, 4), ev.placed,
+                      ahead=self._index(ev.new_record))
         # The entity map: ALLOC writes the entity's whole word (frame 0 mapped, no other
         # frame), MAP the slot of its frame. Nothing is written when an entity is freed.
         port = s.ent_map.write_port(granularity=1)
@@ -1607,9 +1640,11 @@ class QCC(wiring.Component):
         fields of its record, held until taken; valid unless the head was a tombstone.
         The payload loads on every pop (the port is empty or being taken then), so
         that only ``valid`` waits for the head's tombstone bit (``go``)."""
-        meta = s.meta.read_port(domain="comb")
+        # The head's ``meta``, read in the clock before from its copy by the decided record
+        # after that clock: the head now (a record in a FIFO is not written meanwhile).
+        meta = s.meta_sync.read_port()
         descs = Array(Cat(s.desc[t]) for t in range(N_TYPES))
-        m.d.comb += meta.addr.eq(ev.head[k])
+        m.d.comb += meta.addr.eq(ev.dec_record_next[k])
         # What the completion of this issue will need (``_completion``).
         issued = s.issued[k].write_port()
         nstages = Array(s.nstages + [Const(1, 4)] * 3)[s.dec_type[k]]
@@ -1657,11 +1692,10 @@ class QCC(wiring.Component):
                  ("qresp", self.qresp, ev.qtake, q, q_kind, qresp, ev.query_map))
         for name, port, take, request, kind, direct, entity_map in ports:
             pending = self._pending(m, name, take, request, kind, direct, entity_map)
-            meta = s.meta.read_port(domain="comb")
             art = s.art.read_port(domain="comb")
-            m.d.comb += [meta.addr.eq(pending.index), art.addr.eq(pending.index)]
+            m.d.comb += art.addr.eq(pending.index)
             queue = m.submodules[f"{name}_queue"] = _ResponseQueue(self.response)
-            payload = self._resolve(m, s, ev, name, pending, meta, art)
+            payload = self._resolve(m, s, ev, name, pending, entity_map.meta, art)
             m.d.comb += [queue.fresh.eq(pending.valid), queue.payload.eq(payload)]
             wiring.connect(m, queue.o, wiring.flipped(port))
             if name == "resp":
@@ -1700,7 +1734,8 @@ class QCC(wiring.Component):
         return stage
 
     def _resolve(self, m, s, ev, name, p, meta, art):
-        """The response of a pending request: SEARCH and TRANSLATE read the tables now."""
+        """The response of a pending request: SEARCH and TRANSLATE read the tables now
+        (``meta``: the searched entity's type and ``hold``, read with its map word)."""
         resp = Signal(self.response, name=f"{name}_payload")
         m.d.comb += resp.eq(p.direct)
         with m.If(p.kind == _Pending.SEARCH):
@@ -1708,9 +1743,9 @@ class QCC(wiring.Component):
             with m.If(p.hit):
                 m.d.comb += [
                     resp.entity.eq(p.entity), resp.record.eq(p.index), resp.frame.eq(p.frame),
-                    resp.etype.eq(meta.data.etype), resp.stage.eq(self._searched_stage(
+                    resp.etype.eq(meta.etype), resp.stage.eq(self._searched_stage(
                         m, s, ev, p.index, name)),
-                    resp.busy.eq(self._pick(s.busy_d, p.index)), resp.hold.eq(meta.data.hold),
+                    resp.busy.eq(self._pick(s.busy_d, p.index)), resp.hold.eq(meta.hold),
                     resp.buf.eq(p.index), resp.addr.eq(art.data.base),
                     resp.lines.eq(art.data.length)]
         with m.Elif((p.kind == _Pending.TRANSLATE) & (p.direct.code == Code.OK)):
@@ -1740,7 +1775,7 @@ class QCC(wiring.Component):
                           range(self.lines + 1))
         m.d.sync += ev.run_room.eq(Mux(ok, room_grown, room_kept))
         m.d.sync += [taken[j].eq(taken[j - 1]) for j in range(1, RUN_DELAY)]
-        m.d.comb += [st.free_records.eq(_popcount(~s.valid & ~s.tomb)),
+        m.d.comb += [st.free_records.eq(s.free_rec_count),
                      st.free_entities.eq(s.free_ent_count),
                      st.free_lines.eq(s.free_line_count),
                      st.free_run.eq(ev.run_room),
@@ -1756,10 +1791,14 @@ class _MultiWriteTable:
     never write one address in the same clock."""
 
     def __init__(self, m, name, width, depth, *, writers):
-        self.m, self.name, self.width = m, name, width
+        self.m, self.name, self.width, self.depth = m, name, width, depth
         self.banks = [Memory(shape=width, depth=depth, init=[]) for _ in range(writers)]
         for w, bank in enumerate(self.banks):
             m.submodules[f"{name}_bank{w}"] = bank
+        # Copies of the banks for synchronous reads (block RAM), written as the banks:
+        # the write ports are made by :meth:`finish`, once every copy exists.
+        self.copies = [[] for _ in range(writers)]
+        self.writes = {}
 
     def _xor(self, banks, addr):
         values = []
@@ -1773,12 +1812,40 @@ class _MultiWriteTable:
         """The entry at ``addr`` (as written before this clock)."""
         return _sig(self.m, self._xor(self.banks, addr), name, self.width)
 
-    def write(self, writer, addr, value, en):
-        """Writer ``writer`` writes ``value`` at ``addr`` at the end of this clock if ``en``."""
-        port = self.banks[writer].write_port()
-        others = [bank for w, bank in enumerate(self.banks) if w != writer]
-        self.m.d.comb += [port.addr.eq(addr), port.en.eq(en),
-                          port.data.eq(value ^ self._xor(others, addr) if others else value)]
+    def read_sync(self, addr, name, banks=None):
+        """The XOR of ``banks`` (default all: the entry) at ``addr`` as written before
+        this clock, out in the next clock: a synchronous read of a copy of each bank
+        (block RAM rather than LUT-RAM and its read multiplexers)."""
+        values = []
+        for w in range(len(self.banks)) if banks is None else banks:
+            copy = Memory(shape=self.width, depth=self.depth, init=[])
+            self.m.submodules[f"{self.name}_bank{w}_{name}"] = copy
+            self.copies[w].append(copy)
+            port = copy.read_port()
+            self.m.d.comb += port.addr.eq(addr)
+            values.append(port.data)
+        return _sig(self.m, _tree(lambda a, b: a ^ b, values), name, self.width)
+
+    def write(self, writer, addr, value, en, *, ahead=None):
+        """Writer ``writer`` writes ``value`` at ``addr`` at the end of this clock if
+        ``en``. With ``ahead`` (``addr`` of the next clock, whose entry no other writer
+        writes in this clock) the other banks are read a clock ahead, synchronously."""
+        others = [w for w in range(len(self.banks)) if w != writer]
+        if not others:
+            rest = 0
+        elif ahead is not None:
+            rest = self.read_sync(ahead, f"w{writer}_others", others)
+        else:
+            rest = self._xor([self.banks[w] for w in others], addr)
+        self.writes[writer] = (addr, _sig(self.m, value ^ rest, f"{self.name}_w{writer}_data",
+                                          self.width), en)
+
+    def finish(self):
+        """Make the write ports of the banks and their copies."""
+        for writer, (addr, data, en) in self.writes.items():
+            for memory in [self.banks[writer], *self.copies[writer]]:
+                port = memory.write_port()
+                self.m.d.comb += [port.addr.eq(addr), port.en.eq(en), port.data.eq(data)]
 
 
 class _Pending(hdl_enum.Enum, shape=2):
@@ -1795,6 +1862,9 @@ def _slot_layout(index_width):
 
 #: What a completion reads of the record it completes, written by its port at the issue.
 ISSUED = data.StructLayout({"etype": 3, "stage": 3, "last": 1})
+
+#: What ``ent_meta`` holds per entity number.
+ENT_META = data.StructLayout({"etype": 3, "hold": 1})
 
 #: The RAM fields of a record: a copy of ``entity`` and ``etype``, and ``hold``.
 META = data.StructLayout({"entity": 8, "etype": 3, "hold": 1})
