@@ -29,7 +29,8 @@ Ports
     Every operation (:class:`Op`); one response per command, in order, shown from the
     clock after the command is taken.
 ``query`` (in) / ``qresp`` (out)
-    SEARCH and TRANSLATE only, one per clock, answer one clock later.
+    SEARCH and TRANSLATE only, one per clock, answer one clock later; a SEARCH or
+    TRANSLATE on ``cmd`` waits while ``query`` takes one.
 ``n_issue``, ``m_issue`` (out)
     Issues to the thread controller (NUMERIC stages) and the data move machine (MOVE).
 ``n_done``, ``m_done`` (in)
@@ -104,7 +105,8 @@ How it is built, and why
   worst path of the small build (52.7 MHz).
 * **Search results are read one clock later.** In the clock after the search the
   response is read from the RAMs by the record the map gave (comb read ports) and
-  ``busy`` from a per-record copy one clock old (``busy_d``); ``stage`` is the table's
+  ``busy`` from a per-record copy one clock old (``busy_d``); its type and ``hold``
+  come from ``ent_meta``, per entity number, read with the map word; ``stage`` is the table's
   value now unless a completion of that record was taken in the search's clock (both
   completions' record and old stage are registered for that). The other fields do not
   change while a record is valid, and a freed record keeps them until it is
@@ -120,8 +122,14 @@ How it is built, and why
   ``op``), or one more if the frame-0 record was completed in between: no other
   command can add a record of the entity meanwhile, and whether the entity is still
   live is read in the clock of the take. So their checks and the updates they cause start
-  from registers. ALLOC, CONFIG, SEARCH and TRANSLATE are taken in the clock they are
-  offered.
+  from registers. ALLOC and CONFIG are taken in the clock they are offered, SEARCH
+  and TRANSLATE too unless ``query`` takes one in that clock (below).
+* **One set of read ports for searches and translations.** ``cmd`` and ``query``
+  share the reads a SEARCH or TRANSLATE makes (the check of a TRANSLATE when it is
+  taken; the ART, ``stage`` and ``busy_d`` by the found record a clock later): a
+  ``cmd`` SEARCH or TRANSLATE waits while ``query`` takes one (``query`` is for
+  them; ``cmd`` carries them rarely). Two sets of those LUT-RAM reads and
+  record-wide picks cost about 700 LUT4 more at 256 records.
 * **Logical FIFOs in memory.** Each FIFO (type, stage) is a ring buffer of record
   indices (:class:`_Queue`, depth ``records`` rounded up to a power of two: a memory
   with its head in a register and the entry after it on the output of its one
@@ -198,10 +206,11 @@ How it is built, and why
   end of the issue path (decision → FIFO head → its ``tomb`` bit), drives registers
   only, not the counters' adders.
 * **Responses** go through a two-entry queue with a bypass; ``cmd.ready`` and
-  ``query.ready`` come from registers (and ``cmd``'s ``op``), never from
-  ``resp.ready``/``qresp.ready``. ``free_records`` is a population count of the
-  state; ``free_entities`` and ``free_lines`` are counters (the reaper frees at most
-  one number and one buffer a clock, ALLOC or MAP takes at most one), whose next
+  ``query.ready`` come from registers (and ``cmd``'s ``op``, and whether ``query``
+  takes a SEARCH or TRANSLATE), never from ``resp.ready``/``qresp.ready``.
+  ``free_records``, ``free_entities`` and ``free_lines`` are counters (the reaper
+  frees at most one record, number and buffer a clock, a port drops at most one
+  tombstone, ALLOC or MAP takes at most one), whose next
   values wait for the accept decision only through a multiplexer.
 * **``free_run`` is pipelined** (golden decision 13). The longest free run is a
   balanced tree over the free-line bitmap whose nodes join the free runs at the ends
@@ -298,7 +307,8 @@ Decisions beyond the golden model
 * ``lines`` is limited to 1..1024 (the free-line bitmap, first fit and the range masks
   are logic per line); the other parameters have the model's ranges.
 * MAP, DELETE and RELEASE are taken two (or three) clocks after they are first offered
-  on ``cmd`` (above); the model sees them in the clock they are taken, as every request.
+  on ``cmd`` (above), and a SEARCH or TRANSLATE on ``cmd`` waits while ``query`` takes
+  one; the model sees each request in the clock it is taken.
 * A completion's ``ready`` is always 1; a rejected completion only sets ``error``.
 """
 
@@ -442,6 +452,11 @@ def _check_programs(programs):
 
 
 # ---------------------------------------------------------------- logic helpers
+
+#: Attributes of a memory read only synchronously whose reads should cost no logic:
+#: Yosys maps a small one (256 x 4) to LUT-RAM and its read multiplexers otherwise,
+#: and the device has block RAM to spare.
+_BLOCK_RAM = {"ram_style": "block"}
 
 # Shared signals carry no ``keep`` attribute: with it, ABC still copied the logic
 # behind them into their users where that saved a level, and left the kept drivers,
@@ -860,9 +875,11 @@ class QCC(wiring.Component):
     Attributes
     ----------
     cmd : stream of :data:`COMMAND`, in
-        Commands. ``ready`` comes from registers and the offered ``op``: MAP, DELETE and
-        RELEASE are taken two clocks after they are first offered (three if their
-        entity's frame-0 record completes a stage in between), the others at once.
+        Commands. ``ready`` comes from registers, the offered ``op`` and whether
+        ``query`` takes a SEARCH or TRANSLATE: MAP, DELETE and RELEASE are taken two
+        clocks after they are first offered (three if their entity's frame-0 record
+        completes a stage in between), SEARCH and TRANSLATE in a clock in which
+        ``query`` takes neither, the others at once.
     resp : stream of :func:`response_layout`, out
         One response per command, in order, from the clock after the command.
     query : stream of :data:`COMMAND`, in
@@ -980,14 +997,16 @@ class QCC(wiring.Component):
         # ahead (the issue ports', the look-up's, the reaper's): synchronous reads, so
         # block RAM (spare on the device) instead of LUT-RAM and a 16-way multiplexer
         # per bit after it; written as the originals.
-        s.meta_sync = m.submodules.meta_sync = Memory(shape=META, depth=R, init=[])
-        s.art_sync = m.submodules.art_sync = Memory(shape=ART(A), depth=R, init=[])
+        s.meta_sync = m.submodules.meta_sync = Memory(shape=META, depth=R, init=[],
+                                                      attrs=_BLOCK_RAM)
+        s.art_sync = m.submodules.art_sync = Memory(shape=ART(A), depth=R, init=[],
+                                                    attrs=_BLOCK_RAM)
         # Per entity number, the type and ``hold`` its ALLOC gave it (every record of
         # the entity has them): what a search hit shows of ``meta``, read with the map
         # word in the clock the search is taken (block RAM, not two ``meta`` reads by
         # the record found).
         s.ent_meta = m.submodules.ent_meta = Memory(shape=ENT_META, depth=self.entities,
-                                                    init=[])
+                                                    init=[], attrs=_BLOCK_RAM)
         s.art_len = m.submodules.art_len = Memory(shape=4, depth=R, init=[])
         # Per kind: what a completion needs of the record that port issued (its type,
         # stage and whether it is the last), written by that port at the issue.
@@ -1057,6 +1076,15 @@ class QCC(wiring.Component):
         R, c = self.records, self.cmd.payload
         ev.take = _sig(m, self.cmd.valid & self.cmd.ready, "cmd_take")
         ev.qtake = _sig(m, self.query.valid & self.query.ready, "query_take")
+        # The two ports share the read ports of the tables that a SEARCH or TRANSLATE
+        # reads: ``query`` takes one whenever it can, ``cmd`` only in a clock in which
+        # ``query`` takes none (its ``ready`` waits meanwhile).
+        q_op = self.query.payload.op
+        ev.query_reads = _sig(m, ev.qtake & ((q_op == Op.SEARCH) | (q_op == Op.TRANSLATE)),
+                              "query_reads")
+        # TRANSLATE's check, for whichever port takes one now.
+        request = Mux(ev.query_reads, self.query.payload.as_value(), c.as_value())
+        ev.translate_code = self._translate_code(m, s, COMMAND(request), "translate")
         # The map word of each port's entity, read every clock (out one clock later).
         ev.cmd_map = self._map_read(m, s, c.entity, "cmd")
         ev.query_map = self._map_read(m, s, self.query.payload.entity, "query")
@@ -1324,7 +1352,9 @@ class QCC(wiring.Component):
         needs_lookup = (c.op == Op.MAP) | (c.op == Op.DELETE) | (c.op == Op.RELEASE)
         ev.room = Signal()
         self._rec0(m, s, ev)
-        m.d.comb += self.cmd.ready.eq(ev.room & (~needs_lookup | ev.rec0_ready))
+        reads = (c.op == Op.SEARCH) | (c.op == Op.TRANSLATE)
+        m.d.comb += self.cmd.ready.eq(ev.room & (~needs_lookup | ev.rec0_ready)
+                                      & ~(reads & ev.query_reads))
         ev.is_alloc = _sig(m, c.op == Op.ALLOC, "is_alloc")
         ev.new_record = _sig(m, _encode(ev.free_rec, 8), "new_record")
         ev.alloc_entity = _sig(m, _encode(ev.free_ent, 8), "alloc_entity")
@@ -1364,7 +1394,7 @@ class QCC(wiring.Component):
                                            (ev.rec0_stage != DONE_STAGE, Code.NOT_HELD)))
                 m.d.comb += resp.entity.eq(Mux(code == Code.OK, c.entity, 0))
             with m.Case(Op.TRANSLATE):
-                m.d.comb += [code.eq(self._translate_code(m, s, c, "cmd")),
+                m.d.comb += [code.eq(ev.translate_code),
                              ev.resp_kind.eq(_Pending.TRANSLATE)]
             with m.Default():
                 m.d.comb += code.eq(Code.BAD_OP)
@@ -1673,7 +1703,7 @@ class QCC(wiring.Component):
                 m.d.comb += q_kind.eq(_Pending.SEARCH)
             with m.Case(Op.TRANSLATE):
                 m.d.comb += [q_kind.eq(_Pending.TRANSLATE),
-                             qresp.code.eq(self._translate_code(m, s, q, "query"))]
+                             qresp.code.eq(ev.translate_code)]
         err_cmd = ev.take & (ev.resp_kind != _Pending.SEARCH) & ev.resp.code[3]
         err_query = ev.qtake & (q_kind != _Pending.SEARCH) & qresp.code[3]
         with m.If(err_cmd | err_query | ev.done[0].bad | ev.done[1].bad):
@@ -1690,12 +1720,20 @@ class QCC(wiring.Component):
         ev.moved = moved
         ports = (("resp", self.resp, ev.take, c, ev.resp_kind, ev.resp, ev.cmd_map),
                  ("qresp", self.qresp, ev.qtake, q, q_kind, qresp, ev.query_map))
-        for name, port, take, request, kind, direct, entity_map in ports:
-            pending = self._pending(m, name, take, request, kind, direct, entity_map)
-            art = s.art.read_port(domain="comb")
-            m.d.comb += art.addr.eq(pending.index)
+        pendings = [self._pending(m, name, take, request, kind, direct, entity_map)
+                    for name, port, take, request, kind, direct, entity_map in ports]
+        # One set of table reads for both ports: at most one of them has a SEARCH or
+        # TRANSLATE pending (``query_reads``).
+        q_reads = _sig(m, pendings[1].valid & (pendings[1].kind != _Pending.DIRECT),
+                       "qresp_reads")
+        index = _sig(m, Mux(q_reads, pendings[1].index, pendings[0].index), "read_index")
+        art = s.art.read_port(domain="comb")
+        m.d.comb += art.addr.eq(index)
+        read = SimpleNamespace(art=art.data, stage=self._searched_stage(m, s, ev, index, "read"),
+                               busy=_sig(m, self._pick(s.busy_d, index), "read_busy"))
+        for (name, port, _, _, _, _, entity_map), pending in zip(ports, pendings):
             queue = m.submodules[f"{name}_queue"] = _ResponseQueue(self.response)
-            payload = self._resolve(m, s, ev, name, pending, entity_map.meta, art)
+            payload = self._resolve(m, s, ev, name, pending, entity_map.meta, read)
             m.d.comb += [queue.fresh.eq(pending.valid), queue.payload.eq(payload)]
             wiring.connect(m, queue.o, wiring.flipped(port))
             if name == "resp":
@@ -1731,11 +1769,12 @@ class QCC(wiring.Component):
         stage = s.stage.read(index, f"{name}_stage_now")
         for ok, record, before in reversed(ev.moved):
             stage = Mux(ok & (record == index), before, stage)
-        return stage
+        return _sig(m, stage, f"{name}_stage", 4)
 
-    def _resolve(self, m, s, ev, name, p, meta, art):
+    def _resolve(self, m, s, ev, name, p, meta, read):
         """The response of a pending request: SEARCH and TRANSLATE read the tables now
-        (``meta``: the searched entity's type and ``hold``, read with its map word)."""
+        (``read``, shared by the ports; ``meta``: the searched entity's type and
+        ``hold``, read with its map word)."""
         resp = Signal(self.response, name=f"{name}_payload")
         m.d.comb += resp.eq(p.direct)
         with m.If(p.kind == _Pending.SEARCH):
@@ -1743,14 +1782,13 @@ class QCC(wiring.Component):
             with m.If(p.hit):
                 m.d.comb += [
                     resp.entity.eq(p.entity), resp.record.eq(p.index), resp.frame.eq(p.frame),
-                    resp.etype.eq(meta.etype), resp.stage.eq(self._searched_stage(
-                        m, s, ev, p.index, name)),
-                    resp.busy.eq(self._pick(s.busy_d, p.index)), resp.hold.eq(meta.hold),
-                    resp.buf.eq(p.index), resp.addr.eq(art.data.base),
-                    resp.lines.eq(art.data.length)]
+                    resp.etype.eq(meta.etype), resp.stage.eq(read.stage),
+                    resp.busy.eq(read.busy), resp.hold.eq(meta.hold),
+                    resp.buf.eq(p.index), resp.addr.eq(read.art.base),
+                    resp.lines.eq(read.art.length)]
         with m.Elif((p.kind == _Pending.TRANSLATE) & (p.direct.code == Code.OK)):
-            m.d.comb += [resp.buf.eq(p.index), resp.addr.eq(art.data.base + p.offset),
-                         resp.lines.eq(art.data.length)]
+            m.d.comb += [resp.buf.eq(p.index), resp.addr.eq(read.art.base + p.offset),
+                         resp.lines.eq(read.art.length)]
         return resp
 
     def _status(self, m, s, ev):
@@ -1818,7 +1856,7 @@ class _MultiWriteTable:
         (block RAM rather than LUT-RAM and its read multiplexers)."""
         values = []
         for w in range(len(self.banks)) if banks is None else banks:
-            copy = Memory(shape=self.width, depth=self.depth, init=[])
+            copy = Memory(shape=self.width, depth=self.depth, init=[], attrs=_BLOCK_RAM)
             self.m.submodules[f"{self.name}_bank{w}_{name}"] = copy
             self.copies[w].append(copy)
             port = copy.read_port()
