@@ -77,7 +77,12 @@ How it is built, and why
   small RAM (``meta``) and the buffer's first line and length are the address rename
   table (``art``), both indexed by record. Reads by index (completions, issues, search
   results, TRANSLATE) cost a RAM read port instead of a multiplexer across every
-  record. What stays flip-flops per record is what changes while it lives or what every
+  record. A LUT-RAM read of 256 entries still costs a 16-way multiplexer per bit
+  (about 13 LUT4), so the reads whose address is known a clock ahead (the issue
+  ports' ``meta`` by the decided record after this clock, the look-up's ``meta`` and
+  ``stage``, the reaper's ART, bank 0's read of the other ``stage`` banks by the
+  lowest free record) read copies in block RAM, synchronously (``ram_style`` block:
+  the device has block RAM to spare, Yosys would put a 256 x 4 one in LUT-RAM). What stays flip-flops per record is what changes while it lives or what every
   record is looked at for at once: ``valid`` (allocated and not yet reaped), ``busy``
   (one bit per kind of issue: ``busy_numeric``, ``busy_move``) and ``tomb``. Whether
   a record is queued is not kept: the look-up needs it only for a live entity's
