@@ -29,7 +29,8 @@ Ports
     Every operation (:class:`Op`); one response per command, in order, shown from the
     clock after the command is taken.
 ``query`` (in) / ``qresp`` (out)
-    SEARCH and TRANSLATE only, one per clock, answer one clock later.
+    SEARCH and TRANSLATE only, one per clock, answer one clock later; a SEARCH or
+    TRANSLATE on ``cmd`` waits while ``query`` takes one.
 ``n_issue``, ``m_issue`` (out)
     Issues to the thread controller (NUMERIC stages) and the data move machine (MOVE).
 ``n_done``, ``m_done`` (in)
@@ -76,7 +77,13 @@ How it is built, and why
   small RAM (``meta``) and the buffer's first line and length are the address rename
   table (``art``), both indexed by record. Reads by index (completions, issues, search
   results, TRANSLATE) cost a RAM read port instead of a multiplexer across every
-  record. What stays flip-flops per record is what changes while it lives or what every
+  record. A LUT-RAM read of 256 entries still costs a 16-way multiplexer per bit
+  (about 13 LUT4), so the reads whose address is known a clock ahead (the issue
+  ports' ``meta`` by the decided record after this clock, the look-up's ``meta`` and
+  ``stage``, the reaper's ART, bank 0's read of the other ``stage`` banks by the
+  lowest free record) read copies in block RAM, synchronously (``ram_style`` block:
+  the device has block RAM to spare, Yosys would put a 256 x 4 one in LUT-RAM).
+  What stays flip-flops per record is what changes while it lives or what every
   record is looked at for at once: ``valid`` (allocated and not yet reaped), ``busy``
   (one bit per kind of issue: ``busy_numeric``, ``busy_move``) and ``tomb``. Whether
   a record is queued is not kept: the look-up needs it only for a live entity's
@@ -104,8 +111,10 @@ How it is built, and why
   worst path of the small build (52.7 MHz).
 * **Search results are read one clock later.** In the clock after the search the
   response is read from the RAMs by the record the map gave (comb read ports) and
-  ``busy`` from a per-record copy one clock old (``busy_d``); ``stage`` is the table's
-  value now unless a completion of that record was taken in the search's clock (both
+  ``busy`` from a per-record copy one clock old (``busy_d``); its type and ``hold``
+  come from ``ent_meta``, per entity number, read with the map word; ``stage`` is
+  the table's value now unless a completion of that record was taken in the search's
+  clock (both
   completions' record and old stage are registered for that). The other fields do not
   change while a record is valid, and a freed record keeps them until it is
   allocated again (only ``valid`` clears; a record is written only while it is the
@@ -120,8 +129,14 @@ How it is built, and why
   ``op``), or one more if the frame-0 record was completed in between: no other
   command can add a record of the entity meanwhile, and whether the entity is still
   live is read in the clock of the take. So their checks and the updates they cause start
-  from registers. ALLOC, CONFIG, SEARCH and TRANSLATE are taken in the clock they are
-  offered.
+  from registers. ALLOC and CONFIG are taken in the clock they are offered, SEARCH
+  and TRANSLATE too unless ``query`` takes one in that clock (below).
+* **One set of read ports for searches and translations.** ``cmd`` and ``query``
+  share the reads a SEARCH or TRANSLATE makes (the check of a TRANSLATE when it is
+  taken; the ART, ``stage`` and ``busy_d`` by the found record a clock later): a
+  ``cmd`` SEARCH or TRANSLATE waits while ``query`` takes one (``query`` is for
+  them; ``cmd`` carries them rarely). Two sets of those LUT-RAM reads and
+  record-wide picks cost about 700 LUT4 more at 256 records.
 * **Logical FIFOs in memory.** Each FIFO (type, stage) is a ring buffer of record
   indices (:class:`_Queue`, depth ``records`` rounded up to a power of two: a memory
   with its head in a register and the entry after it on the output of its one
@@ -198,10 +213,11 @@ How it is built, and why
   end of the issue path (decision → FIFO head → its ``tomb`` bit), drives registers
   only, not the counters' adders.
 * **Responses** go through a two-entry queue with a bypass; ``cmd.ready`` and
-  ``query.ready`` come from registers (and ``cmd``'s ``op``), never from
-  ``resp.ready``/``qresp.ready``. ``free_records`` is a population count of the
-  state; ``free_entities`` and ``free_lines`` are counters (the reaper frees at most
-  one number and one buffer a clock, ALLOC or MAP takes at most one), whose next
+  ``query.ready`` come from registers (and ``cmd``'s ``op``, and whether ``query``
+  takes a SEARCH or TRANSLATE), never from ``resp.ready``/``qresp.ready``.
+  ``free_records``, ``free_entities`` and ``free_lines`` are counters (the reaper
+  frees at most one record, number and buffer a clock, a port drops at most one
+  tombstone, ALLOC or MAP takes at most one), whose next
   values wait for the accept decision only through a multiplexer.
 * **``free_run`` is pipelined** (golden decision 13). The longest free run is a
   balanced tree over the free-line bitmap whose nodes join the free runs at the ends
@@ -291,14 +307,19 @@ How it is built, and why
   fewer (the reaper's one-hot pick, "two or more free"), 256 records take 26602 LUT4,
   6190 FF, 752 DPR16X4 and 52 DP16KD (32 %; was 31140) and the small build 7659 LUT4;
   it routes at 65.6 MHz, its worst path a TRANSLATE's ``meta`` read → the owner's
-  ``ent_live`` pick → the sticky ``error`` (15.2 ns). README, block 2.
+  ``ent_live`` pick → the sticky ``error`` (15.2 ns). With block-RAM copies for the
+  reads addressed a clock ahead, ``free_records`` a counter and one set of SEARCH /
+  TRANSLATE reads for both ports, 256 records take 24096 LUT4, 6299 FF, 368 DPR16X4
+  and 63 DP16KD (29 %: the 30 % target is met; Fmax not measured since). README,
+  block 2.
 
 Decisions beyond the golden model
 ---------------------------------
 * ``lines`` is limited to 1..1024 (the free-line bitmap, first fit and the range masks
   are logic per line); the other parameters have the model's ranges.
 * MAP, DELETE and RELEASE are taken two (or three) clocks after they are first offered
-  on ``cmd`` (above); the model sees them in the clock they are taken, as every request.
+  on ``cmd`` (above), and a SEARCH or TRANSLATE on ``cmd`` waits while ``query`` takes
+  one; the model sees each request in the clock it is taken.
 * A completion's ``ready`` is always 1; a rejected completion only sets ``error``.
 """
 
@@ -443,15 +464,15 @@ def _check_programs(programs):
 
 # ---------------------------------------------------------------- logic helpers
 
+#: Attributes of a memory read only synchronously whose reads should cost no logic:
+#: Yosys maps a small one (256 x 4) to LUT-RAM and its read multiplexers otherwise,
+#: and the device has block RAM to spare.
+_BLOCK_RAM = {"ram_style": "block"}
+
 # Shared signals carry no ``keep`` attribute: with it, ABC still copied the logic
 # behind them into their users where that saved a level, and left the kept drivers,
 # often with no reader (784 dead LUT4 at 256 records); without it 256 records took
 # 2669 LUT4 fewer (README, block 2).
-
-
-def _wire(shape, name):
-    """A named signal, driven elsewhere."""
-    return Signal(shape, name=name)
 
 
 def _sig(m, value, name, shape=None, keep=False):
@@ -865,9 +886,11 @@ class QCC(wiring.Component):
     Attributes
     ----------
     cmd : stream of :data:`COMMAND`, in
-        Commands. ``ready`` comes from registers and the offered ``op``: MAP, DELETE and
-        RELEASE are taken two clocks after they are first offered (three if their
-        entity's frame-0 record completes a stage in between), the others at once.
+        Commands. ``ready`` comes from registers, the offered ``op`` and whether
+        ``query`` takes a SEARCH or TRANSLATE: MAP, DELETE and RELEASE are taken two
+        clocks after they are first offered (three if their entity's frame-0 record
+        completes a stage in between), SEARCH and TRANSLATE in a clock in which
+        ``query`` takes neither, the others at once.
     resp : stream of :func:`response_layout`, out
         One response per command, in order, from the clock after the command.
     query : stream of :data:`COMMAND`, in
@@ -944,6 +967,7 @@ class QCC(wiring.Component):
             self._issue_port(m, s, ev, k, port)
         self._response_ports(m, s, ev)
         self._status(m, s, ev)
+        s.stage.finish()
         return m
 
     # ------------------------------------------------------------ state
@@ -980,6 +1004,20 @@ class QCC(wiring.Component):
             shape=data.ArrayLayout(_slot_layout(self.index_width), self.frames),
             depth=self.entities, init=[])
         s.art = m.submodules.art = Memory(shape=ART(A), depth=R, init=[])
+        # Copies of ``meta`` and ``art`` for the reads whose address is known a clock
+        # ahead (the issue ports', the look-up's, the reaper's): synchronous reads, so
+        # block RAM (spare on the device) instead of LUT-RAM and a 16-way multiplexer
+        # per bit after it; written as the originals.
+        s.meta_sync = m.submodules.meta_sync = Memory(shape=META, depth=R, init=[],
+                                                      attrs=_BLOCK_RAM)
+        s.art_sync = m.submodules.art_sync = Memory(shape=ART(A), depth=R, init=[],
+                                                    attrs=_BLOCK_RAM)
+        # Per entity number, the type and ``hold`` its ALLOC gave it (every record of
+        # the entity has them): what a search hit shows of ``meta``, read with the map
+        # word in the clock the search is taken (block RAM, not two ``meta`` reads by
+        # the record found).
+        s.ent_meta = m.submodules.ent_meta = Memory(shape=ENT_META, depth=self.entities,
+                                                    init=[], attrs=_BLOCK_RAM)
         s.art_len = m.submodules.art_len = Memory(shape=4, depth=R, init=[])
         # Per kind: what a completion needs of the record that port issued (its type,
         # stage and whether it is the last), written by that port at the issue.
@@ -994,6 +1032,7 @@ class QCC(wiring.Component):
         s.free_ent_count = Signal(range(self.entities + 1), init=self.entities)
         # Some record is free (neither valid nor a tombstone), kept a clock ahead.
         s.any_free_record = Signal(init=1)
+        s.free_rec_count = Signal(range(R + 1), init=R, name="free_record_count")
         s.line_free = Signal(self.lines, init=(1 << self.lines) - 1)
         s.free_line_count = Signal(range(self.lines + 1), init=self.lines)
         # The stage parser: programs, FIFO lengths, round-robin pointers.
@@ -1048,6 +1087,15 @@ class QCC(wiring.Component):
         R, c = self.records, self.cmd.payload
         ev.take = _sig(m, self.cmd.valid & self.cmd.ready, "cmd_take")
         ev.qtake = _sig(m, self.query.valid & self.query.ready, "query_take")
+        # The two ports share the read ports of the tables that a SEARCH or TRANSLATE
+        # reads: ``query`` takes one whenever it can, ``cmd`` only in a clock in which
+        # ``query`` takes none (its ``ready`` waits meanwhile).
+        q_op = self.query.payload.op
+        ev.query_reads = _sig(m, ev.qtake & ((q_op == Op.SEARCH) | (q_op == Op.TRANSLATE)),
+                              "query_reads")
+        # TRANSLATE's check, for whichever port takes one now.
+        request = Mux(ev.query_reads, self.query.payload.as_value(), c.as_value())
+        ev.translate_code = self._translate_code(m, s, COMMAND(request), "translate")
         # The map word of each port's entity, read every clock (out one clock later).
         ev.cmd_map = self._map_read(m, s, c.entity, "cmd")
         ev.query_map = self._map_read(m, s, self.query.payload.entity, "query")
@@ -1077,7 +1125,9 @@ class QCC(wiring.Component):
         in_use = Signal(name=f"{name}_map_in_use")
         # (a number >= ``entities`` reads word 0, masked by ``in_use``: never past the
         # end, which simulates as X)
-        m.d.comb += port.addr.eq(Mux(entity < self.entities, entity, 0))
+        meta = s.ent_meta.read_port()
+        m.d.comb += [port.addr.eq(Mux(entity < self.entities, entity, 0)),
+                     meta.addr.eq(port.addr)]
         m.d.sync += in_use.eq(self._live(s, entity))
         records = Cat(port.data[f].record for f in range(F))
         valids = Cat(port.data[f].valid for f in range(F))
@@ -1091,7 +1141,7 @@ class QCC(wiring.Component):
             return SimpleNamespace(record=_sig(m, record, f"{slot_name}_record"),
                                    mapped=valid,
                                    hit=_sig(m, in_use & valid, f"{slot_name}_hit"))
-        return SimpleNamespace(slot=slot)
+        return SimpleNamespace(slot=slot, meta=meta.data)
 
     # ------------------------------------------------------------ issue selection
 
@@ -1125,6 +1175,7 @@ class QCC(wiring.Component):
         for t in range(N_TYPES):
             for i in range(MAX_STAGES):
                 m.d.comb += s.fifo[t][i].r_en.eq(ev.popped[t][i])
+        ev.dec_record_next = [None, None]
         for k in Kind:
             self._decide(m, s, ev, k)
         # Each record tells an issue from a drop by its own ``tomb`` bit: the pick of the
@@ -1163,12 +1214,17 @@ class QCC(wiring.Component):
         offers = _sig(m, Cat(_any(w) for w in left), f"offers_{name}")
         winner = _round_robin(m, offers, s.rr[k], f"winner_{name}")
         records = [_read(latest[t], after[t]) for t in range(N_TYPES)]
-        with m.If(~s.dec_valid[k] | ev.carry[k]):
+        deciding = ~s.dec_valid[k] | ev.carry[k]
+        # The decided record after this clock: the address of the issue port's
+        # synchronous ``meta`` read (``_issue_port``).
+        ev.dec_record_next[k] = _sig(m, Mux(deciding, _read(winner, records), s.dec_record[k]),
+                                     f"decided_record_next_{name}")
+        m.d.sync += s.dec_record[k].eq(ev.dec_record_next[k])
+        with m.If(deciding):
             m.d.sync += [s.dec_valid[k].eq(offers.any()),
                          s.dec_type[k].eq(_encode(winner, 3)),
                          s.dec_stage[k].eq(_read(winner, [_encode(latest[t], 3)
-                                                          for t in range(N_TYPES)])),
-                         s.dec_record[k].eq(_read(winner, records))]
+                                                          for t in range(N_TYPES)]))]
             m.d.sync += [s.dec_hot[k][t].eq(Mux(winner[t], latest[t], 0))
                          for t in range(N_TYPES)]
             with m.If(offers.any()):
@@ -1191,11 +1247,11 @@ class QCC(wiring.Component):
         stage = _sig(m, issued.data.stage, f"{name}_done_stage", 4)
         last = _sig(m, issued.data.last, f"{name}_done_last")
         d = SimpleNamespace(etype=etype, record=rec, stage=stage)
-        d.ok = _wire(1, f"{name}_done_ok")
-        d.bad = _wire(1, f"{name}_done_bad")
-        d.onehot = _wire(R, f"{name}_done_rec")
-        d.advance = _wire(1, f"{name}_done_advance")   # into the next stage's FIFO
-        d.kill = _wire(1, f"{name}_done_kill")         # last stage without hold
+        d.ok = Signal(name=f"{name}_done_ok")
+        d.bad = Signal(name=f"{name}_done_bad")
+        d.onehot = Signal(R, name=f"{name}_done_rec")
+        d.advance = Signal(name=f"{name}_done_advance")   # into the next stage's FIFO
+        d.kill = Signal(name=f"{name}_done_kill")         # last stage without hold
         d.entity = _sig(m, meta.data.entity, f"{name}_done_entity")
         d.next_stage = _sig(m, stage[:3] + 1, f"{name}_done_next", 3)
         m.d.comb += [
@@ -1286,7 +1342,7 @@ class QCC(wiring.Component):
         freed = Signal(self.index_width, name="reap_freed")
         freed_last = Signal(name="reap_freed_last")
         freed_entity = Signal(8, name="reap_freed_entity")
-        art = s.art.read_port()
+        art = s.art_sync.read_port()
         m.d.comb += art.addr.eq(record)
         m.d.sync += [freeing.eq(walking), freed.eq(record), freed_last.eq(walking & last),
                      freed_entity.eq(entity)]
@@ -1297,6 +1353,7 @@ class QCC(wiring.Component):
         ev.reap_length = _sig(m, Mux(freeing, art.data.length, 0), "reap_length")
         ev.reap_entity = _sig(m, Mux(freed_last, _decode(freed_entity, E), 0), "reap_number")
         ev.reap_last = freed_last
+        ev.reap_freeing, ev.reap_freed = freeing, freed
 
     # ------------------------------------------------------------ commands
 
@@ -1306,11 +1363,13 @@ class QCC(wiring.Component):
         needs_lookup = (c.op == Op.MAP) | (c.op == Op.DELETE) | (c.op == Op.RELEASE)
         ev.room = Signal()
         self._rec0(m, s, ev)
-        m.d.comb += self.cmd.ready.eq(ev.room & (~needs_lookup | ev.rec0_ready))
+        reads = (c.op == Op.SEARCH) | (c.op == Op.TRANSLATE)
+        m.d.comb += self.cmd.ready.eq(ev.room & (~needs_lookup | ev.rec0_ready)
+                                      & ~(reads & ev.query_reads))
         ev.is_alloc = _sig(m, c.op == Op.ALLOC, "is_alloc")
         ev.new_record = _sig(m, _encode(ev.free_rec, 8), "new_record")
-        ev.new_entity = _sig(m, Mux(ev.is_alloc, _encode(ev.free_ent, 8), c.entity),
-                             "new_entity")
+        ev.alloc_entity = _sig(m, _encode(ev.free_ent, 8), "alloc_entity")
+        ev.new_entity = _sig(m, Mux(ev.is_alloc, ev.alloc_entity, c.entity), "new_entity")
         ev.new_etype = _sig(m, Mux(ev.is_alloc, c.etype, ev.rec0_etype), "new_etype")
         ev.new_hold = _sig(m, Mux(ev.is_alloc, c.hold, ev.rec0_hold), "new_hold")
         lines_ok = (c.lines >= 1) & (c.lines <= MAX_BUF_LINES)
@@ -1346,7 +1405,7 @@ class QCC(wiring.Component):
                                            (ev.rec0_stage != DONE_STAGE, Code.NOT_HELD)))
                 m.d.comb += resp.entity.eq(Mux(code == Code.OK, c.entity, 0))
             with m.Case(Op.TRANSLATE):
-                m.d.comb += [code.eq(self._translate_code(m, s, c, "cmd")),
+                m.d.comb += [code.eq(ev.translate_code),
                              ev.resp_kind.eq(_Pending.TRANSLATE)]
             with m.Default():
                 m.d.comb += code.eq(Code.BAD_OP)
@@ -1395,20 +1454,20 @@ class QCC(wiring.Component):
                      # not a 1-of-``records`` pick of its one-hot)
                      changed.eq(_any(d.ok & (d.record == index) for d in ev.done))]
         ev.rec0_ready = _sig(m, looked2 & ~changed, "lookup_ready")
-        ev.meta_cmd = meta = s.meta.read_port()
+        ev.meta_cmd = meta = s.meta_sync.read_port()
         ev.rec0_etype = _sig(m, meta.data.etype, "lookup_etype")
         ev.rec0_hold = _sig(m, meta.data.hold, "lookup_hold")
-        stage = s.stage.read(index, "lookup_stage_now")
         # Issued now: popped now (``carry`` and the head compared with the index, not
         # ``go`` nor a pick of the one-hot ``issued``). These values count only for a
         # live entity, whose frame-0 record is never a tombstone, so a pop of it is an
         # issue, and the tombstone bit and the decoder stay out of this path.
         issued = _sig(m, _any(ev.carry[k] & (ev.head[k] == index) for k in Kind),
                       "lookup_popped")
-        ev.rec0_stage = _wire(4, "lookup_stage")
+        # The stage, read by the index into registers: a synchronous read of a block-RAM
+        # copy of each bank (no LUT-RAM read multiplexers).
+        ev.rec0_stage = s.stage.read_sync(index, "lookup_stage")
         busy = Signal()
-        m.d.sync += [ev.rec0_stage.eq(stage),
-                     busy.eq(self._pick(s.busy, index) | issued)]
+        m.d.sync += busy.eq(self._pick(s.busy, index) | issued)
         ev.rec0_busy = _sig(m, busy | issued, "lookup_busy")
         # Queued (in its FIFO): a live entity's frame-0 record is queued, busy or done
         # (stage DONE, held), one at a time, from its ALLOC until its entity dies; so
@@ -1512,17 +1571,24 @@ class QCC(wiring.Component):
         # at 0: _write_tables).
         for w, d in enumerate(ev.done, start=1):
             s.stage.write(w, d.record, Mux(d.advance, d.next_stage, DONE_STAGE), d.ok)
-        # A free record next clock: one that becomes free now (its ``valid`` ends or
-        # it was not valid, and its tombstone ends or it had none; a record entombed
-        # now is valid and not reaped), or a free one not taken now (if ALLOC or MAP
-        # takes the lowest, a second one). From registers and a multiplexer on the
-        # accept, not from the next state of every record.
-        free = ~s.valid & ~s.tomb
-        freeing = _sig(m, Cat((~s.valid[r] | ev.reaped[r]) & (~s.tomb[r] | ev.dropped[r])
-                              & ~free[r] for r in range(R)).any(), "record_freeing")
-        # (two or more free: one besides the lowest, from the lowest's one-hot)
-        m.d.sync += s.any_free_record.eq(freeing | Mux(new_valid, (free & ~ev.free_rec).any(),
-                                                       free.any()))
+        # The free records (neither valid nor a tombstone) are counted: a record becomes
+        # free when the reaper frees it and it is no tombstone (or its tombstone is
+        # dropped now), or when a port drops its tombstone and it is no longer valid
+        # (or is reaped now); at most three a clock, all different. ALLOC and MAP take
+        # one. So the count needs three picks, not a population count of every
+        # record, and "a free record exists" next clock is the count's next value
+        # != 0, for both outcomes of the accept (which only chooses): from registers,
+        # not from the next state of every record.
+        reaping = [ev.reap_freeing, ev.reap_freed]
+        reap_frees = _sig(m, reaping[0] & ~self._pick(s.tomb, reaping[1]), "reap_frees")
+        drop_frees = [_sig(m, ev.drop[k] & (~self._pick(s.valid, ev.head[k])
+                                            | (reaping[0] & (reaping[1] == ev.head[k]))),
+                           f"drop_frees_{k.name.lower()}") for k in Kind]
+        count = s.free_rec_count
+        freed = _sig(m, count + _popcount(Cat(reap_frees, *drop_frees)), "free_records_freed",
+                     len(count))
+        m.d.sync += [count.eq(Mux(new_valid, freed - 1, freed)),
+                     s.any_free_record.eq(Mux(new_valid, freed[1:] != 0, freed != 0))]
         for r in range(R):
             fresh = ev.free_rec[r]
             # A dead record keeps ``busy`` (0: an entity dies only while not busy) until
@@ -1538,6 +1604,7 @@ class QCC(wiring.Component):
         """The RAM fields of a record taken by ALLOC or MAP."""
         c = self.cmd.payload
         for memory, value in ((s.meta, Cat(ev.new_entity, ev.new_etype, ev.new_hold)),
+                              (s.meta_sync, Cat(ev.new_entity, ev.new_etype, ev.new_hold)),
                               (s.art_len, c.lines)):
             port = memory.write_port()
             m.d.comb += [port.addr.eq(self._index(ev.new_record)), port.data.eq(value),
@@ -1554,16 +1621,23 @@ class QCC(wiring.Component):
         m.d.sync += [ev.placed.eq(ev.alloc_ok | ev.map_ok),
                      ev.placed_record.eq(self._index(ev.new_record)),
                      ev.placed_base.eq(ev.fit_base), ev.placed_lines.eq(c.lines)]
-        port = s.art.write_port()
-        m.d.comb += [port.addr.eq(ev.placed_record), port.en.eq(ev.placed),
-                     port.data.eq(Cat(ev.placed_base, ev.placed_lines))]
+        # ``ent_meta``: the lowest free entity number, written every clock with what
+        # ALLOC would give it (it is free, so no search hits it).
+        port = s.ent_meta.write_port()
+        m.d.comb += [port.addr.eq(ev.alloc_entity), port.en.eq(ev.any_ent),
+                     port.data.eq(Cat(c.etype, c.hold))]
+        for memory in (s.art, s.art_sync):
+            port = memory.write_port()
+            m.d.comb += [port.addr.eq(ev.placed_record), port.en.eq(ev.placed),
+                         port.data.eq(Cat(ev.placed_base, ev.placed_lines))]
         # Likewise the record's ``stage`` (0), so that the lowest-free tree does not
         # drive the other banks' read for bank 0's write data. The first read of it is
         # a clock after that write: a search or look-up of the record is taken in the
         # clock after its ALLOC or MAP at the earliest (the map is written then) and
         # reads ``stage`` in the clock after it; no completion of it comes before its
         # issue. A record is written only when taken.
-        s.stage.write(0, ev.placed_record, Const(0, 4), ev.placed)
+        s.stage.write(0, ev.placed_record, Const(0, 4), ev.placed,
+                      ahead=self._index(ev.new_record))
         # The entity map: ALLOC writes the entity's whole word (frame 0 mapped, no other
         # frame), MAP the slot of its frame. Nothing is written when an entity is freed.
         port = s.ent_map.write_port(granularity=1)
@@ -1607,9 +1681,11 @@ class QCC(wiring.Component):
         fields of its record, held until taken; valid unless the head was a tombstone.
         The payload loads on every pop (the port is empty or being taken then), so
         that only ``valid`` waits for the head's tombstone bit (``go``)."""
-        meta = s.meta.read_port(domain="comb")
+        # The head's ``meta``, read in the clock before from its copy by the decided record
+        # after that clock: the head now (a record in a FIFO is not written meanwhile).
+        meta = s.meta_sync.read_port()
         descs = Array(Cat(s.desc[t]) for t in range(N_TYPES))
-        m.d.comb += meta.addr.eq(ev.head[k])
+        m.d.comb += meta.addr.eq(ev.dec_record_next[k])
         # What the completion of this issue will need (``_completion``).
         issued = s.issued[k].write_port()
         nstages = Array(s.nstages + [Const(1, 4)] * 3)[s.dec_type[k]]
@@ -1638,7 +1714,7 @@ class QCC(wiring.Component):
                 m.d.comb += q_kind.eq(_Pending.SEARCH)
             with m.Case(Op.TRANSLATE):
                 m.d.comb += [q_kind.eq(_Pending.TRANSLATE),
-                             qresp.code.eq(self._translate_code(m, s, q, "query"))]
+                             qresp.code.eq(ev.translate_code)]
         err_cmd = ev.take & (ev.resp_kind != _Pending.SEARCH) & ev.resp.code[3]
         err_query = ev.qtake & (q_kind != _Pending.SEARCH) & qresp.code[3]
         with m.If(err_cmd | err_query | ev.done[0].bad | ev.done[1].bad):
@@ -1655,13 +1731,20 @@ class QCC(wiring.Component):
         ev.moved = moved
         ports = (("resp", self.resp, ev.take, c, ev.resp_kind, ev.resp, ev.cmd_map),
                  ("qresp", self.qresp, ev.qtake, q, q_kind, qresp, ev.query_map))
-        for name, port, take, request, kind, direct, entity_map in ports:
-            pending = self._pending(m, name, take, request, kind, direct, entity_map)
-            meta = s.meta.read_port(domain="comb")
-            art = s.art.read_port(domain="comb")
-            m.d.comb += [meta.addr.eq(pending.index), art.addr.eq(pending.index)]
+        pendings = [self._pending(m, name, take, request, kind, direct, entity_map)
+                    for name, port, take, request, kind, direct, entity_map in ports]
+        # One set of table reads for both ports: at most one of them has a SEARCH or
+        # TRANSLATE pending (``query_reads``).
+        q_reads = _sig(m, pendings[1].valid & (pendings[1].kind != _Pending.DIRECT),
+                       "qresp_reads")
+        index = _sig(m, Mux(q_reads, pendings[1].index, pendings[0].index), "read_index")
+        art = s.art.read_port(domain="comb")
+        m.d.comb += art.addr.eq(index)
+        read = SimpleNamespace(art=art.data, stage=self._searched_stage(m, s, ev, index, "read"),
+                               busy=_sig(m, self._pick(s.busy_d, index), "read_busy"))
+        for (name, port, _, _, _, _, entity_map), pending in zip(ports, pendings):
             queue = m.submodules[f"{name}_queue"] = _ResponseQueue(self.response)
-            payload = self._resolve(m, s, ev, name, pending, meta, art)
+            payload = self._resolve(m, s, ev, name, pending, entity_map.meta, read)
             m.d.comb += [queue.fresh.eq(pending.valid), queue.payload.eq(payload)]
             wiring.connect(m, queue.o, wiring.flipped(port))
             if name == "resp":
@@ -1697,10 +1780,12 @@ class QCC(wiring.Component):
         stage = s.stage.read(index, f"{name}_stage_now")
         for ok, record, before in reversed(ev.moved):
             stage = Mux(ok & (record == index), before, stage)
-        return stage
+        return _sig(m, stage, f"{name}_stage", 4)
 
-    def _resolve(self, m, s, ev, name, p, meta, art):
-        """The response of a pending request: SEARCH and TRANSLATE read the tables now."""
+    def _resolve(self, m, s, ev, name, p, meta, read):
+        """The response of a pending request: SEARCH and TRANSLATE read the tables now
+        (``read``, shared by the ports; ``meta``: the searched entity's type and
+        ``hold``, read with its map word)."""
         resp = Signal(self.response, name=f"{name}_payload")
         m.d.comb += resp.eq(p.direct)
         with m.If(p.kind == _Pending.SEARCH):
@@ -1708,14 +1793,13 @@ class QCC(wiring.Component):
             with m.If(p.hit):
                 m.d.comb += [
                     resp.entity.eq(p.entity), resp.record.eq(p.index), resp.frame.eq(p.frame),
-                    resp.etype.eq(meta.data.etype), resp.stage.eq(self._searched_stage(
-                        m, s, ev, p.index, name)),
-                    resp.busy.eq(self._pick(s.busy_d, p.index)), resp.hold.eq(meta.data.hold),
-                    resp.buf.eq(p.index), resp.addr.eq(art.data.base),
-                    resp.lines.eq(art.data.length)]
+                    resp.etype.eq(meta.etype), resp.stage.eq(read.stage),
+                    resp.busy.eq(read.busy), resp.hold.eq(meta.hold),
+                    resp.buf.eq(p.index), resp.addr.eq(read.art.base),
+                    resp.lines.eq(read.art.length)]
         with m.Elif((p.kind == _Pending.TRANSLATE) & (p.direct.code == Code.OK)):
-            m.d.comb += [resp.buf.eq(p.index), resp.addr.eq(art.data.base + p.offset),
-                         resp.lines.eq(art.data.length)]
+            m.d.comb += [resp.buf.eq(p.index), resp.addr.eq(read.art.base + p.offset),
+                         resp.lines.eq(read.art.length)]
         return resp
 
     def _status(self, m, s, ev):
@@ -1740,7 +1824,7 @@ class QCC(wiring.Component):
                           range(self.lines + 1))
         m.d.sync += ev.run_room.eq(Mux(ok, room_grown, room_kept))
         m.d.sync += [taken[j].eq(taken[j - 1]) for j in range(1, RUN_DELAY)]
-        m.d.comb += [st.free_records.eq(_popcount(~s.valid & ~s.tomb)),
+        m.d.comb += [st.free_records.eq(s.free_rec_count),
                      st.free_entities.eq(s.free_ent_count),
                      st.free_lines.eq(s.free_line_count),
                      st.free_run.eq(ev.run_room),
@@ -1756,10 +1840,14 @@ class _MultiWriteTable:
     never write one address in the same clock."""
 
     def __init__(self, m, name, width, depth, *, writers):
-        self.m, self.name, self.width = m, name, width
+        self.m, self.name, self.width, self.depth = m, name, width, depth
         self.banks = [Memory(shape=width, depth=depth, init=[]) for _ in range(writers)]
         for w, bank in enumerate(self.banks):
             m.submodules[f"{name}_bank{w}"] = bank
+        # Copies of the banks for synchronous reads (block RAM), written as the banks:
+        # the write ports are made by :meth:`finish`, once every copy exists.
+        self.copies = [[] for _ in range(writers)]
+        self.writes = {}
 
     def _xor(self, banks, addr):
         values = []
@@ -1773,12 +1861,40 @@ class _MultiWriteTable:
         """The entry at ``addr`` (as written before this clock)."""
         return _sig(self.m, self._xor(self.banks, addr), name, self.width)
 
-    def write(self, writer, addr, value, en):
-        """Writer ``writer`` writes ``value`` at ``addr`` at the end of this clock if ``en``."""
-        port = self.banks[writer].write_port()
-        others = [bank for w, bank in enumerate(self.banks) if w != writer]
-        self.m.d.comb += [port.addr.eq(addr), port.en.eq(en),
-                          port.data.eq(value ^ self._xor(others, addr) if others else value)]
+    def read_sync(self, addr, name, banks=None):
+        """The XOR of ``banks`` (default all: the entry) at ``addr`` as written before
+        this clock, out in the next clock: a synchronous read of a copy of each bank
+        (block RAM rather than LUT-RAM and its read multiplexers)."""
+        values = []
+        for w in range(len(self.banks)) if banks is None else banks:
+            copy = Memory(shape=self.width, depth=self.depth, init=[], attrs=_BLOCK_RAM)
+            self.m.submodules[f"{self.name}_bank{w}_{name}"] = copy
+            self.copies[w].append(copy)
+            port = copy.read_port()
+            self.m.d.comb += port.addr.eq(addr)
+            values.append(port.data)
+        return _sig(self.m, _tree(lambda a, b: a ^ b, values), name, self.width)
+
+    def write(self, writer, addr, value, en, *, ahead=None):
+        """Writer ``writer`` writes ``value`` at ``addr`` at the end of this clock if
+        ``en``. With ``ahead`` (``addr`` of the next clock, whose entry no other writer
+        writes in this clock) the other banks are read a clock ahead, synchronously."""
+        others = [w for w in range(len(self.banks)) if w != writer]
+        if not others:
+            rest = 0
+        elif ahead is not None:
+            rest = self.read_sync(ahead, f"w{writer}_others", others)
+        else:
+            rest = self._xor([self.banks[w] for w in others], addr)
+        self.writes[writer] = (addr, _sig(self.m, value ^ rest, f"{self.name}_w{writer}_data",
+                                          self.width), en)
+
+    def finish(self):
+        """Make the write ports of the banks and their copies."""
+        for writer, (addr, data, en) in self.writes.items():
+            for memory in [self.banks[writer], *self.copies[writer]]:
+                port = memory.write_port()
+                self.m.d.comb += [port.addr.eq(addr), port.en.eq(en), port.data.eq(data)]
 
 
 class _Pending(hdl_enum.Enum, shape=2):
@@ -1795,6 +1911,9 @@ def _slot_layout(index_width):
 
 #: What a completion reads of the record it completes, written by its port at the issue.
 ISSUED = data.StructLayout({"etype": 3, "stage": 3, "last": 1})
+
+#: What ``ent_meta`` holds per entity number.
+ENT_META = data.StructLayout({"etype": 3, "hold": 1})
 
 #: The RAM fields of a record: a copy of ``entity`` and ``etype``, and ``hold``.
 META = data.StructLayout({"entity": 8, "etype": 3, "hold": 1})
