@@ -49,7 +49,10 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    ``lo16 - bias`` is computed beside the range test, and the saturated values are
    constants); in MSAA builds also ``-A`` and ``-B`` where two or more sample offsets
    with no positive term use them (``_negated``: each such offset is then one
-   subtraction in stage 2, not an addition and a negation).
+   subtraction in stage 2, not an addition and a negation), and the box's pixel columns
+   and rows and its columns and rows of spans, from the block's index compared with the
+   box's (:meth:`BlockRasterizer._in_box`; the 1x build registers the box relative to
+   the block here and forms them in stage 2).
 2. *Corners*: the 25 span corners lie at ``(4c - 8, 4r - 8)`` pixels from the centre;
    corner ``i`` and ``24 - i`` have opposite offsets ``+-o``. Given the signs of ``lo``
    and ``o`` one of ``lo + o`` and ``lo - o`` has a known sign, so one add/subtract per
@@ -57,16 +60,17 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    pixel-centre offsets ``half_j = (2px - 3)A + (2py - 3)B`` (8, the others by
    symmetry), each lane's sample offset in the block's mode, and the box's column/row
    masks. MSAA builds also form the combined span classes here (below), from the
-   corner signs before their registers, so that stage 3 starts the ranks from
-   registers.
+   corner signs before their registers, and from them the ranks and the count (below),
+   registered, so that stage 3 forms ``order`` and the batch count from registers.
 3. *Span select*: per edge and span, FULL when its 4 corners pass, PARTIAL when some do,
    EMPTY otherwise or when no pixel of the span lies in the box. Combined class: EMPTY if
    any edge is, FULL if all are, PARTIAL otherwise -- only combined-PARTIAL spans need
    sample tests. Their ranks by a short prefix count (per row of 4 spans the local
-   counts, then the row totals added: 3 small adders, not a chain of 15, written as
-   gates so that yosys makes LUTs of them, not carry chains) and, from the ranks,
-   ``order``: the PARTIAL spans in rank order, and whether the block has more than one
-   batch (more than ``16 / S`` PARTIAL spans, as gates from the count). Per lane
+   counts, then the row totals added in a balanced tree: 2 small adders, not a chain of
+   15, written as gates so that yosys makes LUTs of them, not carry chains; MSAA builds
+   count in stage 2) and, from the ranks, ``order``: the PARTIAL spans in rank order,
+   and whether the block has more than one batch (more than ``16 / S`` PARTIAL spans,
+   as gates from the count, in stage 2). Per lane
    ``lane_lo = lo +`` its sample offset (MSAA builds; at 1x ``lo``, one copy per quad of
    lanes). Per edge the FULL bits the lanes use, with "edge unused" folded in (an unused
    edge passes every sample), so that bit does not fan out to every lane's mask logic.
@@ -206,7 +210,10 @@ with stage 3b (the chosen ``half_j`` registered before the adder) at one clock o
 latency and about 4,300 flip-flops: 53.69 MHz routed, the critical path then stage 3's
 count into "more than one batch" and its long routes to every flow copy's ``more``;
 hence that bit is now a stage-2 register (its count from stage 2's combined classes
-before their registers), and so is "batches after this one".
+before their registers), and so is "batches after this one". The deepest logic was then
+stage 3's ranks into ``order`` and stage 2's count (by a netlist model, README step 11):
+the ranks and the count are now counted once, in stage 2, and registered, and the box
+bits that led stage 2's chain are registered in stage 1.
 
 Decisions where the spec is open
 --------------------------------
@@ -802,7 +809,8 @@ class BlockRasterizer(wiring.Component):
         return ~(mode_ok & edges_ok)
 
     def _offsets(self, m, head, st):
-        """Stage 1: saturated ``lo``, corner offsets, odd multiples, box relative to block."""
+        """Stage 1: saturated ``lo``, corner offsets, odd multiples, box relative to block
+        (MSAA builds: the box's pixel and span columns and rows)."""
         s = self.subpix
         samples = [xy for mode in self.msaa_modes for xy in SAMPLE_PATTERNS[mode]]
         odd = {1, 3} | _odd_parts(c for xy in samples for c in xy)
@@ -834,11 +842,23 @@ class BlockRasterizer(wiring.Component):
                 "odd_b": {k: st.reg(v, f"b{k}x{e}".replace("-", "m"), wide, e)
                           for k, v in odd_b.items()},
             })
-        origin_x, origin_y = head.bx << 4, head.by << 4
-        rel = signed(self.int_bits + 1)
-        box = {k: st.reg(v - o, k, rel) for k, v, o in (
-            ("dx0", head.bbox.x0, origin_x), ("dx1", head.bbox.x1, origin_x),
-            ("dy0", head.bbox.y0, origin_y), ("dy1", head.bbox.y1, origin_y))}
+        box = head.bbox
+        if self.msaa_modes:
+            # MSAA builds: the box's pixel columns and rows and the columns and rows of
+            # spans with a pixel in it, here from the block's index, not in stage 2 from
+            # the box relative to the block (there the span bits led the chain through
+            # the combined classes, the ranks and the count into stage 2's registers).
+            box = {
+                "col": st.reg(self._in_box(box.x0, box.x1, head.bx, 1), "col"),
+                "row": st.reg(self._in_box(box.y0, box.y1, head.by, 1), "row"),
+                "span_cols": st.reg(self._in_box(box.x0, box.x1, head.bx, 4), "span_cols"),
+                "span_rows": st.reg(self._in_box(box.y0, box.y1, head.by, 4), "span_rows")}
+        else:
+            origin_x, origin_y = head.bx << 4, head.by << 4
+            rel = signed(self.int_bits + 1)
+            box = {k: st.reg(v - o, k, rel) for k, v, o in (
+                ("dx0", box.x0, origin_x), ("dx1", box.x1, origin_x),
+                ("dy0", box.y0, origin_y), ("dy1", box.y1, origin_y))}
         mode = Cat(head.msaa == _log2(s) for s in self.modes)
         used = Cat(Const(0b111, 3), head.n_edges == 4) if self.edges == 4 else Const(0b111, 3)
         meta_value = Cat(head.bx, head.by, head.tag, head.msaa, head.n_edges, mode, used)
@@ -846,8 +866,23 @@ class BlockRasterizer(wiring.Component):
                 "meta": self._meta_layout()(st.reg(meta_value, "meta",
                                                    self._meta_layout().size))}
 
+    @staticmethod
+    def _in_box(lo, hi, block, step):
+        """Bit ``x``: pixels ``16*block + step*x .. + step - 1`` (a pixel column or row at
+        ``step`` 1, a column or row of spans at 4) meet ``lo .. hi``: ``lo <= 16*block +
+        step*x + step - 1``, ``hi >= 16*block + step*x`` (and ``lo <= hi``, implied at
+        ``step`` 1), from the block's index compared with ``lo >> 4`` and ``hi >> 4`` and
+        the bits of ``lo``, ``hi`` within the block (no subtraction)."""
+        low = _log2(step)
+        lo_before, lo_here = lo[4:] < block, lo[4:] == block
+        hi_after, hi_here = hi[4:] > block, hi[4:] == block
+        bits = [(lo_before | (lo_here & (lo[low:4] <= x)))
+                & (hi_after | (hi_here & (hi[low:4] >= x))) for x in range(16 // step)]
+        return Cat(b & (lo <= hi) if step > 1 else b for b in bits)
+
     def _corners(self, m, r1, st):
-        """Stage 2: the 25 corner signs, pixel offsets, lane sample offsets, box masks."""
+        """Stage 2: the 25 corner signs, pixel offsets, lane sample offsets, box masks;
+        MSAA builds also the combined span classes, their ranks and count."""
         s = self.subpix
         edges, corner_signs = [], []
         mode, used = r1["meta"].mode, r1["meta"].used
@@ -869,12 +904,17 @@ class BlockRasterizer(wiring.Component):
                 "lane_msaa": self._lane_msaa(m, edge, mode, st, e),
             })
         box = r1["box"]
-        col = Cat((box["dx0"] <= x) & (box["dx1"] >= x) for x in range(16))
-        row = Cat((box["dy0"] <= y) & (box["dy1"] >= y) for y in range(16))
-        # the spans with a pixel in the box: a column of spans x, a row y
-        wide, high = box["dx0"] <= box["dx1"], box["dy0"] <= box["dy1"]
-        cols = [wide & (box["dx0"] <= 4 * x + 3) & (box["dx1"] >= 4 * x) for x in range(4)]
-        rows = [high & (box["dy0"] <= 4 * y + 3) & (box["dy1"] >= 4 * y) for y in range(4)]
+        if self.msaa_modes:                     # registered in stage 1 (_offsets)
+            col, row, cols, rows = box["col"], box["row"], box["span_cols"], box["span_rows"]
+        else:
+            col = Cat((box["dx0"] <= x) & (box["dx1"] >= x) for x in range(16))
+            row = Cat((box["dy0"] <= y) & (box["dy1"] >= y) for y in range(16))
+            # the spans with a pixel in the box: a column of spans x, a row y
+            wide, high = box["dx0"] <= box["dx1"], box["dy0"] <= box["dy1"]
+            cols = [wide & (box["dx0"] <= 4 * x + 3) & (box["dx1"] >= 4 * x)
+                    for x in range(4)]
+            rows = [high & (box["dy0"] <= 4 * y + 3) & (box["dy1"] >= 4 * y)
+                    for y in range(4)]
         inbox = Cat(cols[k % 4] & rows[k // 4] for k in range(SPANS))
         result = {"edges": edges, "col": st.reg(col, "col"), "row": st.reg(row, "row"),
                   "inbox": st.reg(inbox, "inbox"),
@@ -892,10 +932,17 @@ class BlockRasterizer(wiring.Component):
             fulls.append(full | ~edge_used.replicate(SPANS))
             empties.append(~(full | part) & edge_used.replicate(SPANS))
         comb_full, comb_part = self._combine(m, inbox, fulls, empties)
+        # The ranks and the count once per block, here, from the combined PARTIAL spans
+        # before their registers: stage 3 forms `order` and `n_last` from registers
+        # (counted there, they were the deepest logic of the MSAA builds). `more`, for
+        # the register that reaches every flow copy (elaborate: the block entering
+        # stage 2 has more than one batch), is the same balanced sum of the same spans
+        # (in the netlist its path runs through the ranks' logic: ABC shares it).
+        ranks, count = self._ranks_balanced(m, comb_part)
         return {**result, "comb_full": st.reg(comb_full, "comb_full"),
                 "comb_part": st.reg(comb_part, "comb_part"),
-                # for the register that reaches every flow copy (elaborate): the block
-                # entering stage 2 has more than one batch, from its PARTIAL spans
+                "rank": st.regs(ranks, "rank", unsigned(4)),
+                "count": st.reg(count, "count", unsigned(5)),
                 "more": self._more_batches(_popcount(m, comb_part, "count_in"), mode)}
 
     def _more_batches(self, count, mode):
@@ -918,12 +965,13 @@ class BlockRasterizer(wiring.Component):
         return st.regs(lanes, f"msaa{e}_", signed(self.coef_bits + 5), e)
 
     def _span_select(self, m, r2, st):
-        """Stage 3: per-edge and combined span classes, ranks, the rank-ordered list of
-        the PARTIAL spans, and per lane ``lo`` plus its sample offset."""
+        """Stage 3: per-edge span classes, the rank-ordered list of the PARTIAL spans (from
+        stage 2's ranks), the number of batches, and per lane ``lo`` plus its sample
+        offset."""
         s, meta, inbox = self.subpix, r2["meta"], r2["inbox"]
         edges, fulls, empties = [], [], []
         if self.msaa_modes:
-            ranks, count = self._ranks(m, r2["comb_part"])
+            ranks, count = r2["rank"], r2["count"]
             order = self._order(m, r2["comb_part"], ranks)
         for e, edge in enumerate(r2["edges"]):
             full, part = (_wire(m, v, f"{n}{e}") for v, n in
@@ -988,6 +1036,32 @@ class BlockRasterizer(wiring.Component):
         comb_part = _wire(m, ~BlockRasterizer._or_all(empties) & inbox & ~comb_full,
                           "comb_part")
         return comb_full, comb_part
+
+    @staticmethod
+    def _ranks_balanced(m, flags):
+        """:meth:`_ranks` with the row totals added as a balanced tree: a span of row 1
+        adds ``T0``, of row 2 ``T0 + T1``, of row 3 ``(T0 + T1) + (T2 + local)``, and the
+        count is ``(T0 + T1) + (T2 + T3)`` (``Tr``: row ``r``'s total), two small adders
+        after the rows' counts, not three in a row."""
+        local, totals = [], []
+        for row in range(4):
+            bits = flags[4 * row:4 * row + 4]
+            local.append([_popcount(m, bits[:c], f"b_local{row}_{c}") if c else Const(0, 1)
+                          for c in range(4)])
+            totals.append(_popcount(m, bits, f"b_row_count{row}"))
+        first_two = _add_bits(m, totals[0], totals[1], "b_rows01")
+        ranks = ([local[0][c] for c in range(4)]
+                 + [_add_bits(m, totals[0], local[1][c], f"b_rank{4 + c}")
+                    for c in range(4)]
+                 + [_add_bits(m, first_two, local[2][c], f"b_rank{8 + c}")
+                    for c in range(4)]
+                 + [_add_bits(m, first_two, _add_bits(m, totals[2], local[3][c],
+                                                      f"b_row2_local{c}"), f"b_rank{12 + c}")
+                    for c in range(4)])
+        count = _add_bits(m, first_two, _add_bits(m, totals[2], totals[3], "b_rows23"),
+                          "b_count")
+        # rank 0 is a constant (passed on as one, not registered)
+        return [Const(0, 4)] + [Cat(r, Const(0, 4))[:4] for r in ranks[1:]], count[:5]
 
     @staticmethod
     def _ranks(m, flags):
