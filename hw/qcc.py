@@ -81,8 +81,12 @@ How it is built, and why
   (about 13 LUT4), so the reads whose address is known a clock ahead (the issue
   ports' ``meta`` by the decided record after this clock, the look-up's ``meta`` and
   ``stage``, the reaper's ART, bank 0's read of the other ``stage`` banks by the
-  lowest free record) read copies in block RAM, synchronously (``ram_style`` block:
-  the device has block RAM to spare, Yosys would put a 256 x 4 one in LUT-RAM).
+  lowest free record) read copies synchronously: Yosys maps each to block RAM or to
+  LUT-RAM with the read multiplexers before the output register, so the read's data
+  starts the next clock from a register. (Forcing every copy into block RAM,
+  ``ram_style`` block, took 418 LUT4 fewer at 256 records but the block RAM's 5.8 ns
+  clock-to-output started the worst path: the 32-record build routed at 54.2 MHz
+  against 61.5 without it; README, block 2.)
   What stays flip-flops per record is what changes while it lives or what every
   record is looked at for at once: ``valid`` (allocated and not yet reaped), ``busy``
   (one bit per kind of issue: ``busy_numeric``, ``busy_move``) and ``tomb``. Whether
@@ -307,11 +311,12 @@ How it is built, and why
   fewer (the reaper's one-hot pick, "two or more free"), 256 records take 26602 LUT4,
   6190 FF, 752 DPR16X4 and 52 DP16KD (32 %; was 31140) and the small build 7659 LUT4;
   it routes at 65.6 MHz, its worst path a TRANSLATE's ``meta`` read → the owner's
-  ``ent_live`` pick → the sticky ``error`` (15.2 ns). With block-RAM copies for the
-  reads addressed a clock ahead, ``free_records`` a counter and one set of SEARCH /
-  TRANSLATE reads for both ports, 256 records take 24096 LUT4, 6299 FF, 368 DPR16X4
-  and 63 DP16KD (29 %: the 30 % target is met; Fmax not measured since). README,
-  block 2.
+  ``ent_live`` pick → the sticky ``error`` (15.2 ns). With synchronous-read copies for
+  the reads addressed a clock ahead, ``free_records`` a counter and one set of SEARCH /
+  TRANSLATE reads for both ports, 256 records take 24514 LUT4, 6261 FF, 480 DPR16X4
+  and 56 DP16KD (29 %: the 30 % target is met for logic LUT4) and the small build
+  routes at 61.5 MHz, its worst path the issue decision → ``meta_sync``'s read
+  address (16.3 ns). README, block 2.
 
 Decisions beyond the golden model
 ---------------------------------
@@ -463,11 +468,6 @@ def _check_programs(programs):
 
 
 # ---------------------------------------------------------------- logic helpers
-
-#: Attributes of a memory read only synchronously whose reads should cost no logic:
-#: Yosys maps a small one (256 x 4) to LUT-RAM and its read multiplexers otherwise,
-#: and the device has block RAM to spare.
-_BLOCK_RAM = {"ram_style": "block"}
 
 # Shared signals carry no ``keep`` attribute: with it, ABC still copied the logic
 # behind them into their users where that saved a level, and left the kept drivers,
@@ -1006,18 +1006,16 @@ class QCC(wiring.Component):
         s.art = m.submodules.art = Memory(shape=ART(A), depth=R, init=[])
         # Copies of ``meta`` and ``art`` for the reads whose address is known a clock
         # ahead (the issue ports', the look-up's, the reaper's): synchronous reads, so
-        # block RAM (spare on the device) instead of LUT-RAM and a 16-way multiplexer
-        # per bit after it; written as the originals.
-        s.meta_sync = m.submodules.meta_sync = Memory(shape=META, depth=R, init=[],
-                                                      attrs=_BLOCK_RAM)
-        s.art_sync = m.submodules.art_sync = Memory(shape=ART(A), depth=R, init=[],
-                                                    attrs=_BLOCK_RAM)
+        # their data comes from a register (block RAM's, or after the LUT-RAM's read
+        # multiplexers); written as the originals.
+        s.meta_sync = m.submodules.meta_sync = Memory(shape=META, depth=R, init=[])
+        s.art_sync = m.submodules.art_sync = Memory(shape=ART(A), depth=R, init=[])
         # Per entity number, the type and ``hold`` its ALLOC gave it (every record of
         # the entity has them): what a search hit shows of ``meta``, read with the map
-        # word in the clock the search is taken (block RAM, not two ``meta`` reads by
-        # the record found).
+        # word in the clock the search is taken (not two ``meta`` reads by the record
+        # found).
         s.ent_meta = m.submodules.ent_meta = Memory(shape=ENT_META, depth=self.entities,
-                                                    init=[], attrs=_BLOCK_RAM)
+                                                    init=[])
         s.art_len = m.submodules.art_len = Memory(shape=4, depth=R, init=[])
         # Per kind: what a completion needs of the record that port issued (its type,
         # stage and whether it is the last), written by that port at the issue.
@@ -1463,8 +1461,8 @@ class QCC(wiring.Component):
         # issue, and the tombstone bit and the decoder stay out of this path.
         issued = _sig(m, _any(ev.carry[k] & (ev.head[k] == index) for k in Kind),
                       "lookup_popped")
-        # The stage, read by the index into registers: a synchronous read of a block-RAM
-        # copy of each bank (no LUT-RAM read multiplexers).
+        # The stage, read by the index into registers: a synchronous read of a copy of
+        # each bank (its read multiplexers before the register).
         ev.rec0_stage = s.stage.read_sync(index, "lookup_stage")
         busy = Signal()
         m.d.sync += busy.eq(self._pick(s.busy, index) | issued)
@@ -1844,7 +1842,7 @@ class _MultiWriteTable:
         self.banks = [Memory(shape=width, depth=depth, init=[]) for _ in range(writers)]
         for w, bank in enumerate(self.banks):
             m.submodules[f"{name}_bank{w}"] = bank
-        # Copies of the banks for synchronous reads (block RAM), written as the banks:
+        # Copies of the banks for synchronous reads, written as the banks:
         # the write ports are made by :meth:`finish`, once every copy exists.
         self.copies = [[] for _ in range(writers)]
         self.writes = {}
@@ -1864,10 +1862,10 @@ class _MultiWriteTable:
     def read_sync(self, addr, name, banks=None):
         """The XOR of ``banks`` (default all: the entry) at ``addr`` as written before
         this clock, out in the next clock: a synchronous read of a copy of each bank
-        (block RAM rather than LUT-RAM and its read multiplexers)."""
+        (its read multiplexers before the register, off the next clock's paths)."""
         values = []
         for w in range(len(self.banks)) if banks is None else banks:
-            copy = Memory(shape=self.width, depth=self.depth, init=[], attrs=_BLOCK_RAM)
+            copy = Memory(shape=self.width, depth=self.depth, init=[])
             self.m.submodules[f"{self.name}_bank{w}_{name}"] = copy
             self.copies[w].append(copy)
             port = copy.read_port()
