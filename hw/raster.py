@@ -1038,17 +1038,24 @@ class BlockRasterizer(wiring.Component):
         return comb_full, comb_part
 
     @staticmethod
+    def _row_counts(m, flags, prefix=""):
+        """Per row of 4 span flags: the count of set flags before each column (LUTs) and
+        the row's total."""
+        local, totals = [], []
+        for row in range(4):
+            bits = flags[4 * row:4 * row + 4]
+            local.append([_popcount(m, bits[:c], f"{prefix}local{row}_{c}") if c
+                          else Const(0, 1) for c in range(4)])
+            totals.append(_popcount(m, bits, f"{prefix}row_count{row}"))
+        return local, totals
+
+    @staticmethod
     def _ranks_balanced(m, flags):
         """:meth:`_ranks` with the row totals added as a balanced tree: a span of row 1
         adds ``T0``, of row 2 ``T0 + T1``, of row 3 ``(T0 + T1) + (T2 + local)``, and the
         count is ``(T0 + T1) + (T2 + T3)`` (``Tr``: row ``r``'s total), two small adders
         after the rows' counts, not three in a row."""
-        local, totals = [], []
-        for row in range(4):
-            bits = flags[4 * row:4 * row + 4]
-            local.append([_popcount(m, bits[:c], f"b_local{row}_{c}") if c else Const(0, 1)
-                          for c in range(4)])
-            totals.append(_popcount(m, bits, f"b_row_count{row}"))
+        local, totals = BlockRasterizer._row_counts(m, flags, "b_")
         first_two = _add_bits(m, totals[0], totals[1], "b_rows01")
         ranks = ([local[0][c] for c in range(4)]
                  + [_add_bits(m, totals[0], local[1][c], f"b_rank{4 + c}")
@@ -1068,12 +1075,7 @@ class BlockRasterizer(wiring.Component):
         """Each span's rank among the set ``flags`` (the count of set flags before it)
         and the total, as a short prefix count: per row of 4 spans the local counts
         (LUTs), then the three row totals added up."""
-        local, totals = [], []
-        for row in range(4):
-            bits = flags[4 * row:4 * row + 4]
-            local.append([_popcount(m, bits[:c], f"local{row}_{c}") if c else Const(0, 1)
-                          for c in range(4)])
-            totals.append(_popcount(m, bits, f"row_count{row}"))
+        local, totals = BlockRasterizer._row_counts(m, flags)
         before = [Const(0, 1)]
         for row in range(3):
             before.append(_add_bits(m, before[-1], totals[row], f"rows_before{row + 1}")[:4])
