@@ -1830,8 +1830,8 @@ class QCC(wiring.Component):
 
 
 class _MultiWriteTable:
-    """A table with one write port per writer and any number of read ports (comb),
-    in LUT-RAM: one bank per writer, each holding its writes XOR the other banks'
+    """A table with one write port per writer and any number of read ports (comb, or
+    synchronous through copies of the banks), in LUT-RAM: one bank per writer, each holding its writes XOR the other banks'
     contents at the same address, so that a read is the XOR of the banks (the
     XOR-based multi-ported memory of LaForest and Steffan, FPGA 2012). Each read port
     and each writer's reads of the other banks is a copy of a bank; the writers must

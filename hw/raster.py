@@ -934,16 +934,15 @@ class BlockRasterizer(wiring.Component):
         comb_full, comb_part = self._combine(m, inbox, fulls, empties)
         # The ranks and the count once per block, here, from the combined PARTIAL spans
         # before their registers: stage 3 forms `order` and `n_last` from registers
-        # (counted there, they were the deepest logic of the MSAA builds). `more`, for
-        # the register that reaches every flow copy (elaborate: the block entering
-        # stage 2 has more than one batch), is the same balanced sum of the same spans
-        # (in the netlist its path runs through the ranks' logic: ABC shares it).
+        # (counted there, they were the deepest logic of the MSAA builds). The same
+        # count gives `more`, for the register that reaches every flow copy (elaborate:
+        # the block entering stage 2 has more than one batch).
         ranks, count = self._ranks_balanced(m, comb_part)
         return {**result, "comb_full": st.reg(comb_full, "comb_full"),
                 "comb_part": st.reg(comb_part, "comb_part"),
                 "rank": st.regs(ranks, "rank", unsigned(4)),
                 "count": st.reg(count, "count", unsigned(5)),
-                "more": self._more_batches(_popcount(m, comb_part, "count_in"), mode)}
+                "more": self._more_batches(count, mode)}
 
     def _more_batches(self, count, mode):
         """The block has more than one batch: more than ``16 / S`` PARTIAL spans in its
