@@ -78,15 +78,19 @@ How it is built, and why
   table (``art``), both indexed by record. Reads by index (completions, issues, search
   results, TRANSLATE) cost a RAM read port instead of a multiplexer across every
   record. A LUT-RAM read of 256 entries still costs a 16-way multiplexer per bit
-  (about 13 LUT4), so the reads whose address is known a clock ahead (the issue
-  ports' ``meta`` by the decided record after this clock, the look-up's ``meta`` and
-  ``stage``, the reaper's ART, bank 0's read of the other ``stage`` banks by the
-  lowest free record) read copies synchronously: Yosys maps each to block RAM or to
+  (about 13 LUT4), so the reads whose address is known a clock ahead (the look-up's
+  ``meta`` and ``stage``, bank 0's read of the other ``stage`` banks by the lowest
+  free record) read copies synchronously: Yosys maps each to block RAM or to
   LUT-RAM with the read multiplexers before the output register, so the read's data
   starts the next clock from a register. (Forcing every copy into block RAM,
   ``ram_style`` block, took 418 LUT4 fewer at 256 records but the block RAM's 5.8 ns
   clock-to-output started the worst path: the 32-record build routed at 54.2 MHz
-  against 61.5 without it; README, block 2.)
+  against 61.5 without it; README, block 2.) Where that address came at the end of
+  a deep choice, the read waits for the clock in which it is used and is addressed
+  by a register: the issue ports read the head's entity (``rec_entity``) by the
+  decided record, not by the decision's next record, and the reaper reads the ART by
+  the record it frees, not by the one it walks (each of these synchronous reads put
+  the choice and the RAM's address on one path, the decision's the routed worst).
   What stays flip-flops per record is what changes while it lives or what every
   record is looked at for at once: ``valid`` (allocated and not yet reaped), ``busy``
   (one bit per kind of issue: ``busy_numeric``, ``busy_move``) and ``tomb``. Whether
@@ -141,6 +145,13 @@ How it is built, and why
   ``cmd`` SEARCH or TRANSLATE waits while ``query`` takes one (``query`` is for
   them; ``cmd`` carries them rarely). Two sets of those LUT-RAM reads and
   record-wide picks cost about 700 LUT4 more at 256 records.
+* **The sticky error from registers.** A request's bad code (>= 8) is known in the
+  clock it is taken (a TRANSLATE's after its check) and goes into the pending
+  response register anyway; the error flag is set from that register (and a
+  completion's registered "bad") a clock later, and ``status.error`` is the flag or
+  that register's bad code, so it rises in the clock after the bad input as the
+  model says, and the TRANSLATE check ends in one register, not also in the flag's
+  enable.
 * **Logical FIFOs in memory.** Each FIFO (type, stage) is a ring buffer of record
   indices (:class:`_Queue`, depth ``records`` rounded up to a power of two: a memory
   with its head in a register and the entry after it on the output of its one
