@@ -78,15 +78,19 @@ How it is built, and why
   table (``art``), both indexed by record. Reads by index (completions, issues, search
   results, TRANSLATE) cost a RAM read port instead of a multiplexer across every
   record. A LUT-RAM read of 256 entries still costs a 16-way multiplexer per bit
-  (about 13 LUT4), so the reads whose address is known a clock ahead (the issue
-  ports' ``meta`` by the decided record after this clock, the look-up's ``meta`` and
-  ``stage``, the reaper's ART, bank 0's read of the other ``stage`` banks by the
-  lowest free record) read copies synchronously: Yosys maps each to block RAM or to
+  (about 13 LUT4), so the reads whose address is known a clock ahead (the look-up's
+  ``meta`` and ``stage``, bank 0's read of the other ``stage`` banks by the lowest
+  free record) read copies synchronously: Yosys maps each to block RAM or to
   LUT-RAM with the read multiplexers before the output register, so the read's data
   starts the next clock from a register. (Forcing every copy into block RAM,
   ``ram_style`` block, took 418 LUT4 fewer at 256 records but the block RAM's 5.8 ns
   clock-to-output started the worst path: the 32-record build routed at 54.2 MHz
-  against 61.5 without it; README, block 2.)
+  against 61.5 without it; README, block 2.) Where that address came at the end of
+  a deep choice, the read waits for the clock in which it is used and is addressed
+  by a register: the issue ports read the head's entity (``rec_entity``) by the
+  decided record, not by the decision's next record, and the reaper reads the ART by
+  the record it frees, not by the one it walks (each of these synchronous reads put
+  the choice and the RAM's address on one path, the decision's the routed worst).
   What stays flip-flops per record is what changes while it lives or what every
   record is looked at for at once: ``valid`` (allocated and not yet reaped), ``busy``
   (one bit per kind of issue: ``busy_numeric``, ``busy_move``) and ``tomb``. Whether
@@ -141,6 +145,13 @@ How it is built, and why
   ``cmd`` SEARCH or TRANSLATE waits while ``query`` takes one (``query`` is for
   them; ``cmd`` carries them rarely). Two sets of those LUT-RAM reads and
   record-wide picks cost about 700 LUT4 more at 256 records.
+* **The sticky error from registers.** A request's bad code (>= 8) is known in the
+  clock it is taken (a TRANSLATE's after its check) and goes into the pending
+  response register anyway; the error flag is set from that register (and a
+  completion's registered "bad") a clock later, and ``status.error`` is the flag or
+  that register's bad code, so it rises in the clock after the bad input as the
+  model says, and the TRANSLATE check ends in one register, not also in the flag's
+  enable.
 * **Logical FIFOs in memory.** Each FIFO (type, stage) is a ring buffer of record
   indices (:class:`_Queue`, depth ``records`` rounded up to a power of two: a memory
   with its head in a register and the entry after it on the output of its one
@@ -1004,12 +1015,14 @@ class QCC(wiring.Component):
             shape=data.ArrayLayout(_slot_layout(self.index_width), self.frames),
             depth=self.entities, init=[])
         s.art = m.submodules.art = Memory(shape=ART(A), depth=R, init=[])
-        # Copies of ``meta`` and ``art`` for the reads whose address is known a clock
-        # ahead (the issue ports', the look-up's, the reaper's): synchronous reads, so
-        # their data comes from a register (block RAM's, or after the LUT-RAM's read
-        # multiplexers); written as the originals.
+        # A copy of ``meta`` for the look-up, whose address is known a clock ahead: a
+        # synchronous read, so its data comes from a register (block RAM's, or after the
+        # LUT-RAM's read multiplexers); written as the original.
         s.meta_sync = m.submodules.meta_sync = Memory(shape=META, depth=R, init=[])
-        s.art_sync = m.submodules.art_sync = Memory(shape=ART(A), depth=R, init=[])
+        # The entity of each record for the issue ports: read without a clock by the
+        # decided record (a register), so the decision does not drive a RAM address.
+        s.rec_entity = m.submodules.rec_entity = Memory(
+            shape=max(1, (self.entities - 1).bit_length()), depth=R, init=[])
         # Per entity number, the type and ``hold`` its ALLOC gave it (every record of
         # the entity has them): what a search hit shows of ``meta``, read with the map
         # word in the clock the search is taken (not two ``meta`` reads by the record
@@ -1173,7 +1186,6 @@ class QCC(wiring.Component):
         for t in range(N_TYPES):
             for i in range(MAX_STAGES):
                 m.d.comb += s.fifo[t][i].r_en.eq(ev.popped[t][i])
-        ev.dec_record_next = [None, None]
         for k in Kind:
             self._decide(m, s, ev, k)
         # Each record tells an issue from a drop by its own ``tomb`` bit: the pick of the
@@ -1213,13 +1225,9 @@ class QCC(wiring.Component):
         winner = _round_robin(m, offers, s.rr[k], f"winner_{name}")
         records = [_read(latest[t], after[t]) for t in range(N_TYPES)]
         deciding = ~s.dec_valid[k] | ev.carry[k]
-        # The decided record after this clock: the address of the issue port's
-        # synchronous ``meta`` read (``_issue_port``).
-        ev.dec_record_next[k] = _sig(m, Mux(deciding, _read(winner, records), s.dec_record[k]),
-                                     f"decided_record_next_{name}")
-        m.d.sync += s.dec_record[k].eq(ev.dec_record_next[k])
         with m.If(deciding):
             m.d.sync += [s.dec_valid[k].eq(offers.any()),
+                         s.dec_record[k].eq(_read(winner, records)),
                          s.dec_type[k].eq(_encode(winner, 3)),
                          s.dec_stage[k].eq(_read(winner, [_encode(latest[t], 3)
                                                           for t in range(N_TYPES)]))]
@@ -1335,13 +1343,15 @@ class QCC(wiring.Component):
         m.d.sync += [left.eq(slots & ~frame), loaded.eq(0)]
         with m.If(can_pick):
             m.d.sync += [walking.eq(pick_any), loaded.eq(1), entity.eq(pick_index)]
-        # Free: the record walked last clock; its buffer is read from the ART meanwhile.
+        # Free: the record walked last clock; its buffer is read from the ART then, by
+        # that registered record (a read addressed by the walk's record, a clock ahead,
+        # put the map word's lowest frame and the RAM's address on one path).
         freeing = Signal(name="reap_freeing")
         freed = Signal(self.index_width, name="reap_freed")
         freed_last = Signal(name="reap_freed_last")
         freed_entity = Signal(8, name="reap_freed_entity")
-        art = s.art_sync.read_port()
-        m.d.comb += art.addr.eq(record)
+        art = s.art.read_port(domain="comb")
+        m.d.comb += art.addr.eq(freed)
         m.d.sync += [freeing.eq(walking), freed.eq(record), freed_last.eq(walking & last),
                      freed_entity.eq(entity)]
         ev.reaped = _sig(m, Mux(freeing, _decode(freed, R), 0), "reaped")
@@ -1603,6 +1613,7 @@ class QCC(wiring.Component):
         c = self.cmd.payload
         for memory, value in ((s.meta, Cat(ev.new_entity, ev.new_etype, ev.new_hold)),
                               (s.meta_sync, Cat(ev.new_entity, ev.new_etype, ev.new_hold)),
+                              (s.rec_entity, ev.new_entity),
                               (s.art_len, c.lines)):
             port = memory.write_port()
             m.d.comb += [port.addr.eq(self._index(ev.new_record)), port.data.eq(value),
@@ -1624,10 +1635,9 @@ class QCC(wiring.Component):
         port = s.ent_meta.write_port()
         m.d.comb += [port.addr.eq(ev.alloc_entity), port.en.eq(ev.any_ent),
                      port.data.eq(Cat(c.etype, c.hold))]
-        for memory in (s.art, s.art_sync):
-            port = memory.write_port()
-            m.d.comb += [port.addr.eq(ev.placed_record), port.en.eq(ev.placed),
-                         port.data.eq(Cat(ev.placed_base, ev.placed_lines))]
+        port = s.art.write_port()
+        m.d.comb += [port.addr.eq(ev.placed_record), port.en.eq(ev.placed),
+                     port.data.eq(Cat(ev.placed_base, ev.placed_lines))]
         # Likewise the record's ``stage`` (0), so that the lowest-free tree does not
         # drive the other banks' read for bank 0's write data. The first read of it is
         # a clock after that write: a search or look-up of the record is taken in the
@@ -1679,11 +1689,13 @@ class QCC(wiring.Component):
         fields of its record, held until taken; valid unless the head was a tombstone.
         The payload loads on every pop (the port is empty or being taken then), so
         that only ``valid`` waits for the head's tombstone bit (``go``)."""
-        # The head's ``meta``, read in the clock before from its copy by the decided record
-        # after that clock: the head now (a record in a FIFO is not written meanwhile).
-        meta = s.meta_sync.read_port()
+        # The head's entity, read without a clock by the decided record (a register: the
+        # head now; a record in a FIFO is not written meanwhile). A synchronous read
+        # addressed by the decision's next record put the decision and the RAM's
+        # address on one path (61.5 MHz routed).
+        entity = s.rec_entity.read_port(domain="comb")
         descs = Array(Cat(s.desc[t]) for t in range(N_TYPES))
-        m.d.comb += meta.addr.eq(ev.dec_record_next[k])
+        m.d.comb += entity.addr.eq(s.dec_record[k])
         # What the completion of this issue will need (``_completion``).
         issued = s.issued[k].write_port()
         nstages = Array(s.nstages + [Const(1, 4)] * 3)[s.dec_type[k]]
@@ -1693,7 +1705,7 @@ class QCC(wiring.Component):
         with m.If(ev.carry[k]):
             m.d.sync += [port.valid.eq(ev.go[k]),
                          port.payload.record.eq(ev.head[k]), port.payload.buf.eq(ev.head[k]),
-                         port.payload.entity.eq(meta.data.entity),
+                         port.payload.entity.eq(entity.data),
                          port.payload.etype.eq(s.dec_type[k]),
                          port.payload.stage.eq(s.dec_stage[k]),
                          port.payload.desc.eq(descs[s.dec_type[k]].word_select(
@@ -1713,10 +1725,6 @@ class QCC(wiring.Component):
             with m.Case(Op.TRANSLATE):
                 m.d.comb += [q_kind.eq(_Pending.TRANSLATE),
                              qresp.code.eq(ev.translate_code)]
-        err_cmd = ev.take & (ev.resp_kind != _Pending.SEARCH) & ev.resp.code[3]
-        err_query = ev.qtake & (q_kind != _Pending.SEARCH) & qresp.code[3]
-        with m.If(err_cmd | err_query | ev.done[0].bad | ev.done[1].bad):
-            m.d.sync += s.error.eq(1)
         c = self.cmd.payload
         m.d.comb += ev.meta_cmd.addr.eq(ev.rec0_index)
         # A search shows the stage at the start of its clock: the table's stage now,
@@ -1731,6 +1739,17 @@ class QCC(wiring.Component):
                  ("qresp", self.qresp, ev.qtake, q, q_kind, qresp, ev.query_map))
         pendings = [self._pending(m, name, take, request, kind, direct, entity_map)
                     for name, port, take, request, kind, direct, entity_map in ports]
+        # Bad input (a code >= 8) of a request taken in the last clock, from its pending
+        # register (a SEARCH's code is never bad), and of a completion, registered: the
+        # sticky flag takes them a clock later and ``status.error`` shows them at once,
+        # so the TRANSLATE check ends in the pending register, not also in the flag's
+        # enable, and the flag rises in the clock after the bad input as before.
+        done_bad = Signal(name="done_bad")
+        m.d.sync += done_bad.eq(ev.done[0].bad | ev.done[1].bad)
+        ev.bad = _sig(m, done_bad | _any(p.valid & (p.kind != _Pending.SEARCH)
+                                         & p.direct.code[3] for p in pendings), "bad_input")
+        with m.If(ev.bad):
+            m.d.sync += s.error.eq(1)
         # One set of table reads for both ports: at most one of them has a SEARCH or
         # TRANSLATE pending (``query_reads``).
         q_reads = _sig(m, pendings[1].valid & (pendings[1].kind != _Pending.DIRECT),
@@ -1826,7 +1845,7 @@ class QCC(wiring.Component):
                      st.free_entities.eq(s.free_ent_count),
                      st.free_lines.eq(s.free_line_count),
                      st.free_run.eq(ev.run_room),
-                     st.error.eq(s.error)]
+                     st.error.eq(s.error | ev.bad)]
 
 
 class _MultiWriteTable:
