@@ -30,7 +30,7 @@ Ports
     clock after the command is taken.
 ``query`` (in) / ``qresp`` (out)
     SEARCH and TRANSLATE only, one per clock, answer one clock later; a SEARCH or
-    TRANSLATE on ``cmd`` waits while ``query`` takes one.
+    TRANSLATE on ``cmd`` waits while ``query`` offers one.
 ``n_issue``, ``m_issue`` (out)
     Issues to the thread controller (NUMERIC stages) and the data move machine (MOVE).
 ``n_done``, ``m_done`` (in)
@@ -138,20 +138,29 @@ How it is built, and why
   command can add a record of the entity meanwhile, and whether the entity is still
   live is read in the clock of the take. So their checks and the updates they cause start
   from registers. ALLOC and CONFIG are taken in the clock they are offered, SEARCH
-  and TRANSLATE too unless ``query`` takes one in that clock (below).
+  and TRANSLATE too unless ``query`` offers one in that clock (below).
 * **One set of read ports for searches and translations.** ``cmd`` and ``query``
-  share the reads a SEARCH or TRANSLATE makes (the check of a TRANSLATE when it is
-  taken; the ART, ``stage`` and ``busy_d`` by the found record a clock later): a
-  ``cmd`` SEARCH or TRANSLATE waits while ``query`` takes one (``query`` is for
-  them; ``cmd`` carries them rarely). Two sets of those LUT-RAM reads and
-  record-wide picks cost about 700 LUT4 more at 256 records.
+  share the reads a SEARCH or TRANSLATE makes (a TRANSLATE's reads when it is taken;
+  the ART, ``stage`` and ``busy_d`` by the found record a clock later): a ``cmd``
+  SEARCH or TRANSLATE waits while ``query`` offers one (``query`` is for them;
+  ``cmd`` carries them rarely), so which port's request is read follows ``query``'s
+  offer, not its ``ready`` (the response queue's count). Two sets of those LUT-RAM
+  reads and record-wide picks cost about 700 LUT4 more at 256 records.
+* **A TRANSLATE is checked in two clocks.** In the clock it is taken, its buffer's
+  ``valid`` bit, its entity (``meta``) and whether the offset is past the length
+  (``art_len``) are read into registers; in the next, the entity's ``ent_live`` bit
+  is picked and the code formed, with the response. An entity live in the take's
+  clock is live in the next unless it was killed then (a valid record's entity
+  number is not free, so ALLOC cannot take it), so the pick is ORed with a
+  comparison against that clock's kills (up to three, registered by number). The
+  request's choice, the ``meta`` read and the ``ent_live`` pick were one path (the
+  routed worst path at 15.8-16.5 ns).
 * **The sticky error from registers.** A request's bad code (>= 8) is known in the
-  clock it is taken (a TRANSLATE's after its check) and goes into the pending
-  response register anyway; the error flag is set from that register (and a
-  completion's registered "bad") a clock later, and ``status.error`` is the flag or
-  that register's bad code, so it rises in the clock after the bad input as the
-  model says, and the TRANSLATE check ends in one register, not also in the flag's
-  enable.
+  clock it is taken and goes into the pending response register anyway (a
+  TRANSLATE's is formed in the next clock, from registers); the error flag is set
+  from those codes (and a completion's registered "bad") a clock later, and
+  ``status.error`` is the flag or those codes' "bad", so it rises in the clock after
+  the bad input as the model says.
 * **Logical FIFOs in memory.** Each FIFO (type, stage) is a ring buffer of record
   indices (:class:`_Queue`, depth ``records`` rounded up to a power of two: a memory
   with its head in a register and the entry after it on the output of its one
@@ -188,7 +197,10 @@ How it is built, and why
   the record register (no multiplexer of FIFO heads on it), and a decided FIFO cannot
   run empty nor change its head before its pop (only that pop takes from it).
 * **Allocation.** The lowest free record and entity number come from priority encoders
-  over the free bits; the lines from a first fit of the length the command asks for
+  over the free bits (the record's index, which drives the stage-0 FIFOs' write data
+  and the RAMs' write addresses, from a tree of its own, :func:`_lowest_index`, beside
+  the one-hot that drives the records' updates; the ALLOC or MAP response takes it
+  from ``placed_record`` a clock later); the lines from a first fit of the length the command asks for
   (runs of free lines, then the lowest start). The lowest free record and the RAMs
   are written every clock with what ALLOC or MAP would put there (it is free, so
   nothing reads it); only the ``valid`` bits and the free-line bits
@@ -229,7 +241,7 @@ How it is built, and why
   only, not the counters' adders.
 * **Responses** go through a two-entry queue with a bypass; ``cmd.ready`` and
   ``query.ready`` come from registers (and ``cmd``'s ``op``, and whether ``query``
-  takes a SEARCH or TRANSLATE), never from ``resp.ready``/``qresp.ready``.
+  offers a SEARCH or TRANSLATE), never from ``resp.ready``/``qresp.ready``.
   ``free_records``, ``free_entities`` and ``free_lines`` are counters (the reaper
   frees at most one record, number and buffer a clock, a port drops at most one
   tombstone, ALLOC or MAP takes at most one), whose next
@@ -337,8 +349,8 @@ Decisions beyond the golden model
 * ``lines`` is limited to 1..1024 (the free-line bitmap, first fit and the range masks
   are logic per line); the other parameters have the model's ranges.
 * MAP, DELETE and RELEASE are taken two (or three) clocks after they are first offered
-  on ``cmd`` (above), and a SEARCH or TRANSLATE on ``cmd`` waits while ``query`` takes
-  one; the model sees each request in the clock it is taken.
+  on ``cmd`` (above), and a SEARCH or TRANSLATE on ``cmd`` waits while ``query`` offers
+  one (taken or not); the model sees each request in the clock it is taken.
 * A completion's ``ready`` is always 1; a rejected completion only sets ``error``.
 """
 
@@ -588,9 +600,9 @@ def _lowest_bits(m, bits, name, keep=False):
 
 
 def _lowest_index(m, vector, name):
-    """Index of the lowest set bit of ``vector`` (0 if none), from a binary tree whose
-    nodes choose between their halves' indices by the lower half's "any": one LUT4
-    level per level of the tree, not a one-hot and then an encoder after it."""
+    """Index of the lowest set bit of ``vector`` (any index if none), from a binary
+    tree whose nodes choose between their halves' indices by the lower half's "any":
+    one LUT4 level per level of the tree, not a one-hot and then an encoder after it."""
     nodes = [(vector[i], Const(0, 0)) for i in range(len(vector))]
     level = 0
     while len(nodes) > 1:
@@ -901,10 +913,10 @@ class QCC(wiring.Component):
     ----------
     cmd : stream of :data:`COMMAND`, in
         Commands. ``ready`` comes from registers, the offered ``op`` and whether
-        ``query`` takes a SEARCH or TRANSLATE: MAP, DELETE and RELEASE are taken two
+        ``query`` offers a SEARCH or TRANSLATE: MAP, DELETE and RELEASE are taken two
         clocks after they are first offered (three if their entity's frame-0 record
         completes a stage in between), SEARCH and TRANSLATE in a clock in which
-        ``query`` takes neither, the others at once.
+        ``query`` offers neither, the others at once.
     resp : stream of :func:`response_layout`, out
         One response per command, in order, from the clock after the command.
     query : stream of :data:`COMMAND`, in
@@ -1103,13 +1115,16 @@ class QCC(wiring.Component):
         ev.qtake = _sig(m, self.query.valid & self.query.ready, "query_take")
         # The two ports share the read ports of the tables that a SEARCH or TRANSLATE
         # reads: ``query`` takes one whenever it can, ``cmd`` only in a clock in which
-        # ``query`` takes none (its ``ready`` waits meanwhile).
+        # ``query`` offers none (its ``ready`` waits meanwhile). The choice is made on
+        # the offer, not the take: ``query.ready`` (the response queue's count) stays
+        # off the TRANSLATE check's read address (a routed worst path, 15.8 ns).
         q_op = self.query.payload.op
-        ev.query_reads = _sig(m, ev.qtake & ((q_op == Op.SEARCH) | (q_op == Op.TRANSLATE)),
+        ev.query_reads = _sig(m, self.query.valid
+                              & ((q_op == Op.SEARCH) | (q_op == Op.TRANSLATE)),
                               "query_reads")
-        # TRANSLATE's check, for whichever port takes one now.
+        # TRANSLATE's reads, for whichever port takes one now; its code a clock later.
         request = Mux(ev.query_reads, self.query.payload.as_value(), c.as_value())
-        ev.translate_code = self._translate_code(m, s, COMMAND(request), "translate")
+        ev.translate = self._translate_reads(m, s, COMMAND(request))
         # The map word of each port's entity, read every clock (out one clock later).
         ev.cmd_map = self._map_read(m, s, c.entity, "cmd")
         ev.query_map = self._map_read(m, s, self.query.payload.entity, "query")
@@ -1285,7 +1300,14 @@ class QCC(wiring.Component):
         # "A free record exists" and "a free entity number exists" from registers: the
         # first is kept a clock ahead (``_update_records``), the second is the counter
         # of free numbers; so the accept waits for neither priority encoder's tree.
-        ev.free_rec, _ = _lowest(m, ~s.valid & ~s.tomb, "free_record")
+        free = _sig(m, ~s.valid & ~s.tomb, "free_record_in")
+        ev.free_rec, _ = _lowest(m, free, "free_record")
+        # Its index from a tree of its own (each node takes its lower or upper half's
+        # index by the lower half's "any"), not by encoding the one-hot, which then
+        # drives only the records' own updates: the index goes to the stage-0 FIFOs'
+        # write data and the RAMs' write addresses (the encoder after the one-hot tree
+        # was on the routed worst path, 16.5 ns).
+        ev.new_record = _sig(m, _lowest_index(m, free, "free_record_index"), "new_record", 8)
         ev.any_rec = s.any_free_record
         ev.free_ent, _ = _lowest(m, s.ent_free, "free_entity")
         ev.any_ent = _sig(m, s.free_ent_count != 0, "free_entity_exists")
@@ -1378,7 +1400,6 @@ class QCC(wiring.Component):
         m.d.comb += self.cmd.ready.eq(ev.room & (~needs_lookup | ev.rec0_ready)
                                       & ~(reads & ev.query_reads))
         ev.is_alloc = _sig(m, c.op == Op.ALLOC, "is_alloc")
-        ev.new_record = _sig(m, _encode(ev.free_rec, 8), "new_record")
         ev.alloc_entity = _sig(m, _encode(ev.free_ent, 8), "alloc_entity")
         ev.new_entity = _sig(m, Mux(ev.is_alloc, ev.alloc_entity, c.entity), "new_entity")
         ev.new_etype = _sig(m, Mux(ev.is_alloc, c.etype, ev.rec0_etype), "new_etype")
@@ -1400,10 +1421,10 @@ class QCC(wiring.Component):
             with m.Case(Op.ALLOC, Op.MAP):
                 self._allocate_code(m, ev, code, lines_ok)
                 with m.If(code == Code.OK):
-                    m.d.comb += [resp.entity.eq(ev.new_entity), resp.record.eq(ev.new_record),
+                    # (``record``, ``buf`` and ``addr`` a clock later: _response_ports)
+                    m.d.comb += [resp.entity.eq(ev.new_entity),
                                  resp.frame.eq(Mux(ev.is_alloc, 0, c.frame)),
                                  resp.etype.eq(ev.new_etype), resp.hold.eq(ev.new_hold),
-                                 resp.buf.eq(ev.new_record),
                                  resp.lines.eq(c.lines)]
             with m.Case(Op.SEARCH):
                 m.d.comb += ev.resp_kind.eq(_Pending.SEARCH)
@@ -1416,8 +1437,8 @@ class QCC(wiring.Component):
                                            (ev.rec0_stage != DONE_STAGE, Code.NOT_HELD)))
                 m.d.comb += resp.entity.eq(Mux(code == Code.OK, c.entity, 0))
             with m.Case(Op.TRANSLATE):
-                m.d.comb += [code.eq(ev.translate_code),
-                             ev.resp_kind.eq(_Pending.TRANSLATE)]
+                # (its code a clock later: _translate_code)
+                m.d.comb += ev.resp_kind.eq(_Pending.TRANSLATE)
             with m.Default():
                 m.d.comb += code.eq(Code.BAD_OP)
         self._accept(m, s, ev, lines_ok)
@@ -1522,17 +1543,34 @@ class QCC(wiring.Component):
                               f"in_flight_{t}"))
         return flags
 
-    def _translate_code(self, m, s, request, name):
-        """Response code of TRANSLATE ``request`` (the address is read a clock later)."""
+    def _translate_reads(self, m, s, request):
+        """What TRANSLATE ``request`` is checked by, read in the clock it is taken into
+        registers: whether its buffer is allocated (and not reaped), the buffer's
+        entity (``meta``) and whether the offset is past the buffer's length. Whether
+        that entity was live then is picked a clock later (:meth:`_translate_code`), so
+        that the choice of the request, the RAM read and the pick are not one path."""
         buf, offset = request.buf, request.offset
         length = s.art_len.read_port(domain="comb")
         owner = s.meta.read_port(domain="comb")
         m.d.comb += [length.addr.eq(self._index(buf)), owner.addr.eq(self._index(buf))]
-        # In use: allocated and not reaped, and its entity not dead.
-        known = ((buf < self.records) & self._pick(s.valid, self._index(buf))
-                 & self._live(s, owner.data.entity))
-        return _sig(m, _first((~known, Code.UNKNOWN), (offset >= length.data, Code.RANGE)),
-                    f"{name}_translate_code", 4)
+        t = SimpleNamespace(valid=Signal(name="translate_valid"),
+                            owner=Signal(8, name="translate_owner"),
+                            over=Signal(name="translate_over"))
+        m.d.sync += [t.valid.eq((buf < self.records) & self._pick(s.valid, self._index(buf))),
+                     t.owner.eq(owner.data.entity), t.over.eq(offset >= length.data)]
+        return t
+
+    def _translate_code(self, m, s, ev):
+        """Response code of the TRANSLATE taken in the last clock, from its registered
+        reads: in use if its buffer was allocated and its entity live in that clock.
+        An entity live then is live now unless it was killed then (a valid record's
+        entity number is not free, so ALLOC did not take it), so the pick of
+        ``ent_live`` now is corrected by that clock's kills (registered numbers)."""
+        t = ev.translate
+        killed_then = _any(flag & (entity == t.owner) for flag, entity in ev.kills)
+        known = t.valid & (self._live(s, t.owner) | killed_then)
+        return _sig(m, _first((~known, Code.UNKNOWN), (t.over, Code.RANGE)),
+                    "translate_code", 4)
 
     def _configure(self, m, s, ev):
         """CONFIG: write a whole stage program at once."""
@@ -1667,6 +1705,13 @@ class QCC(wiring.Component):
         for d in ev.done:
             killed = killed | Mux(d.kill, _decode(d.entity, E), 0)
         killed = _sig(m, killed, "killed")
+        # This clock's kills, registered by number for the TRANSLATE check a clock later.
+        ev.kills = []
+        for i, (flag, entity) in enumerate([(ev.kill_cmd, c.entity)]
+                                           + [(d.kill, d.entity) for d in ev.done]):
+            kill = (Signal(name=f"kill{i}"), Signal(8, name=f"kill{i}_entity"))
+            m.d.sync += [kill[0].eq(flag), kill[1].eq(entity)]
+            ev.kills.append(kill)
         taken = Mux(ev.alloc_ok, ev.free_ent, 0)
         m.d.sync += [s.ent_live.eq((s.ent_live & ~killed) | taken),
                      s.to_reap.eq((s.to_reap & ~ev.reap_picked) | killed),
@@ -1726,8 +1771,8 @@ class QCC(wiring.Component):
             with m.Case(Op.SEARCH):
                 m.d.comb += q_kind.eq(_Pending.SEARCH)
             with m.Case(Op.TRANSLATE):
-                m.d.comb += [q_kind.eq(_Pending.TRANSLATE),
-                             qresp.code.eq(ev.translate_code)]
+                # (its code a clock later: _translate_code)
+                m.d.comb += [q_kind.eq(_Pending.TRANSLATE), qresp.code.eq(Code.OK)]
         c = self.cmd.payload
         m.d.comb += ev.meta_cmd.addr.eq(ev.rec0_index)
         # A search shows the stage at the start of its clock: the table's stage now,
@@ -1743,14 +1788,17 @@ class QCC(wiring.Component):
         pendings = [self._pending(m, name, take, request, kind, direct, entity_map)
                     for name, port, take, request, kind, direct, entity_map in ports]
         # Bad input (a code >= 8) of a request taken in the last clock, from its pending
-        # register (a SEARCH's code is never bad), and of a completion, registered: the
-        # sticky flag takes them a clock later and ``status.error`` shows them at once,
-        # so the TRANSLATE check ends in the pending register, not also in the flag's
-        # enable, and the flag rises in the clock after the bad input as before.
+        # register (a SEARCH's code is never bad; a TRANSLATE's is checked now), and of a
+        # completion, registered: the sticky flag takes them a clock later and
+        # ``status.error`` shows them at once, so the flag rises in the clock after the
+        # bad input as the model says.
         done_bad = Signal(name="done_bad")
         m.d.sync += done_bad.eq(ev.done[0].bad | ev.done[1].bad)
-        ev.bad = _sig(m, done_bad | _any(p.valid & (p.kind != _Pending.SEARCH)
-                                         & p.direct.code[3] for p in pendings), "bad_input")
+        ev.translate_code = self._translate_code(m, s, ev)
+        translating = _any(p.valid & (p.kind == _Pending.TRANSLATE) for p in pendings)
+        ev.bad = _sig(m, done_bad | (translating & ev.translate_code[3])
+                      | _any(p.valid & (p.kind == _Pending.DIRECT) & p.direct.code[3]
+                             for p in pendings), "bad_input")
         with m.If(ev.bad):
             m.d.sync += s.error.eq(1)
         # One set of table reads for both ports: at most one of them has a SEARCH or
@@ -1769,9 +1817,12 @@ class QCC(wiring.Component):
             wiring.connect(m, queue.o, wiring.flipped(port))
             if name == "resp":
                 m.d.comb += ev.room.eq(queue.room)
-                # An accepted ALLOC or MAP: its base line, registered with its ART write.
+                # An accepted ALLOC or MAP: its record and base line, registered with its
+                # ART write (the record not through the pending response's register).
                 with m.If(ev.placed):
-                    m.d.comb += payload.addr.eq(ev.placed_base)
+                    m.d.comb += [payload.record.eq(ev.placed_record),
+                                 payload.buf.eq(ev.placed_record),
+                                 payload.addr.eq(ev.placed_base)]
             else:
                 m.d.comb += self.query.ready.eq(queue.room)
 
@@ -1817,9 +1868,11 @@ class QCC(wiring.Component):
                     resp.busy.eq(read.busy), resp.hold.eq(meta.hold),
                     resp.buf.eq(p.index), resp.addr.eq(read.art.base),
                     resp.lines.eq(read.art.length)]
-        with m.Elif((p.kind == _Pending.TRANSLATE) & (p.direct.code == Code.OK)):
-            m.d.comb += [resp.buf.eq(p.index), resp.addr.eq(read.art.base + p.offset),
-                         resp.lines.eq(read.art.length)]
+        with m.Elif(p.kind == _Pending.TRANSLATE):
+            m.d.comb += resp.code.eq(ev.translate_code)
+            with m.If(ev.translate_code == Code.OK):
+                m.d.comb += [resp.buf.eq(p.index), resp.addr.eq(read.art.base + p.offset),
+                             resp.lines.eq(read.art.length)]
         return resp
 
     def _status(self, m, s, ev):

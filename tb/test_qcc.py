@@ -163,6 +163,11 @@ class CycleChecker:
                                m_ready=sample.m_ready)
         self._cover(cmd, before, res)
         self.coverage["tombstone dropped"] += len(tombs - set(self.model.tombstones()))
+        if query is not None and query.op == Op.TRANSLATE and res.qresp.code == Code.OK \
+                and int(self.model._entity[query.buf]) not in self.model.live_entities():
+            # (the RTL picks the entity's ``ent_live`` bit a clock later, corrected by
+            # that clock's kills)
+            self.coverage["translate in the clock its entity dies"] += 1
         if cmd is not None:
             self.expected["resp"].append(res.resp)
             self.responses.append((cmd, res.resp))

@@ -123,6 +123,27 @@ def test_directed_sequence():
     simulate(dut, body)
 
 
+def test_translate_in_the_clock_its_entity_dies():
+    """A TRANSLATE taken in the clock its buffer's entity is killed (RELEASE) is
+    answered OK: the entity was live in that clock (the RTL reads the entity's
+    ``ent_live`` bit a clock later, corrected by that clock's kills)."""
+    dut = QCC(**SMALL)
+
+    async def body(ctx, rng):
+        bench = SimBench(dut, rng, gap=0, stall=0, latency=(1, 1))
+        bench.send("cmd", [Command.alloc(EType.STATE, 2, hold=True)])
+        await run_until_idle(ctx, bench, 300)
+        alloc = bench.checker.responses[0][1]
+        # RELEASE is taken two clocks after it is first offered (its look-up); the
+        # query port takes one request a clock, so the TRANSLATE is its third.
+        bench.send("cmd", [Command.release(alloc.entity)])
+        bench.send("query", [Command.search(alloc.entity), Command.search(alloc.entity),
+                             Command.translate(alloc.record, 1)])
+        await run_until_idle(ctx, bench, 300)
+        assert bench.checker.coverage["translate in the clock its entity dies"] == 1
+    simulate(dut, body)
+
+
 @pytest.mark.parametrize("gap, stall", [pytest.param(0.0, 0.0, marks=pytest.mark.slow), (0.3, 0.3),
                                         pytest.param(0.6, 0.1, marks=pytest.mark.slow)])
 def test_random(gap, stall):
