@@ -344,10 +344,10 @@ How it is built, and why
   build routes at 60.7 / 64.6 / 63.3 MHz at placement seeds 1 / 2 / 3 (before: 61.5 /
   57.5 / 56.6). With a TRANSLATE checked in two clocks, the shared reads chosen by
   ``query``'s offer and ``new_record`` from an index tree (above), 256 records take
-  24556 LUT4 and the small build routes at 64.3 / 64.0 / 66.4 MHz at seeds 1 / 2 / 3, its worst
-  paths a completion's kill (``n_done``'s record → ``meta``'s ``hold`` and entity →
-  ``to_reap``) and a search's or translation's response (the ART's read → ``addr``).
-  README, block 2.
+  24556 LUT4 and the small build routes at 64.3 / 64.0 / 66.4 MHz at seeds 1 / 2 /
+  3, its worst paths a completion's kill (``n_done``'s record → ``meta``'s ``hold``
+  and entity → ``to_reap``) and a search's or translation's response (the ART's read
+  → ``addr``). README, block 2.
 
 Decisions beyond the golden model
 ---------------------------------
