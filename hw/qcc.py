@@ -200,8 +200,8 @@ How it is built, and why
   over the free bits (the record's index, which drives the stage-0 FIFOs' write data
   and the RAMs' write addresses, from a tree of its own, :func:`_lowest_index`, beside
   the one-hot that drives the records' updates; the ALLOC or MAP response takes it
-  from ``placed_record`` a clock later); the lines from a first fit of the length the command asks for
-  (runs of free lines, then the lowest start). The lowest free record and the RAMs
+  from ``placed_record`` a clock later); the lines from a first fit of the length the
+  command asks for (runs of free lines, then the lowest start). The lowest free record and the RAMs
   are written every clock with what ALLOC or MAP would put there (it is free, so
   nothing reads it); only the ``valid`` bits and the free-line bits
   wait for the accept decision. The lines taken are the first fit's one-hot start
@@ -1312,7 +1312,8 @@ class QCC(wiring.Component):
         # drives only the records' own updates: the index goes to the stage-0 FIFOs'
         # write data and the RAMs' write addresses (the encoder after the one-hot tree
         # was on the routed worst path, 16.5 ns).
-        ev.new_record = _sig(m, _lowest_index(m, free, "free_record_index"), "new_record", 8)
+        ev.new_record = _sig(m, _lowest_index(m, free, "free_record_index"), "new_record",
+                             8)
         ev.any_rec = s.any_free_record
         ev.free_ent, _ = _lowest(m, s.ent_free, "free_entity")
         ev.any_ent = _sig(m, s.free_ent_count != 0, "free_entity_exists")
@@ -1561,7 +1562,8 @@ class QCC(wiring.Component):
         t = SimpleNamespace(valid=Signal(name="translate_valid"),
                             owner=Signal(8, name="translate_owner"),
                             over=Signal(name="translate_over"))
-        m.d.sync += [t.valid.eq((buf < self.records) & self._pick(s.valid, self._index(buf))),
+        m.d.sync += [t.valid.eq((buf < self.records)
+                                & self._pick(s.valid, self._index(buf))),
                      t.owner.eq(owner.data.entity), t.over.eq(offset >= length.data)]
         return t
 
