@@ -293,6 +293,20 @@ Decisions
    LUT-RAM write enable: the front end's critical path (its done FIFO's read -> the
    spreader's stage C forwarding -> the error FIFO). It now ends in the staging
    register; the report reaches ``err`` in the same clock as before.
+20. Stage P's offers with the provider bits last (issue 12; contract unchanged). The
+   offers of the triangle and pixel streams wait for their provider compares (the input
+   head's indices or ``prid`` against the held and C's packets, from the port: the
+   longest of stage P's inputs), and the arbiter's winner, ``load`` and the first
+   request (``q_v``, ``q_eu``) came after them. Now the winner (:func:`_winner`) and
+   ``load`` are made for each of the four values of the two provider bits from the
+   sources' valid bits and the starvation registers (``Arbiter.ge``), and so are
+   ``q_v``/``q_eu``'s next values; the provider bits choose among them last
+   (``_State.by_provider``), before the accept. A triangle's or pixel packet's
+   ``result`` no longer reads the provider bits (a missing vertex or ``prid`` is
+   UNKNOWN_*): it is read only when the packet offers itself, when they are 0. R's and
+   C's streams are one-hot registers (``r_is``, ``c_is``: the stage's valid bit and
+   stream, decoded a clock ahead), so stage P's hazard and provider terms start from
+   flip-flops, not from a decode of ``c_stream``/``r_stream``.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
