@@ -306,7 +306,10 @@ Decisions
    UNKNOWN_*): it is read only when the packet offers itself, when they are 0. R's and
    C's streams are one-hot registers (``r_is``, ``c_is``: the stage's valid bit and
    stream, decoded a clock ahead), so stage P's hazard and provider terms start from
-   flip-flops, not from a decode of ``c_stream``/``r_stream``.
+   flip-flops, not from a decode of ``c_stream``/``r_stream``. The first-request scan's
+   size compare for the input head (decision 11) was an adder behind ``r_size``
+   (``in_size + r_size``) and a compare (at 4 EUs, the routed critical path once the
+   offers were cut); it is ``fl - in_size >= r_size``, the subtraction from the ports.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -1629,10 +1632,15 @@ class Spreader(wiring.Component):
                 # the size for both sources, the parked packet's against a register
                 # (``held_size_debit``), chosen by ``parked`` last; a size of 0 is
                 # MALFORMED (an end marker's is not used), so no ALLOC needs its case
+                # the input head's: ``fl >= in_size + r_size`` as ``fl - in_size >=
+                # r_size`` (when ``fl >= in_size``), the subtraction from the ports, so
+                # that only one compare lies behind the register ``r_size`` (decision 20)
                 held_size, in_size = s.held[k].size, s.ins[k].payload.size
+                in_left = Signal(len(fl), name=f"in_left{e}_{k}")
+                m.d.comb += in_left.eq(fl - in_size)
                 size_ok = Mux(s.parked[k],
                               Mux(d, fl >= s.held_size_debit[k], fl >= held_size),
-                              Mux(d, fl >= in_size + s.r_size, fl >= in_size))
+                              (fl >= in_size) & (~d | (in_left >= s.r_size)))
                 m.d.comb += per_type[k].eq(rec_ok & ent_ok & min_ok & size_ok)
             m.d.comb += [meets[k][e].eq(per_type[k]) for k in range(4)]
         return meets
