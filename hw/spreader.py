@@ -293,6 +293,26 @@ Decisions
    LUT-RAM write enable: the front end's critical path (its done FIFO's read -> the
    spreader's stage C forwarding -> the error FIFO). It now ends in the staging
    register; the report reaches ``err`` in the same clock as before.
+20. Stage P's offers with the provider bits last (issue 12; contract unchanged; 19 is
+   cut 2's number on the unmerged branch ``spreader-s13``). The
+   offers of the triangle and pixel streams wait for their provider compares (the input
+   head's indices or ``prid`` against the held and C's packets, from the port: the
+   longest of stage P's inputs), and the arbiter's winner, ``load`` and the first
+   request (``q_v``, ``q_eu``) came after them. Now the winner (:func:`_winner`) and
+   ``load`` are made for each of the four values of the two provider bits from the
+   sources' valid bits and the starvation registers (``Arbiter.ge``), and so are
+   ``q_v``/``q_eu``'s next values; the provider bits choose among them last
+   (``_State.by_provider``), before the accept. A triangle's or pixel packet's
+   ``result`` no longer reads the provider bits (a missing vertex or ``prid`` is
+   UNKNOWN_*): it is read only when the packet offers itself, when they are 0. R's and
+   C's streams are one-hot registers (``r_is``, ``c_is``: the stage's valid bit and
+   stream, decoded a clock ahead), so stage P's hazard and provider terms start from
+   flip-flops, not from a decode of ``c_stream``/``r_stream``. The first-request scan's
+   size compare for the input head (decision 11) was an adder behind ``r_size``
+   (``in_size + r_size``) and a compare (at 4 EUs, the routed critical path once the
+   offers were cut); it is ``fl - in_size >= r_size``, the subtraction from the ports.
+   4 EUs, 32/32: 54.36 / 55.18 MHz routed at seeds 1 / 2 (54.76 / 53.56 before); the
+   worst paths are stage P's parked-packet lookups and stage R's accept (README.md).
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -779,26 +799,37 @@ class Arbiter(wiring.Component):
     """Which stream's packet gets the next pass: fixed priority (pixel, triangle,
     vertex, patch) among the ``offer``-ing streams, except that a stream passed over
     ``limit`` times in a row (its starvation counter, 0 = off) goes first. The counters
-    count the passes (``load``) that another stream won while this one offered."""
+    count the passes (``load``) that another stream won while this one offered.
+    ``ge`` (a stream's counter has reached the limit) is from registers only, so that
+    the spreader can evaluate :func:`_winner` for other offers (decision 20)."""
 
     def __init__(self):
-        super().__init__({"offer": In(4), "limit": In(8), "load": In(1), "win": Out(2)})
+        super().__init__({"offer": In(4), "limit": In(8), "load": In(1), "win": Out(2),
+                          "ge": Out(4)})
 
     def elaborate(self, platform):
         m = Module()
         starve = [Signal(8, name=f"starve{s}") for s in range(4)]
-        starving = Signal(4)
-        for s in range(4):
-            m.d.comb += starving[s].eq(self.offer[s] & (self.limit != 0)
-                                       & (starve[s] >= self.limit))
-        for s in reversed(PRIORITY):
-            with m.If(Mux(starving.any(), starving[s], self.offer[s])):
-                m.d.comb += self.win.eq(s)
+        m.d.comb += [self.ge[s].eq((self.limit != 0) & (starve[s] >= self.limit))
+                     for s in range(4)]
+        m.d.comb += self.win.eq(_winner(self.offer, self.ge))
         with m.If(self.load):
             for s in range(4):
                 passed = self.offer[s] & (self.win != s)
                 m.d.sync += starve[s].eq(Mux(passed, _sat_inc(starve[s]), 0))
         return m
+
+
+def _winner(offer, ge):
+    """The arbiter's winner among the streams of ``offer`` (0 when none offers): the
+    first in :data:`PRIORITY` among the starving ones (``offer & ge``), if any, else
+    among all."""
+    starving = offer & ge
+    pick = Mux(starving.any(), starving, offer)
+    win = Const(0, 2)
+    for s in reversed(PRIORITY):            # the last one wrapped, PIX, comes first
+        win = Mux(pick[s], s, win)
+    return win
 
 
 class Rotation(wiring.Component):
@@ -1098,14 +1129,16 @@ class PacketChecks(wiring.Component):
     VDT/PT lookups and the waits (``result[s]``: outcome, code, detail, record).
 
     A packet waits where its record is occupied or where stage R's packet (``held_*``
-    of stream ``r_stream`` while ``r_active``) or stage C's (``c_*`` of ``c_stream``
-    while ``c_active``) writes or closes a record it reads: P sees neither write (C's
+    of the stream set in ``r_is``, one-hot, 0 while R is idle) or stage C's (``c_*`` of
+    the stream set in ``c_is``) writes or closes a record it reads: P sees neither write (C's
     lands at this clock's edge, R's a clock after its accept). A triangle naming a
     vertex whose group a vertex or patch packet inside the spreader (``held_valid``) or
     in C provides (a patch's second group is ``held_pat_g1``/``c_pat_g1``, a register
     loaded with the patch: no adder in this compare), and a pixel packet whose triangle
     is inside the spreader or in C, would only wait: ``provider`` marks them so that
-    they do not offer themselves to the arbiter.
+    they do not offer themselves to the arbiter. ``result`` of a triangle or pixel
+    packet is therefore made as if ``provider`` were 0 (a missing vertex or prid is
+    UNKNOWN_*): it is read only when the packet offers itself (decision 20).
     ``tri_locs``/``tri_recs``/``tri_distinct`` are a triangle's vertex data, VDT
     records and the mask of its distinct records; ``pix_tri`` is a pixel packet's
     triangle (its PT lookup).
@@ -1123,12 +1156,12 @@ class PacketChecks(wiring.Component):
             "held_vtx": In(layouts["i_vtx"]), "held_tri": In(layouts["i_tri"]),
             "held_pix": In(layouts["i_pix"]), "held_pat": In(layouts["i_pat"]),
             "held_pat_g1": In(index_bits - 2),
-            "held_valid": In(4), "r_active": In(1), "r_stream": In(2), "empty": In(4),
+            "held_valid": In(4), "r_is": In(4), "empty": In(4),
             "parked": In(4), "in_tri": In(layouts["i_tri"]), "in_pix": In(layouts["i_pix"]),
             "held_tri_eq": In(data.ArrayLayout(6, 3)), "held_pix_eq": In(2),
             "c_vtx": In(layouts["i_vtx"]), "c_tri": In(layouts["i_tri"]),
             "c_pix": In(layouts["i_pix"]), "c_pat": In(layouts["i_pat"]),
-            "c_pat_g1": In(index_bits - 2), "c_active": In(1), "c_stream": In(2),
+            "c_pat_g1": In(index_bits - 2), "c_is": In(4),
             "vdt_busy_addr": Out(VR).array(3), "vdt_busy": In(1).array(3),
             "vdt_look_addr": Out(VR).array(3), "vdt_look": In(vdt_entry).array(3),
             "pt_busy_addr": Out(PR), "pt_busy": In(1),
@@ -1156,9 +1189,9 @@ class PacketChecks(wiring.Component):
         m = Module()
         # the packets whose table writes stage P cannot see: R's (written a clock after
         # its accept) and C's (written at this clock's edge)
-        stages = [_Stage([self.r_active & (self.r_stream == s) for s in range(4)],
+        stages = [_Stage([self.r_is[s] for s in range(4)],
                          self.held_vtx, self.held_tri, self.held_pix, self.held_pat),
-                  _Stage([self.c_active & (self.c_stream == s) for s in range(4)],
+                  _Stage([self.c_is[s] for s in range(4)],
                          self.c_vtx, self.c_tri, self.c_pix, self.c_pat)]
         self._vertex(m, stages)
         self._patch(m, stages)
@@ -1256,8 +1289,8 @@ class PacketChecks(wiring.Component):
         wait = ((~hit | closing).any() | self.pt_busy
                 | Cat(st.is_[TRI] & (self.prec(st.tri.prid) == rec) for st in stages).any())
         self._size_checks(m, TRI, pt.size, first=True)
-        for i in range(3):
-            with m.Elif(~hit[i] & ~prov[i]):
+        for i in range(3):      # read only when the triangle offers: ``prov`` is 0
+            with m.Elif(~hit[i]):
                 m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.UNKNOWN_VERTEX),
                              res.detail.eq(idx[i])]
         with m.Elif(wait):
@@ -1296,18 +1329,18 @@ class PacketChecks(wiring.Component):
         with m.If(pp.mask == 0):
             with m.If(~pp.last):
                 m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.MALFORMED)]
-            with m.Elif(~hit & ~prov):
+            with m.Elif(~hit):  # read only when the packet offers: ``prov`` is 0
                 m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.UNKNOWN_PRID),
                              res.detail.eq(pp.prid)]
-            with m.Elif(~hit | hazard):
+            with m.Elif(hazard):
                 m.d.comb += res.outcome.eq(Outcome.WAIT)
             with m.Else():
                 m.d.comb += res.outcome.eq(Outcome.CLOSE)
         self._size_checks(m, PIX, pp.size)
-        with m.Elif(~hit & ~prov):
+        with m.Elif(~hit):
             m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.UNKNOWN_PRID),
                          res.detail.eq(pp.prid)]
-        with m.Elif(~hit | hazard):
+        with m.Elif(hazard):
             m.d.comb += res.outcome.eq(Outcome.WAIT)
 
 
@@ -1523,15 +1556,24 @@ class Spreader(wiring.Component):
                      chk.held_tri.eq(s.held[TRI]), chk.held_pix.eq(s.held[PIX]),
                      chk.held_pat.eq(s.held[PAT]), chk.held_pat_g1.eq(s.held_pat_g1),
                      chk.held_valid.eq(s.held_v),
-                     chk.r_active.eq(s.active), chk.r_stream.eq(s.r_stream),
+                     chk.r_is.eq(s.r_is),
                      chk.c_vtx.eq(s.c_held[VTX]), chk.c_tri.eq(s.c_held[TRI]),
                      chk.c_pix.eq(s.c_held[PIX]), chk.c_pat.eq(s.c_held[PAT]),
-                     chk.c_pat_g1.eq(s.c_pat_g1), chk.c_active.eq(s.c_valid),
-                     chk.c_stream.eq(s.c_stream), chk.parked.eq(s.parked),
+                     chk.c_pat_g1.eq(s.c_pat_g1), chk.c_is.eq(s.c_is),
+                     chk.parked.eq(s.parked),
                      chk.in_tri.eq(s.ins[TRI].payload), chk.in_pix.eq(s.ins[PIX].payload),
                      chk.held_tri_eq.eq(s.held_tri_eq), chk.held_pix_eq.eq(s.held_pix_eq),
                      chk.empty.eq(Cat(cfg.counts[t] == 0 for t in range(4)))]
         m.d.comb += [s.offer.eq(s.src_v & ~chk.provider), arb.offer.eq(s.offer)]
+        # the arbiter's winner for each value of the two provider bits (``s.prov_of``:
+        # the triangle's, the pixel packet's), from the sources' valid bits and the
+        # starvation registers; the provider bits, the last of stage P's offers, choose
+        # last (decision 20)
+        m.d.comb += [s.prov_tri.eq(chk.provider[TRI]), s.prov_pix.eq(chk.provider[PIX])]
+        for a, b in s.COMBOS:
+            off = s.src_v & ~Cat(Const(0, 1), Const(a, 1), Const(b, 1), Const(0, 1))
+            m.d.comb += [s.off_c[a, b].eq(off), s.win_c[a, b].eq(_winner(off, arb.ge))]
+        m.d.comb += s.win.eq(s.by_provider(s.win_c))
         # every type's evaluation, candidate list and first request in parallel (the
         # EUs holding the packet's data: a triangle's vertices, a pixel packet's triangle
         # in loc 0); the arbiter's winner chooses among them last
@@ -1552,8 +1594,9 @@ class Spreader(wiring.Component):
         for k in range(4):
             alloc = chk.result[k].outcome == Outcome.ALLOC
             m.d.comb += [cands[k].meets.eq(meets[k]),
-                         s.p_q_v[k].eq(Mux(alloc, cands[k].first, 0))]
-        win = arb.win
+                         s.p_q_v[k].eq(Mux(alloc, cands[k].first, 0)),
+                         s.p_q_eu[k].eq(cands[k].first_eu)]
+        win = s.win
         with m.Switch(win):
             for k in range(4):
                 with m.Case(k):
@@ -1561,8 +1604,7 @@ class Spreader(wiring.Component):
                     m.d.comb += [s.w_ev.eq(chk.result[k]), s.w_size.eq(size),
                                  s.w_need_r.eq(needr),
                                  s.w_need_l.eq(Mux(minl > size, minl, size)),
-                                 s.w_ahead.eq(cands[k].ahead),
-                                 s.w_q_v.eq(s.p_q_v[k]), s.w_q_eu.eq(cands[k].first_eu)]
+                                 s.w_ahead.eq(cands[k].ahead)]
         m.d.comb += [s.w_loc[i].eq(chk.tri_locs[i]) for i in range(3)]
         with m.If(win == PIX):
             m.d.comb += s.w_loc[0].eq(chk.pix_tri)
@@ -1593,10 +1635,15 @@ class Spreader(wiring.Component):
                 # the size for both sources, the parked packet's against a register
                 # (``held_size_debit``), chosen by ``parked`` last; a size of 0 is
                 # MALFORMED (an end marker's is not used), so no ALLOC needs its case
+                # the input head's: ``fl >= in_size + r_size`` as ``fl - in_size >=
+                # r_size`` (when ``fl >= in_size``), the subtraction from the ports, so
+                # that only one compare lies behind the register ``r_size`` (decision 20)
                 held_size, in_size = s.held[k].size, s.ins[k].payload.size
+                in_left = Signal(len(fl), name=f"in_left{e}_{k}")
+                m.d.comb += in_left.eq(fl - in_size)
                 size_ok = Mux(s.parked[k],
                               Mux(d, fl >= s.held_size_debit[k], fl >= held_size),
-                              Mux(d, fl >= in_size + s.r_size, fl >= in_size))
+                              (fl >= in_size) & (~d | (in_left >= s.r_size)))
                 m.d.comb += per_type[k].eq(rec_ok & ent_ok & min_ok & size_ok)
             m.d.comb += [meets[k][e].eq(per_type[k]) for k in range(4)]
         return meets
@@ -1644,7 +1691,7 @@ class Spreader(wiring.Component):
         FIFOs keep a free entry after this clock's pushes, and it does not overtake R's
         own packet; it brings its first request (P's scan). A refusal loads the request
         R's scan found after the refusing candidate (none: the pass ends next clock)."""
-        N, win = self.n_eus, arb.win
+        N, win = self.n_eus, s.win
         # a free entry after this clock's pushes: both cases from the FIFO levels, then
         # chosen by the answer (no adder behind it)
         lg, mv, depth = fifos["log"].level, fifos["move"].level, self.fifo_depth
@@ -1656,10 +1703,16 @@ class Spreader(wiring.Component):
         stays0 = s.active & ~c0 & ~s.parks         # R keeps its packet unless it accepts
         room1 = (lg + 1 < depth) & (mv + 1 < depth)
         room0 = Mux(c0, lg + 1 < depth, lg < depth) & (mv < depth)
+        # ``load`` for both outcomes of the accept, each for every value of the provider
+        # bits (decision 20), which choose before the accept
+        l1, l0 = {}, {}
+        for c in s.COMBOS:
+            any_c, win_c = s.off_c[c].any(), s.win_c[c]
+            l1[c] = any_c & room1
+            l0[c] = (any_c & room0 & (~s.active | c0 | s.parks)
+                     & ~(s.active & (win_c == s.r_stream) & ~c0))
         load1, load0, load = Signal(), Signal(), Signal()
-        m.d.comb += [load1.eq(s.offer.any() & room1),
-                     load0.eq(s.offer.any() & room0 & (~s.active | c0 | s.parks)
-                              & ~(s.active & (win == s.r_stream) & ~c0)),
+        m.d.comb += [load1.eq(s.by_provider(l1)), load0.eq(s.by_provider(l0)),
                      load.eq(Mux(acc, load1, load0)), arb.load.eq(load)]
         # R keeps its packet (``stays``): otherwise R's pass registers and every held
         # packet register but R's are loaded, whether a pass enters R or not (decision
@@ -1703,12 +1756,19 @@ class Spreader(wiring.Component):
         # the request registers: on an accept the next pass's first request (if one
         # enters R); else R's pass goes on (the request after a refusal: R's scan) or
         # ends, a pass that enters R bringing its first request
+        # (the winner's first request for every value of the provider bits, which
+        # choose last before the accept: decision 20)
         refusal = Const(1, MAX_EUS) << s.q_eu
+        q1, q0, qe = {}, {}, {}
+        for c in s.COMBOS:
+            w_q_v = Array(s.p_q_v)[s.win_c[c]]
+            q1[c] = Mux(l1[c], w_q_v, 0)
+            q0[c] = Mux(~stays0, Mux(l0[c], w_q_v, 0), Mux(s.taken, scan.next, s.q_v))
+            qe[c] = Array(s.p_q_eu)[s.win_c[c]]
         m.d.sync += [
-            s.q_v.eq(Mux(acc, Mux(load1, s.w_q_v, 0),
-                         Mux(~stays0, Mux(load0, s.w_q_v, 0),
-                             Mux(s.taken, scan.next, s.q_v)))),
-            s.q_eu.eq(Mux(acc | ~stays0, s.w_q_eu, Mux(s.taken, scan.eu, s.q_eu))),
+            s.q_v.eq(Mux(acc, s.by_provider(q1), s.by_provider(q0))),
+            s.q_eu.eq(Mux(acc | ~stays0, s.by_provider(qe),
+                          Mux(s.taken, scan.eu, s.q_eu))),
             s.r_refused.eq(Mux(acc | ~stays0, 0,
                                Mux(s.taken, s.r_refused | refusal, s.r_refused))),
         ]
@@ -1726,6 +1786,10 @@ class Spreader(wiring.Component):
             held = s.held[k].size
             by_win = Array([held + s.src[j].size for j in range(4)])[win]
             m.d.sync += s.held_size_debit[k].eq(Mux(stays, held + s.r_size, by_win))
+        # R's stream, one-hot while R is active (stage P's hazard checks: decision 20)
+        w_hot = _onehot(win, 4)
+        m.d.sync += s.r_is.eq(Mux(acc, Mux(load1, w_hot, 0),
+                                  Mux(stays0, s.r_is, Mux(load0, w_hot, 0))))
         m.d.sync += [s.active.eq(Mux(acc, load1, load0 | stays0)),
                      s.q_first.eq(Mux(acc, load1, load0 | s.taken))]
         self._provider_compares(m, s, acc, c0)
@@ -1803,6 +1867,7 @@ class Spreader(wiring.Component):
         PR = max(1, self.pbits)
         m.d.comb += [ptab.close[0].en.eq(s.consume_close), ptab.close[0].rec.eq(rec[:PR])]
         # the accepted packet enters stage C, which writes its tables at the next edge
+        m.d.sync += s.c_is.eq(Mux(s.accepted, _onehot(stream_, 4), 0))
         m.d.sync += [s.c_valid.eq(s.accepted), s.c_stream.eq(stream_), s.c_eu.eq(eu),
                      s.c_ent.eq(ent), s.c_rec.eq(rec), s.c_vr.eq(s.r_vr), s.c_vrn.eq(s.r_vrn),
                      s.c_pat_g1.eq(s.held_pat_g1)]
@@ -1896,6 +1961,15 @@ class Spreader(wiring.Component):
 class _State:
     """The spreader's own registers and the signals its elaboration steps share."""
 
+    #: the values (triangle's, pixel packet's) of stage P's two provider bits
+    COMBOS = ((0, 0), (0, 1), (1, 0), (1, 1))
+
+    def by_provider(self, values):
+        """``values[(a, b)]`` for the provider bits' values: a multiplexer whose select
+        is the provider bits, the last of its inputs (decision 20)."""
+        return Mux(self.prov_tri, Mux(self.prov_pix, values[1, 1], values[1, 0]),
+                   Mux(self.prov_pix, values[0, 1], values[0, 0]))
+
     def __init__(self, sp, m):
         N, L, D = sp.n_eus, sp.lay, sp.d
         VR = max(1, sp.vbits)
@@ -1916,6 +1990,7 @@ class _State:
         self.passes = [Signal(8, name=f"passes{k}", init=1) for k in range(4)]
         # stage R's pass registers
         self.active, self.r_stream = Signal(), Signal(2)
+        self.r_is = Signal(4)           # R's stream, one-hot, 0 while R is idle
         self.r_ev = Signal(_eval_layout(D))
         # the pass's candidate order (``CandidateList.ahead``), for R's scan
         self.r_ahead = Signal(data.ArrayLayout(N, N))
@@ -1938,6 +2013,7 @@ class _State:
         # stage C: the packet accepted in the clock before, its tables written at this
         # clock's edge (issue 12 cut 3)
         self.c_valid, self.c_stream = Signal(), Signal(2)
+        self.c_is = Signal(4)           # C's stream, one-hot, 0 while C is empty
         self.c_eu, self.c_ent, self.c_rec = Signal(EU_W), Signal(ENTITY_W), Signal(8)
         self.c_held = [Signal(L[n], name=f"c_{n}") for n in STREAMS]
         self.c_pat_g1 = Signal(sp.index_bits - 2)
@@ -1960,7 +2036,12 @@ class _State:
         # each stream's first request (one-hot EU), and the winner's list and request
         self.p_q_v = [Signal(N, name=f"p_q_v{k}") for k in range(4)]
         self.w_ahead = Signal(data.ArrayLayout(N, N))
-        self.w_q_v, self.w_q_eu = Signal(N), Signal(EU_W)
+        self.p_q_eu = [Signal(EU_W, name=f"p_q_eu{k}") for k in range(4)]
+        # the arbiter for every value of the provider bits (decision 20)
+        self.prov_tri, self.prov_pix = Signal(), Signal()
+        self.off_c = {c: Signal(4, name=f"offer_c{c[0]}{c[1]}") for c in self.COMBOS}
+        self.win_c = {c: Signal(2, name=f"win_c{c[0]}{c[1]}") for c in self.COMBOS}
+        self.win = Signal(2)
         # stage R
         self.cur_seq = Signal(SEQ_W)
         self.scan_none = Signal()

@@ -40,6 +40,15 @@ def _groups(ctx, s):
             ctx.get(s.c_pat_g1)]
 
 
+def _check_stage_sets(ctx, s, checked):
+    """Stage P's hazard checks read R's and C's stream as one-hot registers (``r_is``,
+    ``c_is``; decision 20): each must equal its stage's valid bit and stream."""
+    assert ctx.get(s.r_is) == (ctx.get(s.active) << ctx.get(s.r_stream))
+    assert ctx.get(s.c_is) == (ctx.get(s.c_valid) << ctx.get(s.c_stream))
+    checked["r_is"] += ctx.get(s.r_is) != 0
+    checked["c_is"] += ctx.get(s.c_is) != 0
+
+
 def _simulate(design, bench):
     """Run ``bench`` as a testbench of ``design`` on Amaranth's simulator."""
     sim = Simulator(design)
@@ -59,7 +68,7 @@ def test_registered_provider_compares_equal_the_compares_of_the_registers(seed):
     rng = np.random.default_rng(seed)
     dut = _Probe(n_eus=2, vdt_records=4, pt_records=4, index_bits=6, prid_bits=3,
                  eu_records=8, eu_lines=16, fifo_depth=2)
-    checked = {"tri": 0, "pix": 0, "equal": 0}
+    checked = {"tri": 0, "pix": 0, "equal": 0, "r_is": 0, "c_is": 0}
 
     async def bench(ctx):
         s = None
@@ -99,6 +108,7 @@ def test_registered_provider_compares_equal_the_compares_of_the_registers(seed):
                     assert (eq >> (6 * i + n)) & 1 == int(g == gr), (i, n)
                     checked["tri"] += 1
                     checked["equal"] += int(g == gr)
+            _check_stage_sets(ctx, s, checked)
             prid = ctx.get(s.held[PIX].prid)
             peq = ctx.get(s.held_pix_eq)
             assert peq & 1 == int(prid == ctx.get(tri.prid))
@@ -108,6 +118,7 @@ def test_registered_provider_compares_equal_the_compares_of_the_registers(seed):
     _simulate(dut, bench)
     # the compares were both true and false many times
     assert checked["equal"] > 100 and checked["tri"] - checked["equal"] > 100
+    assert checked["r_is"] > 50
 
 
 @pytest.mark.parametrize("seed", [1])
@@ -124,7 +135,7 @@ def test_held_pixel_packets_pt_word_is_read_a_clock_ahead(seed):
     rng = np.random.default_rng(seed)
     dut = _Probe(n_eus=2, vdt_records=4, pt_records=4, index_bits=8, prid_bits=3,
                  eu_records=8, eu_lines=16, fifo_depth=2)
-    checked = {"writes": 0, "held": 0}
+    checked = {"writes": 0, "held": 0, "r_is": 0, "c_is": 0}
     streams = (dut.i_vtx, dut.i_tri, dut.i_pix)
 
     async def bench(ctx):
@@ -192,11 +203,13 @@ def test_held_pixel_packets_pt_word_is_read_a_clock_ahead(seed):
             word = words[ctx.get(s.held[PIX].prid) & 3]
             assert (ctx.get(look.tag), ctx.get(look.eu), ctx.get(look.entity)) == word
             checked["held"] += int(word != (0, 0, 0) and ctx.get(s.parked) >> PIX & 1)
+            _check_stage_sets(ctx, s, checked)
         assert not ctx.get(dut.error)
 
     _simulate(dut, bench)
     # PT records were written (and rewritten), and parked pixel packets named them
     assert checked["writes"] > 40 and checked["held"] > 100, checked
+    assert checked["r_is"] > 100 and checked["c_is"] > 40, checked
 
 
 @pytest.mark.parametrize("depth", [1, 2, 4])
