@@ -1708,14 +1708,15 @@ class QCC(wiring.Component):
         """Entity numbers taken by ALLOC, killed by DELETE, RELEASE and completions (up
         to three a clock, all different), freed by the reaper."""
         E, c = self.entities, self.cmd.payload
-        killed = Mux(ev.kill_cmd, _decode(c.entity, E), 0)
-        for d in ev.done:
-            killed = killed | Mux(d.kill, _decode(d.entity, E), 0)
+        kills = [(ev.kill_cmd, c.entity)] + [(d.kill, d.entity) for d in ev.done]
+        terms = [Mux(flag, _decode(entity, E), 0) for flag, entity in kills]
+        killed = terms[0]
+        for term in terms[1:]:
+            killed = killed | term
         killed = _sig(m, killed, "killed")
         # This clock's kills, registered by number for the TRANSLATE check a clock later.
         ev.kills = []
-        for i, (flag, entity) in enumerate([(ev.kill_cmd, c.entity)]
-                                           + [(d.kill, d.entity) for d in ev.done]):
+        for i, (flag, entity) in enumerate(kills):
             kill = (Signal(name=f"kill{i}"), Signal(8, name=f"kill{i}_entity"))
             m.d.sync += [kill[0].eq(flag), kill[1].eq(entity)]
             ev.kills.append(kill)

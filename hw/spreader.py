@@ -796,15 +796,17 @@ class Configuration(wiring.Component):
 
 
 class Arbiter(wiring.Component):
-    """Which stream's packet gets the next pass: fixed priority (pixel, triangle,
-    vertex, patch) among the ``offer``-ing streams, except that a stream passed over
-    ``limit`` times in a row (its starvation counter, 0 = off) goes first. The counters
-    count the passes (``load``) that another stream won while this one offered.
-    ``ge`` (a stream's counter has reached the limit) is from registers only, so that
-    the spreader can evaluate :func:`_winner` for other offers (decision 20)."""
+    """The starvation counters of the arbitration: which stream's packet gets the next
+    pass is :func:`_winner` of the ``offer``-ing streams and ``ge`` -- fixed priority
+    (pixel, triangle, vertex, patch), except that a stream passed over ``limit`` times
+    in a row (0 = off) goes first. ``ge`` (a stream's counter has reached the limit) is
+    from registers only, so the spreader evaluates :func:`_winner` for each value of
+    stage P's provider bits and chooses by them last (decision 20); it gives the
+    chosen winner back as ``win``. The counters count the passes (``load``) that
+    another stream won while this one offered."""
 
     def __init__(self):
-        super().__init__({"offer": In(4), "limit": In(8), "load": In(1), "win": Out(2),
+        super().__init__({"offer": In(4), "limit": In(8), "load": In(1), "win": In(2),
                           "ge": Out(4)})
 
     def elaborate(self, platform):
@@ -812,7 +814,6 @@ class Arbiter(wiring.Component):
         starve = [Signal(8, name=f"starve{s}") for s in range(4)]
         m.d.comb += [self.ge[s].eq((self.limit != 0) & (starve[s] >= self.limit))
                      for s in range(4)]
-        m.d.comb += self.win.eq(_winner(self.offer, self.ge))
         with m.If(self.load):
             for s in range(4):
                 passed = self.offer[s] & (self.win != s)
@@ -1573,7 +1574,7 @@ class Spreader(wiring.Component):
         for a, b in s.COMBOS:
             off = s.src_v & ~Cat(Const(0, 1), Const(a, 1), Const(b, 1), Const(0, 1))
             m.d.comb += [s.off_c[a, b].eq(off), s.win_c[a, b].eq(_winner(off, arb.ge))]
-        m.d.comb += s.win.eq(s.by_provider(s.win_c))
+        m.d.comb += [s.win.eq(s.by_provider(s.win_c)), arb.win.eq(s.win)]
         # every type's evaluation, candidate list and first request in parallel (the
         # EUs holding the packet's data: a triangle's vertices, a pixel packet's triangle
         # in loc 0); the arbiter's winner chooses among them last
