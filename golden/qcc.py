@@ -857,6 +857,10 @@ class QCCModel:
         """Entity numbers in use, ascending."""
         return [int(e) for e in np.flatnonzero(~self._ent_free & ~self._ent_dead)]
 
+    def record_entity(self, record):
+        """The entity number record ``record`` holds (or last held)."""
+        return int(self._entity[record])
+
     def entity_info(self, entity):
         """``{frame: Response-like dict}`` of a live entity's records, or None."""
         recs = self._match(entity)

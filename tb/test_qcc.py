@@ -164,7 +164,7 @@ class CycleChecker:
         self._cover(cmd, before, res)
         self.coverage["tombstone dropped"] += len(tombs - set(self.model.tombstones()))
         if query is not None and query.op == Op.TRANSLATE and res.qresp.code == Code.OK \
-                and int(self.model._entity[query.buf]) not in self.model.live_entities():
+                and self.model.record_entity(query.buf) not in self.model.live_entities():
             # (the RTL picks the entity's ``ent_live`` bit a clock later, corrected by
             # that clock's kills)
             self.coverage["translate in the clock its entity dies"] += 1
