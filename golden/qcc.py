@@ -103,7 +103,8 @@ Decisions
     completions of its records UNKNOWN), but its records, lines and entity number are
     not free yet (not counted in ``status``, not taken by ALLOC or MAP). The reaper
     frees them: in a cycle where it walks no entity, or walks the last record of one,
-    it *picks* the lowest-numbered entity that died before this cycle; from the next
+    it *picks* the lowest-numbered entity that died before this cycle (by its last
+    completion: before the cycle before, decision 15); from the next
     cycle it *walks* one of that entity's records a cycle, in frame order; a record
     walked in cycle t is freed with its lines in cycle t+1 (free from t+2), and with
     the last one the entity number. So an entity with n records that dies in cycle t
@@ -143,6 +144,17 @@ Decisions
     passing check means accept, a failing one means refuse. (First tried and reverted
     when the spreader's EU adapter held a request behind a RELEASE uncounted; its
     adapters now count such a request out of the status, README block 2.)
+15. **An entity that dies by its last completion reaches the reaper a cycle later.**
+    It is gone for every request from the next cycle, as any dead entity (decision 12),
+    but the reaper can pick it from the cycle after that: one that dies by a
+    completion in cycle t while the reaper is idle is picked in t+2 (t+1 for DELETE or
+    RELEASE) and a one-record entity's record, lines and number are free from t+5
+    (t+4). So the RTL registers a completion's kill (its check, the busy bit picked by
+    the record, and the record's entity and ``hold``) and only decodes the entity into
+    its live and dead vectors a clock later: the check and the decoder into those
+    vectors were one path, the routed worst path (15.55 ns). Its reads of the live
+    vector in that clock are corrected by the registered kills instead. The cost: a
+    completion's kill frees its resources one cycle later.
 
 Response codes (:class:`Code`), with the checks of each request in precedence order:
 
@@ -219,7 +231,8 @@ rising edge that ends cycle t-1.
   whose last stage completes (without hold) in the same cycle answers OK but its record
   dies with the entity on the same edge (and is reaped with it).
 * The reaper runs at the end of the cycle: it frees the record it walked in the cycle
-  before, walks the next, then picks among the entities that died before this cycle.
+  before, walks the next, then picks among the entities that died before this cycle
+  (by a completion: before the cycle before, decision 15).
 
 Checking the RTL: per clock, collect the payloads transferred on ``cmd``, ``query``,
 ``n_done`` and ``m_done`` and the ``~valid | ready`` of each issue port, call
@@ -613,7 +626,8 @@ class QCCModel:
         self._dead = np.zeros(r, bool)          # record of a dead entity, not yet freed
         self._ent_dead = np.zeros(self.entities, bool)   # dead, number not yet free
         self._to_reap = set()                   # dead entities the reaper has not picked
-        self._killed = []                       # entities that died in this cycle
+        self._killed = []                       # dead before the cycle ends: to reap
+        self._killed_next = []                  # by a completion now: a cycle later (15)
         self._reaping = None                    # (entity, records left, frame order)
         self._walked = None                     # (record, entity, last): freed next cycle
         # ``free_run`` (decision 13): the longest free run of S_{t-4} .. S_{t-1} and
@@ -830,7 +844,8 @@ class QCCModel:
 
     def reaped(self):
         """True when the reaper has freed every dead entity (decision 12)."""
-        return not self._to_reap and self._reaping is None and self._walked is None
+        return (not self._to_reap and not self._killed and self._reaping is None
+                and self._walked is None)
 
     def program(self, etype):
         """The current stage program of ``etype`` as a tuple of :class:`Stage`."""
@@ -875,7 +890,7 @@ class QCCModel:
             self._hold, self._base, self._len, self._line_free, self._ent_free, self._tomb,
             self._dead, self._ent_dead))
         queues = tuple(tuple(tuple(q) for q in qs) for qs in self._queues)
-        reaper = (tuple(sorted(self._to_reap)),
+        reaper = (tuple(sorted(self._to_reap)), tuple(sorted(self._killed)),
                   None if self._reaping is None else (self._reaping[0], tuple(self._reaping[1])),
                   self._walked)
         return (arrays, queues, tuple(self._prog), tuple(self._rr), tuple(self._decision),
@@ -990,13 +1005,14 @@ class QCCModel:
         self._base[r], self._len[r] = base, n
         self._line_free[base:base + n] = False
 
-    def _kill_entity(self, entity):
+    def _kill_entity(self, entity, completed=False):
         """The entity is dead from the next cycle: its records stop answering at once,
-        the reaper frees them, their lines and the entity number later (decision 12)."""
+        the reaper frees them, their lines and the entity number later (decision 12;
+        killed by its last completion, the reaper sees it a cycle later: decision 15)."""
         for r in self._match(entity):
             self._valid[r], self._busy[r], self._dead[r] = False, False, True
         self._ent_dead[entity] = True
-        self._killed.append(entity)
+        (self._killed_next if completed else self._killed).append(entity)
 
     def _reap(self):
         """One clock of the reaper, at the end of the cycle (decision 12)."""
@@ -1021,7 +1037,7 @@ class QCCModel:
             self._reaping = (entity, deque(int(r) for r in sorted(recs,
                                                                   key=lambda r: self._frame[r])))
         self._to_reap.update(self._killed)
-        self._killed = []
+        self._killed, self._killed_next = self._killed_next, []
 
     def _query(self, cmd, port="query"):
         if cmd.op == Op.SEARCH:
@@ -1078,7 +1094,7 @@ class QCCModel:
         elif self._hold[r]:
             self._stage[r] = DONE_STAGE
         else:
-            self._kill_entity(int(self._entity[r]))
+            self._kill_entity(int(self._entity[r]), completed=True)
 
     def _command(self, cmd):
         op = cmd.op

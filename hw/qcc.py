@@ -981,10 +981,10 @@ class QCC(wiring.Component):
         m = Module()
         s = self._state(m)
         ev = SimpleNamespace()
-        self._lookup(m, s, ev)
-        self._select(m, s, ev)
         ev.done = [self._completion(m, s, k, port)
                    for k, port in zip(Kind, (self.n_done, self.m_done))]
+        self._lookup(m, s, ev)
+        self._select(m, s, ev)
         self._allocator(m, s, ev)
         self._reaper(m, s, ev)
         self._command(m, s, ev)
@@ -1106,6 +1106,15 @@ class QCC(wiring.Component):
         vector is padded, so that no select runs off its end, which simulates as X)."""
         return Cat(s.ent_live, Const(0, 256 - self.entities)).bit_select(entity, 1)
 
+    def _live_now(self, s, ev, entity):
+        """Whether ``entity`` is live now: its ``ent_live`` bit, unless a completion
+        killed it in the last clock (golden decision 15: that kill is registered and
+        clears the bit only at the end of this clock). A comparison of the low bits
+        with each registered kill: a number >= ``entities`` is never live anyway."""
+        width = max(1, (self.entities - 1).bit_length())
+        late = _any(d.killed & (d.killed_entity[:width] == entity[:width]) for d in ev.done)
+        return self._live(s, entity) & ~late
+
     def _pick(self, vector, index):
         """Bit ``index`` of a per-record bit vector (a multiplexer)."""
         return vector.bit_select(index, 1)
@@ -1130,9 +1139,16 @@ class QCC(wiring.Component):
         # TRANSLATE's reads, for whichever port takes one now; its code a clock later.
         request = Mux(ev.query_reads, self.query.payload.as_value(), c.as_value())
         ev.translate = self._translate_reads(m, s, COMMAND(request))
-        # The map word of each port's entity, read every clock (out one clock later).
-        ev.cmd_map = self._map_read(m, s, c.entity, "cmd")
-        ev.query_map = self._map_read(m, s, self.query.payload.entity, "query")
+        # The map word of ``cmd``'s entity, read every clock (out one clock later) for
+        # the look-up; and one for the searches, of the request that takes the shared
+        # reads (``query``'s if it offers one), with its frame registered: a search's
+        # record is one slot pick from one word, not a choice between two ports' picks.
+        ev.cmd_map = self._map_read(m, s, ev, c.entity, "cmd")
+        search = Mux(ev.query_reads, self.query.payload.as_value(), c.as_value())
+        ev.search_map = self._map_read(m, s, ev, COMMAND(search).entity, "search",
+                                       search=True)
+        ev.search_frame = Signal(4, name="search_frame")
+        m.d.sync += ev.search_frame.eq(COMMAND(search).frame)
         ev.looked = Signal()          # the command offered now was offered last clock
         m.d.sync += ev.looked.eq(self.cmd.valid & ~self.cmd.ready)
         # The frame-0 record and the record of (entity, frame) from the word read last
@@ -1141,28 +1157,30 @@ class QCC(wiring.Component):
         # (it may have died in between; its records stay allocated until reaped).
         rec0 = ev.cmd_map.slot(Const(0, 4), "cmd_frame0")
         match = ev.cmd_map.slot(c.frame, "cmd_frame")
-        live = _sig(m, self._live(s, c.entity), "cmd_entity_live")
+        live = _sig(m, self._live_now(s, ev, c.entity), "cmd_entity_live")
         ev.rec0_index = rec0.record
         ev.rec0_any = _sig(m, rec0.mapped & live, "lookup_found")
         ev.match_any = _sig(m, match.mapped & live, "match_found")
 
-    def _map_read(self, m, s, entity, name):
+    def _map_read(self, m, s, ev, entity, name, search=False):
         """Read the map word of ``entity``; synchronous, so the word is out next clock.
 
         Returns a namespace whose ``slot(frame, name)`` gives the ``record`` of that frame
-        and ``hit``: the entity was in use at the read and the frame mapped. The map keeps
+        and ``mapped``; for a ``search`` read also ``hit`` (the entity was in use at the
+        read and the frame mapped) and ``meta`` (its type and ``hold``). The map keeps
         the stale words of free entities; whether the entity was in use is read from
-        ``ent_free`` with the word.
+        ``ent_live`` with the word.
         """
         F = self.frames
         port = s.ent_map.read_port()
         in_use = Signal(name=f"{name}_map_in_use")
         # (a number >= ``entities`` reads word 0, masked by ``in_use``: never past the
         # end, which simulates as X)
-        meta = s.ent_meta.read_port()
-        m.d.comb += [port.addr.eq(Mux(entity < self.entities, entity, 0)),
-                     meta.addr.eq(port.addr)]
-        m.d.sync += in_use.eq(self._live(s, entity))
+        m.d.comb += port.addr.eq(Mux(entity < self.entities, entity, 0))
+        if search:
+            meta = s.ent_meta.read_port()
+            m.d.comb += meta.addr.eq(port.addr)
+            m.d.sync += in_use.eq(self._live_now(s, ev, entity))
         records = Cat(port.data[f].record for f in range(F))
         valids = Cat(port.data[f].valid for f in range(F))
 
@@ -1172,10 +1190,12 @@ class QCC(wiring.Component):
             else:
                 record = records.word_select(frame, self.index_width)
                 valid = (frame < F) & valids.bit_select(frame, 1)
-            return SimpleNamespace(record=_sig(m, record, f"{slot_name}_record"),
-                                   mapped=valid,
-                                   hit=_sig(m, in_use & valid, f"{slot_name}_hit"))
-        return SimpleNamespace(slot=slot, meta=meta.data)
+            found = SimpleNamespace(record=_sig(m, record, f"{slot_name}_record"),
+                                    mapped=valid)
+            if search:
+                found.hit = _sig(m, in_use & valid, f"{slot_name}_hit")
+            return found
+        return SimpleNamespace(slot=slot, meta=meta.data if search else None)
 
     # ------------------------------------------------------------ issue selection
 
@@ -1293,6 +1313,14 @@ class QCC(wiring.Component):
             d.advance.eq(d.ok & ~last),
             d.kill.eq(d.ok & last & ~meta.data.hold),
         ]
+        # The kill, registered: it clears the entity's ``ent_live`` bit and marks it
+        # ``to_reap`` a clock later (golden decision 15), so that the check (the busy
+        # pick) and the entity's decoder into those vectors are not one path (the
+        # routed worst path, 15.55 ns); the reads of ``ent_live`` meanwhile are
+        # corrected (:meth:`_live_now`).
+        d.killed = Signal(name=f"{name}_done_killed")
+        d.killed_entity = Signal(8, name=f"{name}_done_killed_entity")
+        m.d.sync += [d.killed.eq(d.kill), d.killed_entity.eq(d.entity)]
         return d
 
     # ------------------------------------------------------------ allocation
@@ -1705,21 +1733,21 @@ class QCC(wiring.Component):
                          port.data[f].valid.eq(~ev.is_alloc | (f == 0))]
 
     def _update_entities(self, m, s, ev):
-        """Entity numbers taken by ALLOC, killed by DELETE, RELEASE and completions (up
-        to three a clock, all different), freed by the reaper."""
+        """Entity numbers taken by ALLOC, killed by DELETE or RELEASE (in this clock) and
+        by completions (registered, of the last clock: golden decision 15), up to three
+        a clock, all different; freed by the reaper."""
         E, c = self.entities, self.cmd.payload
-        kills = [(ev.kill_cmd, c.entity)] + [(d.kill, d.entity) for d in ev.done]
+        kills = [(ev.kill_cmd, c.entity)] + [(d.killed, d.killed_entity) for d in ev.done]
         terms = [Mux(flag, _decode(entity, E), 0) for flag, entity in kills]
         killed = terms[0]
         for term in terms[1:]:
             killed = killed | term
         killed = _sig(m, killed, "killed")
-        # This clock's kills, registered by number for the TRANSLATE check a clock later.
-        ev.kills = []
-        for i, (flag, entity) in enumerate(kills):
-            kill = (Signal(name=f"kill{i}"), Signal(8, name=f"kill{i}_entity"))
-            m.d.sync += [kill[0].eq(flag), kill[1].eq(entity)]
-            ev.kills.append(kill)
+        # This clock's kills, registered by number for the TRANSLATE check a clock later
+        # (the completions' kills are registered already).
+        kill = (Signal(name="kill_cmd_then"), Signal(8, name="kill_cmd_then_entity"))
+        m.d.sync += [kill[0].eq(ev.kill_cmd), kill[1].eq(c.entity)]
+        ev.kills = [kill] + [(d.killed, d.killed_entity) for d in ev.done]
         taken = Mux(ev.alloc_ok, ev.free_ent, 0)
         m.d.sync += [s.ent_live.eq((s.ent_live & ~killed) | taken),
                      s.to_reap.eq((s.to_reap & ~ev.reap_picked) | killed),
@@ -1791,10 +1819,10 @@ class QCC(wiring.Component):
             m.d.sync += [ok.eq(d.ok), record.eq(d.record), stage.eq(d.stage)]
             moved.append((ok, record, stage))
         ev.moved = moved
-        ports = (("resp", self.resp, ev.take, c, ev.resp_kind, ev.resp, ev.cmd_map),
-                 ("qresp", self.qresp, ev.qtake, q, q_kind, qresp, ev.query_map))
-        pendings = [self._pending(m, name, take, request, kind, direct, entity_map)
-                    for name, port, take, request, kind, direct, entity_map in ports]
+        ports = (("resp", self.resp, ev.take, c, ev.resp_kind, ev.resp),
+                 ("qresp", self.qresp, ev.qtake, q, q_kind, qresp))
+        pendings = [self._pending(m, name, take, request, kind, direct)
+                    for name, port, take, request, kind, direct in ports]
         # Bad input (a code >= 8) of a request taken in the last clock, from its pending
         # register (a SEARCH's code is never bad; a TRANSLATE's is checked now), and of a
         # completion, registered: the sticky flag takes them a clock later and
@@ -1810,17 +1838,25 @@ class QCC(wiring.Component):
         with m.If(ev.bad):
             m.d.sync += s.error.eq(1)
         # One set of table reads for both ports: at most one of them has a SEARCH or
-        # TRANSLATE pending (``query_reads``).
+        # TRANSLATE pending (``query_reads``). A search's reads are addressed by the
+        # record its map word gives (one slot pick); a TRANSLATE's by its buffer, a
+        # register, through an ART read of its own, so that its ``addr`` adder is not
+        # after the search's map word and read (a routed worst path, 15.07 ns).
+        found = ev.search_map.slot(ev.search_frame, "search")
+        art = s.art.read_port(domain="comb")
+        m.d.comb += art.addr.eq(found.record)
         q_reads = _sig(m, pendings[1].valid & (pendings[1].kind != _Pending.DIRECT),
                        "qresp_reads")
-        index = _sig(m, Mux(q_reads, pendings[1].index, pendings[0].index), "read_index")
-        art = s.art.read_port(domain="comb")
-        m.d.comb += art.addr.eq(index)
-        read = SimpleNamespace(art=art.data, stage=self._searched_stage(m, s, ev, index, "read"),
-                               busy=_sig(m, self._pick(s.busy_d, index), "read_busy"))
-        for (name, port, _, _, _, _, entity_map), pending in zip(ports, pendings):
+        translated = s.art.read_port(domain="comb")
+        m.d.comb += translated.addr.eq(Mux(q_reads, pendings[1].buf, pendings[0].buf))
+        read = SimpleNamespace(
+            hit=found.hit, record=found.record, meta=ev.search_map.meta, art=art.data,
+            stage=self._searched_stage(m, s, ev, found.record, "search"),
+            busy=_sig(m, self._pick(s.busy_d, found.record), "search_busy"),
+            translated=translated.data)
+        for (name, port, _, _, _, _), pending in zip(ports, pendings):
             queue = m.submodules[f"{name}_queue"] = _ResponseQueue(self.response)
-            payload = self._resolve(m, s, ev, name, pending, entity_map.meta, read)
+            payload = self._resolve(m, s, ev, name, pending, read)
             m.d.comb += [queue.fresh.eq(pending.valid), queue.payload.eq(payload)]
             wiring.connect(m, queue.o, wiring.flipped(port))
             if name == "resp":
@@ -1834,9 +1870,8 @@ class QCC(wiring.Component):
             else:
                 m.d.comb += self.query.ready.eq(queue.room)
 
-    def _pending(self, m, name, take, request, kind, direct, entity_map):
-        """The request taken this clock, registered for its response in the next one; a
-        search's hit and record come then from the map word read in this clock."""
+    def _pending(self, m, name, take, request, kind, direct):
+        """The request taken this clock, registered for its response in the next one."""
         p = SimpleNamespace(valid=Signal(name=f"{name}_pending"),
                             kind=Signal(_Pending, name=f"{name}_kind"),
                             direct=Signal(self.response, name=f"{name}_direct"),
@@ -1848,10 +1883,6 @@ class QCC(wiring.Component):
                      p.buf.eq(self._index(request.buf)),
                      p.entity.eq(request.entity), p.frame.eq(request.frame),
                      p.offset.eq(request.offset)]
-        found = entity_map.slot(p.frame, f"{name}_search")
-        p.hit = found.hit
-        p.index = _sig(m, Mux(p.kind == _Pending.TRANSLATE, p.buf, found.record),
-                       f"{name}_index")
         return p
 
     def _searched_stage(self, m, s, ev, index, name):
@@ -1861,26 +1892,28 @@ class QCC(wiring.Component):
             stage = Mux(ok & (record == index), before, stage)
         return _sig(m, stage, f"{name}_stage", 4)
 
-    def _resolve(self, m, s, ev, name, p, meta, read):
+    def _resolve(self, m, s, ev, name, p, read):
         """The response of a pending request: SEARCH and TRANSLATE read the tables now
-        (``read``, shared by the ports; ``meta``: the searched entity's type and
-        ``hold``, read with its map word)."""
+        (``read``, shared by the ports; a search's type and ``hold`` from ``ent_meta``,
+        read with its map word)."""
         resp = Signal(self.response, name=f"{name}_payload")
         m.d.comb += resp.eq(p.direct)
         with m.If(p.kind == _Pending.SEARCH):
-            m.d.comb += [resp.op.eq(Op.SEARCH), resp.code.eq(Mux(p.hit, Code.OK, Code.MISS))]
-            with m.If(p.hit):
+            m.d.comb += [resp.op.eq(Op.SEARCH),
+                         resp.code.eq(Mux(read.hit, Code.OK, Code.MISS))]
+            with m.If(read.hit):
                 m.d.comb += [
-                    resp.entity.eq(p.entity), resp.record.eq(p.index), resp.frame.eq(p.frame),
-                    resp.etype.eq(meta.etype), resp.stage.eq(read.stage),
-                    resp.busy.eq(read.busy), resp.hold.eq(meta.hold),
-                    resp.buf.eq(p.index), resp.addr.eq(read.art.base),
-                    resp.lines.eq(read.art.length)]
+                    resp.entity.eq(p.entity), resp.record.eq(read.record),
+                    resp.frame.eq(p.frame), resp.etype.eq(read.meta.etype),
+                    resp.stage.eq(read.stage), resp.busy.eq(read.busy),
+                    resp.hold.eq(read.meta.hold), resp.buf.eq(read.record),
+                    resp.addr.eq(read.art.base), resp.lines.eq(read.art.length)]
         with m.Elif(p.kind == _Pending.TRANSLATE):
             m.d.comb += resp.code.eq(ev.translate_code)
             with m.If(ev.translate_code == Code.OK):
-                m.d.comb += [resp.buf.eq(p.index), resp.addr.eq(read.art.base + p.offset),
-                             resp.lines.eq(read.art.length)]
+                m.d.comb += [resp.buf.eq(p.buf),
+                             resp.addr.eq(read.translated.base + p.offset),
+                             resp.lines.eq(read.translated.length)]
         return resp
 
     def _status(self, m, s, ev):

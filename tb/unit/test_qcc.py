@@ -725,8 +725,35 @@ def test_alloc_does_not_see_resources_freed_in_the_same_cycle():
     assert [i.record for _ in range(2) for i in m.step()] == [r]
     res = m.cycle(cmd=Command.alloc(S, 1), mcompl=r)     # cycle t: the entity dies
     assert res.mcode == Code.OK and res.resp.code == Code.NO_RECORD
-    # t+1 picked, t+2 walked, t+3 freed: an ALLOC sees the record from t+4
-    assert [m.allocate(S, 1).code for _ in range(4)] == [Code.NO_RECORD] * 3 + [Code.OK]
+    # (by a completion: decision 15) t+2 picked, t+3 walked, t+4 freed: an ALLOC sees
+    # the record from t+5
+    assert [m.allocate(S, 1).code for _ in range(5)] == [Code.NO_RECORD] * 4 + [Code.OK]
+
+
+def test_completion_kill_reaches_the_reaper_a_cycle_later():
+    """Decision 15: an entity killed by its last completion in cycle t is gone from
+    t+1, as one killed by a command, but the reaper sees it only from t+2: one killed
+    by RELEASE in t+1 with a lower number is picked before it (before decision 15, it
+    was picked in t+1, alone)."""
+    m = small()
+    b = m.allocate(S, 1, hold=True)                  # entity 0, record 0
+    m.run([DRAIN])                                   # done, held
+    c = m.allocate(S, 1)                             # entity 1, record 1
+    assert (b.entity, c.entity) == (0, 1)
+    assert [i.record for _ in range(2) for i in m.step()] == [c.record]
+    res = m.cycle(mcompl=c.record, n_ready=False, m_ready=False)   # t: entity 1 dies
+    assert res.mcode == Code.OK
+    res = m.cycle(cmd=Command.release(b.entity), query=Command.search(c.entity),
+                  n_ready=False, m_ready=False)      # t+1: entity 0 dies; 1 is gone
+    assert res.resp.ok and res.qresp.code == Code.MISS
+    got = []
+    for _ in range(6):                               # status at the start of t+2..t+7
+        got.append(tuple(m.status()[:3]))
+        m.step(n_ready=False, m_ready=False)
+    # entity 0 picked in t+2, walked in t+3, freed in t+4 (free from t+5); entity 1
+    # picked in t+3, walked in t+4, freed in t+5
+    assert got == [(6, 6, 30)] * 3 + [(7, 7, 31), (8, 8, 32), (8, 8, 32)]
+    assert m.reaped()
 
 
 def test_map_with_last_completion_in_the_same_cycle():
@@ -863,7 +890,8 @@ class Scoreboard:
         self.decision = {N: None, M: None}               # (type, stage) popped next
         self.tomb = set()                                # records held by tombstones
         self.dead = {}                                   # entity -> Inc, not yet reaped
-        self.killed = []                                 # entities killed this cycle
+        self.killed = []                                 # dead, to reap at the clock's end
+        self.killed_next = []                            # by a completion: a clock later
         self.to_reap = set()                             # dead, not picked by the reaper
         self.reaping = None                              # (entity, records left)
         self.walked = None                               # (record, entity, last)
@@ -1018,7 +1046,7 @@ class Scoreboard:
             frames = self.dead[entity].frames
             self.reaping = (entity, deque(frames[f] for f in sorted(frames)))
         self.to_reap.update(self.killed)
-        self.killed = []
+        self.killed, self.killed_next = self.killed_next, []      # decision 15
 
     def issue(self, iss):
         inc = self.live[iss.entity]
@@ -1045,7 +1073,7 @@ class Scoreboard:
             if inc.hold:
                 inc.stage = DONE_STAGE
             else:
-                self.free(inc)
+                self.free(inc, completed=True)
 
     def new_record(self, rec, inc, frame, base, n):
         self.owner[rec] = (inc, frame)
@@ -1054,12 +1082,12 @@ class Scoreboard:
         self.taken_now += n
         inc.frames[frame] = rec
 
-    def free(self, inc):
+    def free(self, inc, completed=False):
         """The entity dies: gone at once, its records, lines and number freed by the
-        reaper."""
+        reaper (which sees it a clock later if it died by a completion)."""
         del self.live[inc.entity]
         self.dead[inc.entity] = inc
-        self.killed.append(inc.entity)
+        (self.killed_next if completed else self.killed).append(inc.entity)
         assert inc.id not in self.ended
         self.ended.add(inc.id)
 
