@@ -1144,20 +1144,25 @@ class QCC(wiring.Component):
         # reads (``query``'s if it offers one), with its frame registered: a search's
         # record is one slot pick from one word, not a choice between two ports' picks.
         ev.cmd_map = self._map_read(m, s, ev, c.entity, "cmd")
-        search = Mux(ev.query_reads, self.query.payload.as_value(), c.as_value())
-        ev.search_map = self._map_read(m, s, ev, COMMAND(search).entity, "search",
+        ev.search_map = self._map_read(m, s, ev, COMMAND(request).entity, "search",
                                        search=True)
         ev.search_frame = Signal(4, name="search_frame")
-        m.d.sync += ev.search_frame.eq(COMMAND(search).frame)
+        m.d.sync += ev.search_frame.eq(COMMAND(request).frame)
         ev.looked = Signal()          # the command offered now was offered last clock
         m.d.sync += ev.looked.eq(self.cmd.valid & ~self.cmd.ready)
         # The frame-0 record and the record of (entity, frame) from the word read last
         # clock (``cmd`` holds its payload while it waits). Nothing adds a record of the
-        # entity between the look-up and the take; whether it is still live is read now
-        # (it may have died in between; its records stay allocated until reaped).
+        # entity between the look-up and the take. Whether it is still live (it may
+        # have died in between; its records stay allocated until reaped) is read in the
+        # clock before the take, into a register, so that the ``ent_live`` pick stays
+        # off the accept's path: in that clock no command is taken (nothing else
+        # kills the entity or gives its number out), and a completion that kills it
+        # is one of its frame-0 record, after which the take waits a clock more
+        # (``changed``, :meth:`_rec0`).
         rec0 = ev.cmd_map.slot(Const(0, 4), "cmd_frame0")
         match = ev.cmd_map.slot(c.frame, "cmd_frame")
-        live = _sig(m, self._live_now(s, ev, c.entity), "cmd_entity_live")
+        live = Signal(name="cmd_entity_live")
+        m.d.sync += live.eq(self._live_now(s, ev, c.entity))
         ev.rec0_index = rec0.record
         ev.rec0_any = _sig(m, rec0.mapped & live, "lookup_found")
         ev.match_any = _sig(m, match.mapped & live, "match_found")
@@ -1431,6 +1436,10 @@ class QCC(wiring.Component):
         ev.room = Signal()
         self._rec0(m, s, ev)
         reads = (c.op == Op.SEARCH) | (c.op == Op.TRANSLATE)
+        # (the take of an operation that changes the state: ``ready`` without its
+        # SEARCH / TRANSLATE term, so that ``query``'s offer is not on the accepts' path)
+        ev.take_update = _sig(m, self.cmd.valid & ev.room & (~needs_lookup | ev.rec0_ready),
+                              "cmd_take_update")
         m.d.comb += self.cmd.ready.eq(ev.room & (~needs_lookup | ev.rec0_ready)
                                       & ~(reads & ev.query_reads))
         ev.is_alloc = _sig(m, c.op == Op.ALLOC, "is_alloc")
@@ -1485,7 +1494,7 @@ class QCC(wiring.Component):
         checks as its response code, without the precedence chain, so that the state
         updates get them early)."""
         c = self.cmd.payload
-        take = ev.take
+        take = ev.take_update     # (the same as ``take`` for the operations below)
         # Every check but the lines, so that ``free_run >= n`` is one AND away from the
         # decision (golden decision 14: on ``free_run``, from registers; the first fit
         # only places the buffer, and always finds one then).

@@ -127,6 +127,7 @@ class CycleChecker:
         self.commands = []           # (clock, command, response) of every cmd transfer
         self.clocks = 0
         self.coverage = Counter()
+        self.done_killed = {}        # entity -> the clock its last completion killed it
 
     def decode(self, port, payload):
         if port in ("resp", "qresp"):
@@ -162,6 +163,18 @@ class CycleChecker:
                                mcompl=sample.m_done, n_ready=sample.n_ready,
                                m_ready=sample.m_ready)
         self._cover(cmd, before, res)
+        # Requests on an entity its last completion killed one or two clocks before
+        # (the RTL clears its ``ent_live`` bit a clock late and corrects its reads
+        # meanwhile, golden decision 15; a look-up reads it a clock before the take).
+        for port, c in (("cmd", cmd), ("query", query)):
+            if c is not None and c.op in (Op.SEARCH, Op.MAP, Op.DELETE, Op.RELEASE) \
+                    and t - self.done_killed.get(c.entity, -9) in (1, 2):
+                self.coverage[f"{port} {Op(c.op).name} {t - self.done_killed[c.entity]} "
+                              f"clock(s) after its entity's last completion"] += 1
+        live = set(self.model.live_entities())
+        for r, code in ((sample.n_done, res.ncode), (sample.m_done, res.mcode)):
+            if code == Code.OK and self.model.record_entity(r) not in live:
+                self.done_killed[self.model.record_entity(r)] = t
         self.coverage["tombstone dropped"] += len(tombs - set(self.model.tombstones()))
         if query is not None and query.op == Op.TRANSLATE and res.qresp.code == Code.OK \
                 and self.model.record_entity(query.buf) not in self.model.live_entities():

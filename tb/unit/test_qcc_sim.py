@@ -144,6 +144,30 @@ def test_translate_in_the_clock_its_entity_dies():
     simulate(dut, body)
 
 
+def test_requests_in_the_clock_after_a_completion_kills_their_entity():
+    """A SEARCH of an entity in the clock after its last completion (no ``hold``)
+    killed it misses, and a DELETE taken two clocks after answers UNKNOWN: the RTL
+    clears the entity's ``ent_live`` bit a clock late (golden decision 15) and
+    corrects its reads of it by the registered kill (a look-up reads it a clock before
+    its take, and is never taken in the clock right after a completion of its
+    frame-0 record). The DELETE is offered at every offset from its entity's ALLOC."""
+    dut = QCC(**SMALL)
+
+    async def body(ctx, rng):
+        bench = SimBench(dut, rng, gap=0, stall=0, latency=(1, 1))
+        for offset in range(10):
+            bench.send("cmd", [Command.alloc(EType.STATE, 1)])      # one MOVE stage
+            for _ in range(offset):
+                await bench.clock(ctx)
+            bench.send("cmd", [Command.delete(0)])
+            bench.send("query", [Command.search(0)] * 4)
+            await run_until_idle(ctx, bench, 300)
+        cover = bench.checker.coverage
+        assert cover["cmd DELETE 2 clock(s) after its entity's last completion"] >= 1
+        assert cover["query SEARCH 1 clock(s) after its entity's last completion"] >= 1
+    simulate(dut, body)
+
+
 @pytest.mark.parametrize("gap, stall", [pytest.param(0.0, 0.0, marks=pytest.mark.slow), (0.3, 0.3),
                                         pytest.param(0.6, 0.1, marks=pytest.mark.slow)])
 def test_random(gap, stall):
