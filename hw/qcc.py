@@ -59,7 +59,13 @@ How it is built, and why
   last completion without ``hold`` (up to three entities a clock) only *kill* the
   entity: its bit in ``ent_live`` clears (so searches miss and look-ups answer
   UNKNOWN from the next clock, and TRANSLATE checks the ``ent_live`` bit of the
-  buffer's entity, read from ``meta``) and it is marked ``to_reap``. Nothing is
+  buffer's entity, read from ``meta``) and it is marked ``to_reap``. A completion's
+  kill is registered first (its number and a flag) and decoded into ``ent_live`` and
+  ``to_reap`` a clock later (golden decision 15: the reaper sees it a cycle later),
+  so that the completion's check (the ``busy`` pick) and the decoder into those
+  vectors are not one path (the routed worst path, 15.55 ns); in that clock the
+  reads of ``ent_live`` (a search's ``in_use``, the look-up's "live") are ANDed with
+  a comparison against the registered kills (:meth:`QCC._live_now`). Nothing is
   written in the map. The reaper picks the lowest entity in ``to_reap`` and reads its
   map word (a third read port; the address from a tree that gives the lowest index
   itself, :func:`_lowest_index`, not the one-hot and an encoder), walks its mapped
@@ -117,8 +123,11 @@ How it is built, and why
   "in flight" check). Before, the completion read the type from ``meta`` and the kind
   and last stage from that type's program (a 5-type, 8-stage pick): on the routed
   worst path of the small build (52.7 MHz).
-* **Search results are read one clock later.** In the clock after the search the
-  response is read from the RAMs by the record the map gave (comb read ports) and
+* **Search results are read one clock later.** The map word for a search is read
+  once for both ports (a read port of its own, addressed by the entity of the
+  request that takes the shared reads, below, with its frame registered), so in the
+  clock after the search its record is one slot pick from one word. Then the
+  response is read from the RAMs by that record (comb read ports) and
   ``busy`` from a per-record copy one clock old (``busy_d``); its type and ``hold``
   come from ``ent_meta``, per entity number, read with the map word; ``stage`` is
   the table's value now unless a completion of that record was taken in the search's
@@ -136,12 +145,18 @@ How it is built, and why
   taken two clocks after their command is first offered (``cmd.ready`` depends on
   ``op``), or one more if the frame-0 record was completed in between: no other
   command can add a record of the entity meanwhile, and whether the entity is still
-  live is read in the clock of the take. So their checks and the updates they cause start
-  from registers. ALLOC and CONFIG are taken in the clock they are offered, SEARCH
+  live is read in the clock before the take, into a register (no command is taken in
+  that clock, and a completion that kills the entity is one of its frame-0 record,
+  which delays the take a clock). So their checks and the updates they cause start
+  from registers. The accepts use the take without ``cmd.ready``'s SEARCH /
+  TRANSLATE term (``cmd_take_update``; the same for the operations they accept), so
+  ``query``'s offer is not on their path. ALLOC and CONFIG are taken in the clock they are offered, SEARCH
   and TRANSLATE too unless ``query`` offers one in that clock (below).
 * **One set of read ports for searches and translations.** ``cmd`` and ``query``
   share the reads a SEARCH or TRANSLATE makes (a TRANSLATE's reads when it is taken;
-  the ART, ``stage`` and ``busy_d`` by the found record a clock later): a ``cmd``
+  the ART, ``stage`` and ``busy_d`` by the found record a clock later; a TRANSLATE's
+  ART read, by its registered buffer, is a read port of its own, so that its
+  ``addr`` adder is not after a search's map word and reads): a ``cmd``
   SEARCH or TRANSLATE waits while ``query`` offers one (``query`` is for them;
   ``cmd`` carries them rarely), so which port's request is read follows ``query``'s
   offer, not its ``ready`` (the response queue's count). Two sets of those LUT-RAM
