@@ -362,7 +362,14 @@ How it is built, and why
   24556 LUT4 and the small build routes at 64.3 / 64.0 / 66.4 MHz at seeds 1 / 2 /
   3, its worst paths a completion's kill (``n_done``'s record → ``meta``'s ``hold``
   and entity → ``to_reap``) and a search's or translation's response (the ART's read
-  → ``addr``). README, block 2.
+  → ``addr``). With a completion's kill applied a clock later (golden decision 15),
+  the search's reads from one map word, the TRANSLATE's own ART read, the accepts'
+  take without ``query``'s offer and the look-up's "live" a clock ahead, 256 records
+  take 24566 LUT4 (``qcc.qcc``; main's RTL 25067 by the same run) and the small build
+  routes at 66.6 / 66.1 / 66.6 MHz at seeds 1 / 2 / 3, its worst paths the issue
+  decision (a FIFO's flags → ``waiting`` → the latest stage → the round robin →
+  ``decided_*``) and a completion's push (the ``busy`` pick → ``advance`` → the next
+  stage's FIFO flags). README, block 2; ``docs/qcc.md``.
 
 Decisions beyond the golden model
 ---------------------------------
