@@ -149,9 +149,9 @@ Decisions
     but the reaper can pick it from the cycle after that: one that dies by a
     completion in cycle t while the reaper is idle is picked in t+2 (t+1 for DELETE or
     RELEASE) and a one-record entity's record, lines and number are free from t+5
-    (t+4). So the RTL registers a completion's kill (its check, the busy bit picked by
-    the record, and the record's entity and ``hold``) and only decodes the entity into
-    its live and dead vectors a clock later: the check and the decoder into those
+    (t+4). So the RTL registers a completion's kill (whether it kills: the busy bit
+    picked by the record, its last stage, no ``hold``; and the record's entity) and
+    only decodes the entity into its live and dead vectors a clock later: the check and the decoder into those
     vectors were one path, the routed worst path (15.55 ns). Its reads of the live
     vector in that clock are corrected by the registered kills instead. The cost: a
     completion's kill frees its resources one cycle later.
