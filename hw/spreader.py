@@ -2098,12 +2098,13 @@ class SpreaderQCC(wiring.Component):
       completion (``n_done``/``m_done``) of a last stage is the entity's completion: it
       is queued (one FIFO per EU and issue kind, ``records`` deep, so it cannot overflow)
       and the queues are merged onto the spreader's ``done``, lowest EU and NUMERIC
-      first, one per clock.
+      first, one per clock, into a register that drives ``done`` (a completion reaches
+      the spreader a clock after it leaves its queue).
     * An entity without ``hold`` (a pixel packet) is deleted by the QCC in the clock of
       its last completion, and its number can be handed out again from the next clock.
       The spreader must have taken the completion before it sees that number in an
       answer (else it reports BAD_ANSWER), so no ALLOC is offered to an EU while a
-      completion of that EU waits in its queues.
+      completion of that EU waits in its queues or in the ``done`` register.
 
     The processors (thread controller, data move machine) are the testbench's: each QCC's
     ``n_issue``/``m_issue`` and ``n_done``/``m_done`` are ports of this design, as are
@@ -2197,6 +2198,7 @@ class SpreaderQCC(wiring.Component):
                      self.release_tap.payload.eq(rel.payload)]
 
         queues = []
+        done_v, done_eu, done_ent = Signal(), Signal(EU_W), Signal(ENTITY_W)
         for e in range(N):
             m.submodules[f"qcc{e}"] = q = self._qccs[e]
             for k in ("n_issue", "m_issue"):
@@ -2208,22 +2210,26 @@ class SpreaderQCC(wiring.Component):
                 m.d.sync += [rel_v[e].eq(1), rel_ent[e].eq(rel.payload.entity)]
             eq = [self._completions(m, q, e, kind) for kind in ("n", "m")]
             queues += eq
-            blocked = eq[0].r_rdy | eq[1].r_rdy
+            blocked = eq[0].r_rdy | eq[1].r_rdy | (done_v & (done_eu == e))
             bad += self._commands(m, q, sp.alloc[e], sp, e, rel_v[e], rel_ent[e], blocked,
                                   Op, Code)
             self._status(m, q, sp.alloc[e], sp.status[e], e, Op)
             m.d.comb += [self.status_tap[e].eq(sp.status[e]),
                          self.qcc_error[e].eq(q.status.error)]
 
-        # completions: the queues merged onto the spreader's ``done``, lowest first
+        # completions: the queues merged, lowest first, into a register that drives the
+        # spreader's ``done`` (its ``ready`` is 1): the queues' LUT-RAM reads and the
+        # merge end there, not in the spreader's completion handling and error FIFO
         for i in reversed(range(2 * N)):
             with m.If(queues[i].r_rdy):
-                m.d.comb += [sp.done.valid.eq(1), sp.done.payload.eu.eq(i // 2),
-                             sp.done.payload.entity.eq(queues[i].r_data)]
+                m.d.sync += [done_eu.eq(i // 2), done_ent.eq(queues[i].r_data)]
+        m.d.sync += done_v.eq(Cat(f.r_rdy for f in queues).any())
+        m.d.comb += [sp.done.valid.eq(done_v), sp.done.payload.eu.eq(done_eu),
+                     sp.done.payload.entity.eq(done_ent)]
         for i in range(2 * N):
             first = queues[i].r_rdy & ~Cat(f.r_rdy for f in queues[:i]).any() if i \
                 else queues[i].r_rdy
-            m.d.comb += queues[i].r_en.eq(first & sp.done.ready)
+            m.d.comb += queues[i].r_en.eq(first)
         m.d.comb += [self.done_tap.valid.eq(sp.done.valid & sp.done.ready),
                      self.done_tap.payload.eq(sp.done.payload)]
         with m.If(Cat(bad).any()):
