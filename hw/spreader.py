@@ -2104,7 +2104,10 @@ class SpreaderQCC(wiring.Component):
       its last completion, and its number can be handed out again from the next clock.
       The spreader must have taken the completion before it sees that number in an
       answer (else it reports BAD_ANSWER), so no ALLOC is offered to an EU while a
-      completion of that EU waits in its queues or in the ``done`` register.
+      completion of that EU waits in its queues. (The ``done`` register needs no such
+      wait: an ALLOC is offered once the completion has left its queue, so it is taken
+      while the register holds the completion at the earliest, and answered in the
+      clock after the spreader took it.)
 
     The processors (thread controller, data move machine) are the testbench's: each QCC's
     ``n_issue``/``m_issue`` and ``n_done``/``m_done`` are ports of this design, as are
@@ -2210,7 +2213,7 @@ class SpreaderQCC(wiring.Component):
                 m.d.sync += [rel_v[e].eq(1), rel_ent[e].eq(rel.payload.entity)]
             eq = [self._completions(m, q, e, kind) for kind in ("n", "m")]
             queues += eq
-            blocked = eq[0].r_rdy | eq[1].r_rdy | (done_v & (done_eu == e))
+            blocked = eq[0].r_rdy | eq[1].r_rdy
             bad += self._commands(m, q, sp.alloc[e], sp, e, rel_v[e], rel_ent[e], blocked,
                                   Op, Code)
             self._status(m, q, sp.alloc[e], sp.status[e], e, Op)
