@@ -313,16 +313,6 @@ Decisions
    offers were cut); it is ``fl - in_size >= r_size``, the subtraction from the ports.
    4 EUs, 32/32: 54.36 / 55.18 MHz routed at seeds 1 / 2 (54.76 / 53.56 before); the
    worst paths are stage P's parked-packet lookups and stage R's accept (README.md).
-21. Each stream's evaluation for both sources (issue 12; contract unchanged): stage P
-   selected each stream's packet (``parked``: the held packet, else the input's head)
-   ahead of :class:`PacketChecks`, so ``parked`` and a wide multiplexer lay ahead of
-   every table lookup (a patch's second record, ``rec + 1``, and its VDT busy bit; a
-   triangle's three VDT reads): the routed critical path at seed 1 after decision 20.
-   :class:`PacketChecks` now evaluates the input's head (from the port) and the held
-   packet (from its register) each with table ports of its own (the VDT's look and
-   busy ports and the PT's busy port doubled: six and two), and ``parked`` chooses
-   between the two evaluations last. The held patch's second record is taken from
-   ``held_pat_g1`` (a register), not from an adder.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -460,8 +450,7 @@ class VertexTable(wiring.Component):
 
     Ports: ``busy_addr[i]``/``busy[i]`` (valid bit of a record: waits of vertex and
     patch packets), ``look_addr[i]``/``look[i]`` (the three vertex lookups of a
-    triangle); six of each, three for the input heads and three for the held packets
-    (:class:`PacketChecks`), ``alloc`` (write a vertex group, or both groups of a patch), ``close``
+    triangle), ``alloc`` (write a vertex group, or both groups of a patch), ``close``
     (a triangle's ``last`` bits), ``refs`` (reference count increments and decrements),
     ``done`` (a vertex or patch entity completed) and ``release`` (the lowest releasable
     record; taking it frees the record).
@@ -476,8 +465,8 @@ class VertexTable(wiring.Component):
         self.entry = data.StructLayout({"valid": 1, "closed": 1, "half": 1} | self.word.members)
         recs = data.ArrayLayout(R, 3)
         super().__init__({
-            "busy_addr": In(R).array(6), "busy": Out(1).array(6),
-            "look_addr": In(R).array(6), "look": Out(self.entry).array(6),
+            "busy_addr": In(R).array(3), "busy": Out(1).array(3),
+            "look_addr": In(R).array(3), "look": Out(self.entry).array(3),
             "alloc": In(data.StructLayout({"en": 1, "patch": 1, "rec": R, "tag": T,
                                            "tag1": T, "eu": EU_W, "entity": ENTITY_W,
                                            "count": 4, "noref": 1})),
@@ -510,9 +499,9 @@ class VertexTable(wiring.Component):
             m.d.comb += word.eq(Mux(addr[0], ports[1].data, ports[0].data))
             return word
 
-        for i in range(6):
+        for i in range(3):
             m.d.comb += self.busy[i].eq(valid.bit_select(self.busy_addr[i], 1))
-        for i in range(6):
+        for i in range(3):
             a, lk = self.look_addr[i], self.look[i]
             w = read(a, i)
             m.d.comb += [lk.valid.eq(valid.bit_select(a, 1)),
@@ -551,7 +540,7 @@ class VertexTable(wiring.Component):
             cand.eq(ok & (~patch | (~half & Cat(ok[1:], ok[0])))),
         ]
         low, sel = _lowest(m, cand, V, R, "release")
-        w = read(sel, "_release")
+        w = read(sel, 3)
         rl = self.release
         m.d.comb += [rl.valid.eq(cand.any()), rl.payload.eu.eq(w.eu),
                      rl.payload.entity.eq(w.entity),
@@ -590,8 +579,7 @@ class PrimitiveTable(wiring.Component):
     are counters (each with its "is zero" bit a register), updated through decoded
     one-hots.
 
-    Ports: ``busy_addr[h]``/``busy[h]`` (valid bit: a triangle's wait; the input
-    head's and the held triangle's), ``look_addr``/``look``
+    Ports: ``busy_addr``/``busy`` (valid bit: a triangle's wait), ``look_addr``/``look``
     (the input head's pixel packet's triangle), ``held_addr``/``held_look`` (the held
     pixel packet's triangle: its word is a register, read a clock ahead at the record
     of the packet held after the edge, ``held_next``: the held one, else the input
@@ -616,7 +604,7 @@ class PrimitiveTable(wiring.Component):
         self.entry = data.StructLayout({"valid": 1, "closed": 1} | self.loc.members)
         rec = data.StructLayout({"en": 1, "rec": R})
         super().__init__({
-            "busy_addr": In(R).array(2), "busy": Out(1).array(2),
+            "busy_addr": In(R), "busy": Out(1),
             "look_addr": In(R), "look": Out(self.entry),
             "held_addr": In(R), "held_next": In(1), "held_look": Out(self.entry),
             "refs_addr": In(R), "refs": Out(self.word),
@@ -653,7 +641,7 @@ class PrimitiveTable(wiring.Component):
                      wp.data.tag.eq(al.word.tag), wp.data.eu.eq(al.word.eu),
                      wp.data.entity.eq(al.word.entity),
                      wp_vr.data.vrn.eq(al.word.vrn), wp_vr.data.vr.eq(al.word.vr)]
-        m.d.comb += [self.busy[h].eq(bit(valid, self.busy_addr[h])) for h in range(2)]
+        m.d.comb += self.busy.eq(bit(valid, self.busy_addr))
         w_in, w_held = read(self.look_addr), read(self.held_addr)
         m.d.comb += [self.look.valid.eq(bit(valid, self.look_addr)),
                      self.look.closed.eq(bit(closed, self.look_addr)),
@@ -1136,13 +1124,10 @@ class _Stage:
 
 
 class PacketChecks(wiring.Component):
-    """Stage P's evaluation of every stream's packet, in parallel: the checks in the
-    golden model's precedence (MALFORMED, TOO_LARGE, NO_EU, UNKNOWN_VERTEX, UNKNOWN_PRID),
-    the VDT/PT lookups and the waits (``result[s]``: outcome, code, detail, record).
-    Each stream's packet is evaluated for both of its sources, the input's head
-    (``in_*``, from the port) and the held packet (``held_*``, a register), each with
-    table ports of its own, and ``parked`` chooses between the two evaluations last
-    (decision 21), so that no source select lies ahead of a table lookup.
+    """Stage P's evaluation of every stream's packet (``vtx``, ``tri``, ``pix``, ``pat``:
+    the parked packet or the input's head), in parallel: the checks in the golden
+    model's precedence (MALFORMED, TOO_LARGE, NO_EU, UNKNOWN_VERTEX, UNKNOWN_PRID), the
+    VDT/PT lookups and the waits (``result[s]``: outcome, code, detail, record).
 
     A packet waits where its record is occupied or where stage R's packet (``held_*``
     of the stream set in ``r_is``, one-hot, 0 while R is idle) or stage C's (``c_*`` of
@@ -1157,33 +1142,30 @@ class PacketChecks(wiring.Component):
     UNKNOWN_*): it is read only when the packet offers itself (decision 20).
     ``tri_locs``/``tri_recs``/``tri_distinct`` are a triangle's vertex data, VDT
     records and the mask of its distinct records; ``pix_tri`` is a pixel packet's
-    triangle (its PT lookup). Table ports: ``vdt_busy[3 * h + i]`` (h: 1 for the held
-    packet; i: the vertex packet's record, the patch's two), ``vdt_look[3 * h + i]``
-    (a triangle's vertices), ``pt_busy[h]`` (a triangle's record), ``pt_look`` (the
-    input head's pixel packet) and ``pt_held_look`` (the held one's, a register).
+    triangle (its PT lookup).
     """
 
     def __init__(self, *, layouts, vdt_entry, pt_entry, vdt_records, pt_records,
                  index_bits, max_lines, detail_bits):
         self.vb = vdt_records.bit_length() - 1
         self.pb = pt_records.bit_length() - 1
-        self.index_bits, self.max_lines, self.detail_bits = index_bits, max_lines, detail_bits
+        self.index_bits, self.max_lines = index_bits, max_lines
         VR, PR = max(1, self.vb), max(1, self.pb)
-        self.packets = [layouts[n] for n in STREAMS]
         super().__init__({
-            "in_vtx": In(layouts["i_vtx"]), "in_tri": In(layouts["i_tri"]),
-            "in_pix": In(layouts["i_pix"]), "in_pat": In(layouts["i_pat"]),
+            "vtx": In(layouts["i_vtx"]), "tri": In(layouts["i_tri"]),
+            "pix": In(layouts["i_pix"]), "pat": In(layouts["i_pat"]),
             "held_vtx": In(layouts["i_vtx"]), "held_tri": In(layouts["i_tri"]),
             "held_pix": In(layouts["i_pix"]), "held_pat": In(layouts["i_pat"]),
             "held_pat_g1": In(index_bits - 2),
-            "held_valid": In(4), "r_is": In(4), "empty": In(4), "parked": In(4),
+            "held_valid": In(4), "r_is": In(4), "empty": In(4),
+            "parked": In(4), "in_tri": In(layouts["i_tri"]), "in_pix": In(layouts["i_pix"]),
             "held_tri_eq": In(data.ArrayLayout(6, 3)), "held_pix_eq": In(2),
             "c_vtx": In(layouts["i_vtx"]), "c_tri": In(layouts["i_tri"]),
             "c_pix": In(layouts["i_pix"]), "c_pat": In(layouts["i_pat"]),
             "c_pat_g1": In(index_bits - 2), "c_is": In(4),
-            "vdt_busy_addr": Out(VR).array(6), "vdt_busy": In(1).array(6),
-            "vdt_look_addr": Out(VR).array(6), "vdt_look": In(vdt_entry).array(6),
-            "pt_busy_addr": Out(PR).array(2), "pt_busy": In(1).array(2),
+            "vdt_busy_addr": Out(VR).array(3), "vdt_busy": In(1).array(3),
+            "vdt_look_addr": Out(VR).array(3), "vdt_look": In(vdt_entry).array(3),
+            "pt_busy_addr": Out(PR), "pt_busy": In(1),
             "pt_look_addr": Out(PR), "pt_look": In(pt_entry), "pt_held_look": In(pt_entry),
             "result": Out(_eval_layout(detail_bits)).array(4),
             "provider": Out(4),
@@ -1212,28 +1194,10 @@ class PacketChecks(wiring.Component):
                          self.held_vtx, self.held_tri, self.held_pix, self.held_pat),
                   _Stage([self.c_is[s] for s in range(4)],
                          self.c_vtx, self.c_tri, self.c_pix, self.c_pat)]
-        sources = ((self.in_vtx, self.in_tri, self.in_pix, self.in_pat),
-                   (self.held_vtx, self.held_tri, self.held_pix, self.held_pat))
-        out = []
-        for h, pkts in enumerate(sources):
-            o = _Eval(self.detail_bits, max(1, self.vb), h)
-            self._vertex(m, stages, pkts[VTX], o, h)
-            self._patch(m, stages, pkts[PAT], o, h)
-            self._triangle(m, stages, pkts[TRI], o, h)
-            self._pixel(m, stages, pkts[PIX], o, h)
-            out.append(o)
-        # ``parked`` chooses each stream's evaluation last
-        i, h, pk = out[0], out[1], self.parked
-        m.d.comb += [self.result[k].eq(Mux(pk[k], h.result[k], i.result[k]))
-                     for k in range(4)]
-        m.d.comb += [self.provider[TRI].eq(Mux(pk[TRI], h.prov_tri, i.prov_tri)),
-                     self.provider[PIX].eq(Mux(pk[PIX], h.prov_pix, i.prov_pix)),
-                     self.tri_distinct.eq(Mux(pk[TRI], h.tri_distinct, i.tri_distinct)),
-                     self.pix_tri.eq(Mux(pk[PIX], h.pix_tri, i.pix_tri))]
-        m.d.comb += [self.tri_locs[j].eq(Mux(pk[TRI], h.tri_locs[j], i.tri_locs[j]))
-                     for j in range(3)]
-        m.d.comb += [self.tri_recs[j].eq(Mux(pk[TRI], h.tri_recs[j], i.tri_recs[j]))
-                     for j in range(3)]
+        self._vertex(m, stages)
+        self._patch(m, stages)
+        self._triangle(m, stages)
+        self._pixel(m, stages)
         return m
 
     def _vrecs(self, st):
@@ -1243,41 +1207,39 @@ class PacketChecks(wiring.Component):
         first = self.vrec(base)
         return st.is_[VTX] | st.is_[PAT], first, (first + 1)[:len(first)]
 
-    def _vertex(self, m, stages, pv, o, h):
-        res = o.result[VTX]
+    def _vertex(self, m, stages):
+        pv, res = self.vtx, self.result[VTX]
         rec = self.vrec(pv.base)
-        m.d.comb += [res.rec.eq(rec), self.vdt_busy_addr[3 * h].eq(rec)]
+        m.d.comb += [res.rec.eq(rec), self.vdt_busy_addr[0].eq(rec)]
         hazard = Const(0, 1)
         for st in stages:
             vp, r0, r1 = self._vrecs(st)
             hazard = hazard | (vp & ((rec == r0) | (st.is_[PAT] & (rec == r1))))
         with m.If((pv.count == 0) | (pv.count > GROUP) | (pv.base[:3] != 0)):
             m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.MALFORMED)]
-        self._size_checks(m, VTX, pv.size, res)
-        with m.Elif(self.vdt_busy[3 * h] | hazard):
+        self._size_checks(m, VTX, pv.size)
+        with m.Elif(self.vdt_busy[0] | hazard):
             m.d.comb += res.outcome.eq(Outcome.WAIT)
 
-    def _patch(self, m, stages, pa, o, h):
-        res = o.result[PAT]
-        rec, rec1 = self.vrec(pa.base), Signal(max(1, self.vb), name=f"pat_rec1_{h}")
-        # the held patch's second record from its second group (a register): no adder
-        m.d.comb += [rec1.eq(self.vrec(Cat(Const(0, 3), self.held_pat_g1)) if h
-                             else rec + 1),
-                     res.rec.eq(rec), self.vdt_busy_addr[3 * h + 1].eq(rec),
-                     self.vdt_busy_addr[3 * h + 2].eq(rec1)]
+    def _patch(self, m, stages):
+        pa, res = self.pat, self.result[PAT]
+        rec, rec1 = self.vrec(pa.base), Signal(max(1, self.vb))
+        m.d.comb += [rec1.eq(rec + 1), res.rec.eq(rec),
+                     self.vdt_busy_addr[1].eq(rec), self.vdt_busy_addr[2].eq(rec1)]
         hazard = Const(0, 1)
         for st in stages:
             vp, r0, r1 = self._vrecs(st)
             hazard = hazard | (vp & ((rec == r0) | (rec1 == r0) | (st.is_[PAT] & (rec == r1))))
         with m.If(pa.base[:3] != 0):
             m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.MALFORMED)]
-        self._size_checks(m, PAT, pa.size, res)
-        with m.Elif(self.vdt_busy[3 * h + 1] | self.vdt_busy[3 * h + 2] | hazard):
+        self._size_checks(m, PAT, pa.size)
+        with m.Elif(self.vdt_busy[1] | self.vdt_busy[2] | hazard):
             m.d.comb += res.outcome.eq(Outcome.WAIT)
 
-    def _size_checks(self, m, s, size, res, first=False):
+    def _size_checks(self, m, s, size, first=False):
         """MALFORMED (size 0), TOO_LARGE and NO_EU of stream ``s``: an ``If`` chain
         (``first``) or the continuation of one."""
+        res = self.result[s]
         with (m.If if first else m.Elif)(size == 0):
             m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.MALFORMED)]
         with m.Elif(size > self.max_lines):
@@ -1287,46 +1249,47 @@ class PacketChecks(wiring.Component):
             m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.NO_EU),
                          res.detail.eq(s)]
 
-    def _triangle(self, m, stages, pt, o, h):
+    def _triangle(self, m, stages):
         """Three VDT lookups. A missing vertex whose group a vertex or patch packet
         inside the spreader or in C provides makes the triangle wait, as does a group
         R's or C's triangle closes; one that none provides is UNKNOWN_VERTEX."""
-        res = o.result[TRI]
+        pt, res = self.tri, self.result[TRI]
         idx = [pt.i0, pt.i1, pt.i2]
         recs = [self.vrec(x) for x in idx]
-        hit, prov, closing = (Signal(3, name=f"{n}{h}") for n in ("t_hit", "t_prov", "t_closing"))
+        hit, prov, closing = (Signal(3, name=n) for n in ("t_hit", "t_prov", "t_closing"))
         # the groups provided (the held and C's vertex and patch packets') and whether
-        # each is there; the input head's compares from the port, the held triangle's
-        # registers (``held_tri_eq``, computed a clock before from the registers' next
-        # values), so that no 13-bit compare lies ahead of the offers for a parked one
+        # each is there; the compares for both sources, ``parked`` choosing last: the
+        # input head's from the port, the parked triangle's registers (``held_tri_eq``,
+        # computed a clock before from the registers' next values), so that no source
+        # select and no 13-bit compare lies ahead of the offers for a parked triangle
         groups = _provider_groups(self.held_vtx, self.held_pat, self.held_pat_g1,
                                   self.c_vtx, self.c_pat, self.c_pat_g1)
         there = [self.held_valid[VTX], self.held_valid[PAT], self.held_valid[PAT],
                  stages[1].is_[VTX], stages[1].is_[PAT], stages[1].is_[PAT]]
+        in_idx = [self.in_tri.i0, self.in_tri.i1, self.in_tri.i2]
         for i in range(3):
-            lk, x = self.vdt_look[3 * h + i], idx[i]
-            if h:
-                provided = Cat(v & self.held_tri_eq[i][n] for n, v in enumerate(there))
-            else:
-                provided = Cat(v & (x[3:] == gr) for v, gr in zip(there, groups))
+            lk, x, g = self.vdt_look[i], idx[i], in_idx[i][3:]
+            prov_in = Cat(v & (g == gr) for v, gr in zip(there, groups)).any()
+            prov_held = Cat(v & self.held_tri_eq[i][n] for n, v in enumerate(there)).any()
             m.d.comb += [
-                self.vdt_look_addr[3 * h + i].eq(recs[i]), o.tri_recs[i].eq(recs[i]),
+                self.vdt_look_addr[i].eq(recs[i]), self.tri_recs[i].eq(recs[i]),
                 hit[i].eq(lk.valid & (lk.tag == self.vtag(x)) & ~lk.closed
                           & (x[:3] < lk.count)),
-                prov[i].eq(provided.any()),
+                prov[i].eq(Mux(self.parked[TRI], prov_held, prov_in)),
                 closing[i].eq(Cat(
                     st.is_[TRI] & st.tri.last[j] & (self.vrec(st.tri[f"i{j}"]) == recs[i])
                     for st in stages for j in range(3)).any()),
-                o.tri_locs[i].eu.eq(lk.eu), o.tri_locs[i].entity.eq(lk.entity),
-                o.tri_locs[i].elem.eq(Cat(x[:3], lk.half)),
+                self.tri_locs[i].eu.eq(lk.eu), self.tri_locs[i].entity.eq(lk.entity),
+                self.tri_locs[i].elem.eq(Cat(x[:3], lk.half)),
             ]
-        m.d.comb += o.tri_distinct.eq(Cat(Const(1, 1), recs[1] != recs[0],
-                                          (recs[2] != recs[0]) & (recs[2] != recs[1])))
+        m.d.comb += self.tri_distinct.eq(Cat(Const(1, 1), recs[1] != recs[0],
+                                             (recs[2] != recs[0]) & (recs[2] != recs[1])))
         rec = self.prec(pt.prid)
-        m.d.comb += [res.rec.eq(rec), self.pt_busy_addr[h].eq(rec), o.prov_tri.eq(prov.any())]
-        wait = ((~hit | closing).any() | self.pt_busy[h]
+        m.d.comb += [res.rec.eq(rec), self.pt_busy_addr.eq(rec),
+                     self.provider[TRI].eq(prov.any())]
+        wait = ((~hit | closing).any() | self.pt_busy
                 | Cat(st.is_[TRI] & (self.prec(st.tri.prid) == rec) for st in stages).any())
-        self._size_checks(m, TRI, pt.size, res, first=True)
+        self._size_checks(m, TRI, pt.size, first=True)
         for i in range(3):      # read only when the triangle offers: ``prov`` is 0
             with m.Elif(~hit[i]):
                 m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.UNKNOWN_VERTEX),
@@ -1334,29 +1297,35 @@ class PacketChecks(wiring.Component):
         with m.Elif(wait):
             m.d.comb += res.outcome.eq(Outcome.WAIT)
 
-    def _pixel(self, m, stages, pp, o, h):
+    def _pixel(self, m, stages):
         """The PT lookup: a missing prid whose triangle is inside the spreader or in C
         waits, as does a primitive R's or C's pixel packet closes; an end marker (mask 0,
-        ``last``) closes its primitive. The held packet's lookup is the PT's register
-        (``pt_held_look``, read a clock ahead; decision 17) and its provider compares
-        are registers (``held_pix_eq``), as a triangle's."""
-        res = o.result[PIX]
-        look = self.pt_held_look if h else self.pt_look
+        ``last``) closes its primitive."""
+        pp, res, look, held = self.pix, self.result[PIX], self.pt_look, self.pt_held_look
         rec = self.prec(pp.prid)
-        hit, hazard = Signal(name=f"p_hit{h}"), Signal(name=f"p_hazard{h}")
-        if h:
-            prov = ((self.held_valid[TRI] & self.held_pix_eq[0])
-                    | (stages[1].is_[TRI] & self.held_pix_eq[1]))
-        else:
-            prov = ((self.held_valid[TRI] & (self.held_tri.prid == pp.prid))
-                    | (stages[1].is_[TRI] & (self.c_tri.prid == pp.prid)))
-            m.d.comb += self.pt_look_addr.eq(rec)
+        hit, prov, hazard = Signal(), Signal(), Signal()
+        # the lookup for both sources, ``parked`` choosing last: the input head's from
+        # the port, the parked packet's from the PT's register (``pt_held_look``, read a
+        # clock ahead; decision 17), so that no source select and no LUT-RAM read lies
+        # ahead of a parked packet's triangle EU and the pixel list's order
+        hit_in = look.valid & (look.tag == self.ptag(self.in_pix.prid)) & ~look.closed
+        hit_held = held.valid & (held.tag == self.ptag(self.held_pix.prid)) & ~held.closed
+        parked = self.parked[PIX]
         m.d.comb += [
-            res.rec.eq(rec),
-            hit.eq(look.valid & (look.tag == self.ptag(pp.prid)) & ~look.closed),
+            self.pt_look_addr.eq(self.prec(self.in_pix.prid)), res.rec.eq(rec),
+            hit.eq(Mux(parked, hit_held, hit_in)),
+            # for both sources, ``parked`` choosing last (the parked packet's compares
+            # are registers: ``held_pix_eq``), as a triangle's provider compares
+            prov.eq(Mux(self.parked[PIX],
+                        (self.held_valid[TRI] & self.held_pix_eq[0])
+                        | (stages[1].is_[TRI] & self.held_pix_eq[1]),
+                        (self.held_valid[TRI] & (self.held_tri.prid == self.in_pix.prid))
+                        | (stages[1].is_[TRI] & (self.c_tri.prid == self.in_pix.prid)))),
             hazard.eq(Cat(st.is_[PIX] & st.pix.last & (self.prec(st.pix.prid) == rec)
                           for st in stages).any()),
-            o.prov_pix.eq(prov), o.pix_tri.eu.eq(look.eu), o.pix_tri.entity.eq(look.entity),
+            self.provider[PIX].eq(prov),
+            self.pix_tri.eu.eq(Mux(parked, held.eu, look.eu)),
+            self.pix_tri.entity.eq(Mux(parked, held.entity, look.entity)),
         ]
         with m.If(pp.mask == 0):
             with m.If(~pp.last):
@@ -1368,26 +1337,12 @@ class PacketChecks(wiring.Component):
                 m.d.comb += res.outcome.eq(Outcome.WAIT)
             with m.Else():
                 m.d.comb += res.outcome.eq(Outcome.CLOSE)
-        self._size_checks(m, PIX, pp.size, res)
+        self._size_checks(m, PIX, pp.size)
         with m.Elif(~hit):
             m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.UNKNOWN_PRID),
                          res.detail.eq(pp.prid)]
         with m.Elif(hazard):
             m.d.comb += res.outcome.eq(Outcome.WAIT)
-
-
-class _Eval:
-    """One source's evaluation in :class:`PacketChecks` (``h``: 1 for the held packets),
-    before ``parked`` chooses."""
-
-    def __init__(self, detail_bits, vr, h):
-        self.result = [Signal(_eval_layout(detail_bits), name=f"result{k}_{h}")
-                       for k in range(4)]
-        self.prov_tri, self.prov_pix = Signal(name=f"prov_tri{h}"), Signal(name=f"prov_pix{h}")
-        self.tri_locs = [Signal(LOC, name=f"tri_loc{i}_{h}") for i in range(3)]
-        self.tri_recs = [Signal(vr, name=f"tri_rec{i}_{h}") for i in range(3)]
-        self.tri_distinct = Signal(3, name=f"tri_distinct{h}")
-        self.pix_tri = Signal(LOC, name=f"pix_tri{h}")
 
 
 class Spreader(wiring.Component):
@@ -1553,13 +1508,12 @@ class Spreader(wiring.Component):
                      arb.limit.eq(cfg.limit)]
         m.d.comb += [rot.entries[k].eq(e) for k, e in enumerate(cfg.entries()[:N])]
         m.d.comb += [scan.status[e].eq(self.status[e]) for e in range(N)]
-        m.d.comb += [vdt.busy_addr[i].eq(chk.vdt_busy_addr[i]) for i in range(6)]
-        m.d.comb += [vdt.look_addr[i].eq(chk.vdt_look_addr[i]) for i in range(6)]
-        m.d.comb += [chk.vdt_busy[i].eq(vdt.busy[i]) for i in range(6)]
-        m.d.comb += [chk.vdt_look[i].eq(vdt.look[i]) for i in range(6)]
-        m.d.comb += [ptab.busy_addr[h].eq(chk.pt_busy_addr[h]) for h in range(2)]
-        m.d.comb += [chk.pt_busy[h].eq(ptab.busy[h]) for h in range(2)]
-        m.d.comb += [ptab.look_addr.eq(chk.pt_look_addr), chk.pt_look.eq(ptab.look),
+        m.d.comb += [vdt.busy_addr[i].eq(chk.vdt_busy_addr[i]) for i in range(3)]
+        m.d.comb += [vdt.look_addr[i].eq(chk.vdt_look_addr[i]) for i in range(3)]
+        m.d.comb += [chk.vdt_busy[i].eq(vdt.busy[i]) for i in range(3)]
+        m.d.comb += [chk.vdt_look[i].eq(vdt.look[i]) for i in range(3)]
+        m.d.comb += [ptab.busy_addr.eq(chk.pt_busy_addr), chk.pt_busy.eq(ptab.busy),
+                     ptab.look_addr.eq(chk.pt_look_addr), chk.pt_look.eq(ptab.look),
                      chk.pt_held_look.eq(ptab.held_look)]
         f = fifos["err"]
         m.d.comb += [f.w_data.eq(errs.err.payload), f.w_en.eq(errs.err.valid),
@@ -1598,9 +1552,8 @@ class Spreader(wiring.Component):
         for k in range(4):
             m.d.comb += [s.src_v[k].eq(s.parked[k] | s.ins[k].valid),
                          s.src[k].eq(Mux(s.parked[k], s.held[k], s.ins[k].payload))]
-        m.d.comb += [chk.in_vtx.eq(s.ins[VTX].payload), chk.in_tri.eq(s.ins[TRI].payload),
-                     chk.in_pix.eq(s.ins[PIX].payload), chk.in_pat.eq(s.ins[PAT].payload),
-                     chk.held_vtx.eq(s.held[VTX]),
+        m.d.comb += [chk.vtx.eq(s.src[VTX]), chk.tri.eq(s.src[TRI]), chk.pix.eq(s.src[PIX]),
+                     chk.pat.eq(s.src[PAT]), chk.held_vtx.eq(s.held[VTX]),
                      chk.held_tri.eq(s.held[TRI]), chk.held_pix.eq(s.held[PIX]),
                      chk.held_pat.eq(s.held[PAT]), chk.held_pat_g1.eq(s.held_pat_g1),
                      chk.held_valid.eq(s.held_v),
@@ -1609,6 +1562,7 @@ class Spreader(wiring.Component):
                      chk.c_pix.eq(s.c_held[PIX]), chk.c_pat.eq(s.c_held[PAT]),
                      chk.c_pat_g1.eq(s.c_pat_g1), chk.c_is.eq(s.c_is),
                      chk.parked.eq(s.parked),
+                     chk.in_tri.eq(s.ins[TRI].payload), chk.in_pix.eq(s.ins[PIX].payload),
                      chk.held_tri_eq.eq(s.held_tri_eq), chk.held_pix_eq.eq(s.held_pix_eq),
                      chk.empty.eq(Cat(cfg.counts[t] == 0 for t in range(4)))]
         m.d.comb += [s.offer.eq(s.src_v & ~chk.provider), arb.offer.eq(s.offer)]
