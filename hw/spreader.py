@@ -313,17 +313,6 @@ Decisions
    offers were cut); it is ``fl - in_size >= r_size``, the subtraction from the ports.
    4 EUs, 32/32: 54.36 / 55.18 MHz routed at seeds 1 / 2 (54.76 / 53.56 before); the
    worst paths are stage P's parked-packet lookups and stage R's accept (README.md).
-21. A vertex or patch packet evaluated for both sources (issue 12; contract unchanged):
-   stage P selected each stream's packet (``parked``: the held packet, else the input's
-   head) ahead of :class:`PacketChecks`, so ``parked``, the source select and, for a
-   patch, its second record (``rec + 1``) lay ahead of the VDT busy bits, the result
-   and the first request (the routed critical path at seed 1 after decision 20). The
-   vertex and patch checks are now made for the input's head (from the port) and the
-   held packet (from its register), each with VDT busy ports of its own (six), and
-   ``parked`` chooses between the two results last; the held patch's second record is
-   ``held_pat_g1``'s low bits (a register), not an adder. The same for the triangle's
-   three VDT reads and the pixel packet's checks (the VDT's look ports doubled too)
-   routed slower (README.md) and was reverted.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -460,7 +449,7 @@ class VertexTable(wiring.Component):
     through one decoded one-hot per write site.
 
     Ports: ``busy_addr[i]``/``busy[i]`` (valid bit of a record: waits of vertex and
-    patch packets; 0-2 for the input heads, 3-5 for the held packets), ``look_addr[i]``/``look[i]`` (the three vertex lookups of a
+    patch packets), ``look_addr[i]``/``look[i]`` (the three vertex lookups of a
     triangle), ``alloc`` (write a vertex group, or both groups of a patch), ``close``
     (a triangle's ``last`` bits), ``refs`` (reference count increments and decrements),
     ``done`` (a vertex or patch entity completed) and ``release`` (the lowest releasable
@@ -476,7 +465,7 @@ class VertexTable(wiring.Component):
         self.entry = data.StructLayout({"valid": 1, "closed": 1, "half": 1} | self.word.members)
         recs = data.ArrayLayout(R, 3)
         super().__init__({
-            "busy_addr": In(R).array(6), "busy": Out(1).array(6),
+            "busy_addr": In(R).array(3), "busy": Out(1).array(3),
             "look_addr": In(R).array(3), "look": Out(self.entry).array(3),
             "alloc": In(data.StructLayout({"en": 1, "patch": 1, "rec": R, "tag": T,
                                            "tag1": T, "eu": EU_W, "entity": ENTITY_W,
@@ -510,7 +499,7 @@ class VertexTable(wiring.Component):
             m.d.comb += word.eq(Mux(addr[0], ports[1].data, ports[0].data))
             return word
 
-        for i in range(6):
+        for i in range(3):
             m.d.comb += self.busy[i].eq(valid.bit_select(self.busy_addr[i], 1))
         for i in range(3):
             a, lk = self.look_addr[i], self.look[i]
@@ -1160,7 +1149,7 @@ class PacketChecks(wiring.Component):
                  index_bits, max_lines, detail_bits):
         self.vb = vdt_records.bit_length() - 1
         self.pb = pt_records.bit_length() - 1
-        self.index_bits, self.max_lines, self.detail_bits = index_bits, max_lines, detail_bits
+        self.index_bits, self.max_lines = index_bits, max_lines
         VR, PR = max(1, self.vb), max(1, self.pb)
         super().__init__({
             "vtx": In(layouts["i_vtx"]), "tri": In(layouts["i_tri"]),
@@ -1170,12 +1159,11 @@ class PacketChecks(wiring.Component):
             "held_pat_g1": In(index_bits - 2),
             "held_valid": In(4), "r_is": In(4), "empty": In(4),
             "parked": In(4), "in_tri": In(layouts["i_tri"]), "in_pix": In(layouts["i_pix"]),
-            "in_vtx": In(layouts["i_vtx"]), "in_pat": In(layouts["i_pat"]),
             "held_tri_eq": In(data.ArrayLayout(6, 3)), "held_pix_eq": In(2),
             "c_vtx": In(layouts["i_vtx"]), "c_tri": In(layouts["i_tri"]),
             "c_pix": In(layouts["i_pix"]), "c_pat": In(layouts["i_pat"]),
             "c_pat_g1": In(index_bits - 2), "c_is": In(4),
-            "vdt_busy_addr": Out(VR).array(6), "vdt_busy": In(1).array(6),
+            "vdt_busy_addr": Out(VR).array(3), "vdt_busy": In(1).array(3),
             "vdt_look_addr": Out(VR).array(3), "vdt_look": In(vdt_entry).array(3),
             "pt_busy_addr": Out(PR), "pt_busy": In(1),
             "pt_look_addr": Out(PR), "pt_look": In(pt_entry), "pt_held_look": In(pt_entry),
@@ -1220,52 +1208,38 @@ class PacketChecks(wiring.Component):
         return st.is_[VTX] | st.is_[PAT], first, (first + 1)[:len(first)]
 
     def _vertex(self, m, stages):
-        """Both sources evaluated, ``parked`` choosing last (decision 21): no source
-        select lies ahead of the VDT busy bit."""
-        both = []
-        for h, pv in enumerate((self.in_vtx, self.held_vtx)):
-            res = Signal(_eval_layout(self.detail_bits), name=f"vtx_result{h}")
-            rec = self.vrec(pv.base)
-            m.d.comb += [res.rec.eq(rec), self.vdt_busy_addr[3 * h].eq(rec)]
-            hazard = Const(0, 1)
-            for st in stages:
-                vp, r0, r1 = self._vrecs(st)
-                hazard = hazard | (vp & ((rec == r0) | (st.is_[PAT] & (rec == r1))))
-            with m.If((pv.count == 0) | (pv.count > GROUP) | (pv.base[:3] != 0)):
-                m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.MALFORMED)]
-            self._size_checks(m, VTX, pv.size, res)
-            with m.Elif(self.vdt_busy[3 * h] | hazard):
-                m.d.comb += res.outcome.eq(Outcome.WAIT)
-            both.append(res)
-        m.d.comb += self.result[VTX].eq(Mux(self.parked[VTX], both[1], both[0]))
+        pv, res = self.vtx, self.result[VTX]
+        rec = self.vrec(pv.base)
+        m.d.comb += [res.rec.eq(rec), self.vdt_busy_addr[0].eq(rec)]
+        hazard = Const(0, 1)
+        for st in stages:
+            vp, r0, r1 = self._vrecs(st)
+            hazard = hazard | (vp & ((rec == r0) | (st.is_[PAT] & (rec == r1))))
+        with m.If((pv.count == 0) | (pv.count > GROUP) | (pv.base[:3] != 0)):
+            m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.MALFORMED)]
+        self._size_checks(m, VTX, pv.size)
+        with m.Elif(self.vdt_busy[0] | hazard):
+            m.d.comb += res.outcome.eq(Outcome.WAIT)
 
     def _patch(self, m, stages):
-        """Both sources evaluated, ``parked`` choosing last (decision 21); the held
-        patch's second record from ``held_pat_g1`` (a register), not an adder."""
-        both = []
-        for h, pa in enumerate((self.in_pat, self.held_pat)):
-            res = Signal(_eval_layout(self.detail_bits), name=f"pat_result{h}")
-            rec, rec1 = self.vrec(pa.base), Signal(max(1, self.vb), name=f"pat_rec1_{h}")
-            m.d.comb += [rec1.eq(self.vrec(Cat(Const(0, 3), self.held_pat_g1)) if h
-                                 else rec + 1),
-                         res.rec.eq(rec), self.vdt_busy_addr[3 * h + 1].eq(rec),
-                         self.vdt_busy_addr[3 * h + 2].eq(rec1)]
-            hazard = Const(0, 1)
-            for st in stages:
-                vp, r0, r1 = self._vrecs(st)
-                hazard = hazard | (vp & ((rec == r0) | (rec1 == r0)
-                                         | (st.is_[PAT] & (rec == r1))))
-            with m.If(pa.base[:3] != 0):
-                m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.MALFORMED)]
-            self._size_checks(m, PAT, pa.size, res)
-            with m.Elif(self.vdt_busy[3 * h + 1] | self.vdt_busy[3 * h + 2] | hazard):
-                m.d.comb += res.outcome.eq(Outcome.WAIT)
-            both.append(res)
-        m.d.comb += self.result[PAT].eq(Mux(self.parked[PAT], both[1], both[0]))
+        pa, res = self.pat, self.result[PAT]
+        rec, rec1 = self.vrec(pa.base), Signal(max(1, self.vb))
+        m.d.comb += [rec1.eq(rec + 1), res.rec.eq(rec),
+                     self.vdt_busy_addr[1].eq(rec), self.vdt_busy_addr[2].eq(rec1)]
+        hazard = Const(0, 1)
+        for st in stages:
+            vp, r0, r1 = self._vrecs(st)
+            hazard = hazard | (vp & ((rec == r0) | (rec1 == r0) | (st.is_[PAT] & (rec == r1))))
+        with m.If(pa.base[:3] != 0):
+            m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.MALFORMED)]
+        self._size_checks(m, PAT, pa.size)
+        with m.Elif(self.vdt_busy[1] | self.vdt_busy[2] | hazard):
+            m.d.comb += res.outcome.eq(Outcome.WAIT)
 
-    def _size_checks(self, m, s, size, res, first=False):
-        """MALFORMED (size 0), TOO_LARGE and NO_EU of stream ``s`` into ``res``: an
-        ``If`` chain (``first``) or the continuation of one."""
+    def _size_checks(self, m, s, size, first=False):
+        """MALFORMED (size 0), TOO_LARGE and NO_EU of stream ``s``: an ``If`` chain
+        (``first``) or the continuation of one."""
+        res = self.result[s]
         with (m.If if first else m.Elif)(size == 0):
             m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.MALFORMED)]
         with m.Elif(size > self.max_lines):
@@ -1315,7 +1289,7 @@ class PacketChecks(wiring.Component):
                      self.provider[TRI].eq(prov.any())]
         wait = ((~hit | closing).any() | self.pt_busy
                 | Cat(st.is_[TRI] & (self.prec(st.tri.prid) == rec) for st in stages).any())
-        self._size_checks(m, TRI, pt.size, res, first=True)
+        self._size_checks(m, TRI, pt.size, first=True)
         for i in range(3):      # read only when the triangle offers: ``prov`` is 0
             with m.Elif(~hit[i]):
                 m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.UNKNOWN_VERTEX),
@@ -1363,7 +1337,7 @@ class PacketChecks(wiring.Component):
                 m.d.comb += res.outcome.eq(Outcome.WAIT)
             with m.Else():
                 m.d.comb += res.outcome.eq(Outcome.CLOSE)
-        self._size_checks(m, PIX, pp.size, res)
+        self._size_checks(m, PIX, pp.size)
         with m.Elif(~hit):
             m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.UNKNOWN_PRID),
                          res.detail.eq(pp.prid)]
@@ -1534,9 +1508,9 @@ class Spreader(wiring.Component):
                      arb.limit.eq(cfg.limit)]
         m.d.comb += [rot.entries[k].eq(e) for k, e in enumerate(cfg.entries()[:N])]
         m.d.comb += [scan.status[e].eq(self.status[e]) for e in range(N)]
-        m.d.comb += [vdt.busy_addr[i].eq(chk.vdt_busy_addr[i]) for i in range(6)]
+        m.d.comb += [vdt.busy_addr[i].eq(chk.vdt_busy_addr[i]) for i in range(3)]
         m.d.comb += [vdt.look_addr[i].eq(chk.vdt_look_addr[i]) for i in range(3)]
-        m.d.comb += [chk.vdt_busy[i].eq(vdt.busy[i]) for i in range(6)]
+        m.d.comb += [chk.vdt_busy[i].eq(vdt.busy[i]) for i in range(3)]
         m.d.comb += [chk.vdt_look[i].eq(vdt.look[i]) for i in range(3)]
         m.d.comb += [ptab.busy_addr.eq(chk.pt_busy_addr), chk.pt_busy.eq(ptab.busy),
                      ptab.look_addr.eq(chk.pt_look_addr), chk.pt_look.eq(ptab.look),
@@ -1589,7 +1563,6 @@ class Spreader(wiring.Component):
                      chk.c_pat_g1.eq(s.c_pat_g1), chk.c_is.eq(s.c_is),
                      chk.parked.eq(s.parked),
                      chk.in_tri.eq(s.ins[TRI].payload), chk.in_pix.eq(s.ins[PIX].payload),
-                     chk.in_vtx.eq(s.ins[VTX].payload), chk.in_pat.eq(s.ins[PAT].payload),
                      chk.held_tri_eq.eq(s.held_tri_eq), chk.held_pix_eq.eq(s.held_pix_eq),
                      chk.empty.eq(Cat(cfg.counts[t] == 0 for t in range(4)))]
         m.d.comb += [s.offer.eq(s.src_v & ~chk.provider), arb.offer.eq(s.offer)]
