@@ -129,6 +129,10 @@ Decisions
    goes to an EU while one of its entity completions waits to reach the spreader, because
    the QCC reuses the number of an entity without ``hold`` in the clock after its last
    stage completes (the spreader would see an answer naming an entity still in flight).
+   The completion queues reach ``done`` through a register (issue 15: the front end's
+   critical path ran from a queue's LUT-RAM read into the spreader's completion
+   handling and the error FIFO), which needs no wait of its own: an ALLOC offered once
+   the completion left its queue is answered after the spreader took it.
 8. Fmax (README.md has the table and stage C's figures): 4 EUs, 32/32 records, ECP5-85F: 20 MHz before item 3
    (arbitration, lookups, candidate list, scan and commit in one clock), 30.9 MHz with
    the two stages, its critical path all stage R (pass register -> status compare ->
