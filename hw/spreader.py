@@ -317,6 +317,17 @@ Decisions
    offers were cut); it is ``fl - in_size >= r_size``, the subtraction from the ports.
    4 EUs, 32/32: 54.36 / 55.18 MHz routed at seeds 1 / 2 (54.76 / 53.56 before); the
    worst paths are stage P's parked-packet lookups and stage R's accept (README.md).
+21. The log entry and the move command made without the accept (issue 12; contract
+   unchanged): their fields were assigned under ``accepted`` (0 otherwise), so the
+   accept gated every data bit of the ``log`` and ``move`` FIFOs (about 150 LUTs
+   beside the LUT-RAM of the move FIFO): the routed critical path of this RTL at seeds
+   1 and 2 ended in the move FIFO's write data. They are now made from stage R's
+   registers alone: an entry pushed with neither an error nor a close (``consume_err``,
+   ``consume_close``: registers and ``active``) is the accept's (``Kind.ALLOC`` is 0),
+   and the move command is pushed only on the accept, so the accept reaches only the
+   two FIFOs' write enables. (Two other trials numbered 21, a packet's checks for both
+   of its sources with ``parked`` choosing last, routed slower and were reverted:
+   README.md.)
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -1838,36 +1849,40 @@ class Spreader(wiring.Component):
                      fifos["move"].w_en.eq(s.accepted)]
         m.d.comb += [lg.etype.eq(stream_), lg.seq.eq(s.cur_seq),
                      lg.passes.eq(Array(s.passes)[stream_])]
-        with m.If(s.consume_err):
-            m.d.comb += [lg.kind.eq(Kind.ERROR), lg.code.eq(s.r_ev.code)]
-        with m.Elif(s.consume_close):
-            m.d.comb += [lg.kind.eq(Kind.CLOSE), lg.eu.eq(loc[0].eu),
-                         lg.entity.eq(loc[0].entity)]
         local = Mux(stream_ == TRI, (loc[0].eu == eu) & (loc[1].eu == eu) & (loc[2].eu == eu),
                     loc[0].eu == eu)
         ref = Mux((stream_ == TRI) | (stream_ == PIX), Mux(local, Ref.LOCAL, Ref.GLOBAL),
                   Ref.NONE)
         m.d.comb += [rot.accepted.eq(Mux(s.accepted, _onehot(stream_, 4), 0)), rot.eu.eq(eu)]
-        with m.If(s.accepted):
+        # The log entry and the move command are made without the accept (decision 21):
+        # they are pushed only when the pass ends (``consumed``, ``accepted``), and an
+        # entry pushed with neither an error nor a close is the accept's (Kind.ALLOC is
+        # 0), so the accept reaches the two FIFOs' write enables, not their data
+        with m.If(s.consume_err):
+            m.d.comb += [lg.kind.eq(Kind.ERROR), lg.code.eq(s.r_ev.code)]
+        with m.Elif(s.consume_close):
+            m.d.comb += [lg.kind.eq(Kind.CLOSE), lg.eu.eq(loc[0].eu),
+                         lg.entity.eq(loc[0].entity)]
+        with m.Else():
             m.d.comb += [lg.kind.eq(Kind.ALLOC), lg.eu.eq(eu), lg.entity.eq(ent),
                          lg.ref.eq(ref), lg.refused.eq(s.r_refused)]
-            m.d.comb += [mv.eu.eq(eu), mv.entity.eq(ent), mv.etype.eq(stream_),
-                         mv.seq.eq(s.cur_seq), mv.size.eq(s.r_size), mv.ref.eq(ref)]
-            with m.Switch(stream_):
-                with m.Case(VTX):
-                    m.d.comb += [mv.index.eq(pkt_v.base), mv.count.eq(pkt_v.count)]
-                with m.Case(PAT):
-                    m.d.comb += [mv.index.eq(pkt_a.base), mv.count.eq(16)]
-                with m.Case(TRI):
-                    m.d.comb += mv.index.eq(pkt_t.prid)
-                    for i in range(3):
-                        m.d.comb += [mv[f"src{i}_eu"].eq(loc[i].eu),
-                                     mv[f"src{i}_entity"].eq(loc[i].entity),
-                                     mv[f"src{i}_elem"].eq(loc[i].elem)]
-                with m.Case(PIX):
-                    m.d.comb += [mv.index.eq(pkt_p.prid), mv.src0_eu.eq(loc[0].eu),
-                                 mv.src0_entity.eq(loc[0].entity), mv.x.eq(pkt_p.x),
-                                 mv.y.eq(pkt_p.y), mv.mask.eq(pkt_p.mask)]
+        m.d.comb += [mv.eu.eq(eu), mv.entity.eq(ent), mv.etype.eq(stream_),
+                     mv.seq.eq(s.cur_seq), mv.size.eq(s.r_size), mv.ref.eq(ref)]
+        with m.Switch(stream_):
+            with m.Case(VTX):
+                m.d.comb += [mv.index.eq(pkt_v.base), mv.count.eq(pkt_v.count)]
+            with m.Case(PAT):
+                m.d.comb += [mv.index.eq(pkt_a.base), mv.count.eq(16)]
+            with m.Case(TRI):
+                m.d.comb += mv.index.eq(pkt_t.prid)
+                for i in range(3):
+                    m.d.comb += [mv[f"src{i}_eu"].eq(loc[i].eu),
+                                 mv[f"src{i}_entity"].eq(loc[i].entity),
+                                 mv[f"src{i}_elem"].eq(loc[i].elem)]
+            with m.Case(PIX):
+                m.d.comb += [mv.index.eq(pkt_p.prid), mv.src0_eu.eq(loc[0].eu),
+                             mv.src0_entity.eq(loc[0].entity), mv.x.eq(pkt_p.x),
+                             mv.y.eq(pkt_p.y), mv.mask.eq(pkt_p.mask)]
         # an end marker closes its primitive at the edge of its clock
         PR = max(1, self.pbits)
         m.d.comb += [ptab.close[0].en.eq(s.consume_close), ptab.close[0].rec.eq(rec[:PR])]
