@@ -129,6 +129,10 @@ Decisions
    goes to an EU while one of its entity completions waits to reach the spreader, because
    the QCC reuses the number of an entity without ``hold`` in the clock after its last
    stage completes (the spreader would see an answer naming an entity still in flight).
+   The completion queues reach ``done`` through a register (issue 15: the front end's
+   critical path ran from a queue's LUT-RAM read into the spreader's completion
+   handling and the error FIFO), which needs no wait of its own: an ALLOC offered once
+   the completion left its queue is answered after the spreader took it.
 8. Fmax (README.md has the table and stage C's figures): 4 EUs, 32/32 records, ECP5-85F: 20 MHz before item 3
    (arbitration, lookups, candidate list, scan and commit in one clock), 30.9 MHz with
    the two stages, its critical path all stage R (pass register -> status compare ->
@@ -313,6 +317,17 @@ Decisions
    offers were cut); it is ``fl - in_size >= r_size``, the subtraction from the ports.
    4 EUs, 32/32: 54.36 / 55.18 MHz routed at seeds 1 / 2 (54.76 / 53.56 before); the
    worst paths are stage P's parked-packet lookups and stage R's accept (README.md).
+21. The log entry and the move command made without the accept (issue 12; contract
+   unchanged): their fields were assigned under ``accepted`` (0 otherwise), so the
+   accept gated every data bit of the ``log`` and ``move`` FIFOs (about 150 LUTs
+   beside the LUT-RAM of the move FIFO): the routed critical path of this RTL at seeds
+   1 and 2 ended in the move FIFO's write data. They are now made from stage R's
+   registers alone: an entry pushed with neither an error nor a close (``consume_err``,
+   ``consume_close``: registers and ``active``) is the accept's (``Kind.ALLOC`` is 0),
+   and the move command is pushed only on the accept, so the accept reaches only the
+   two FIFOs' write enables. (Two other trials numbered 21, a packet's checks for both
+   of its sources with ``parked`` choosing last, routed slower and were reverted:
+   README.md.)
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -1834,36 +1849,40 @@ class Spreader(wiring.Component):
                      fifos["move"].w_en.eq(s.accepted)]
         m.d.comb += [lg.etype.eq(stream_), lg.seq.eq(s.cur_seq),
                      lg.passes.eq(Array(s.passes)[stream_])]
-        with m.If(s.consume_err):
-            m.d.comb += [lg.kind.eq(Kind.ERROR), lg.code.eq(s.r_ev.code)]
-        with m.Elif(s.consume_close):
-            m.d.comb += [lg.kind.eq(Kind.CLOSE), lg.eu.eq(loc[0].eu),
-                         lg.entity.eq(loc[0].entity)]
         local = Mux(stream_ == TRI, (loc[0].eu == eu) & (loc[1].eu == eu) & (loc[2].eu == eu),
                     loc[0].eu == eu)
         ref = Mux((stream_ == TRI) | (stream_ == PIX), Mux(local, Ref.LOCAL, Ref.GLOBAL),
                   Ref.NONE)
         m.d.comb += [rot.accepted.eq(Mux(s.accepted, _onehot(stream_, 4), 0)), rot.eu.eq(eu)]
-        with m.If(s.accepted):
+        # The log entry and the move command are made without the accept (decision 21):
+        # they are pushed only when the pass ends (``consumed``, ``accepted``), and an
+        # entry pushed with neither an error nor a close is the accept's (Kind.ALLOC is
+        # 0), so the accept reaches the two FIFOs' write enables, not their data
+        with m.If(s.consume_err):
+            m.d.comb += [lg.kind.eq(Kind.ERROR), lg.code.eq(s.r_ev.code)]
+        with m.Elif(s.consume_close):
+            m.d.comb += [lg.kind.eq(Kind.CLOSE), lg.eu.eq(loc[0].eu),
+                         lg.entity.eq(loc[0].entity)]
+        with m.Else():
             m.d.comb += [lg.kind.eq(Kind.ALLOC), lg.eu.eq(eu), lg.entity.eq(ent),
                          lg.ref.eq(ref), lg.refused.eq(s.r_refused)]
-            m.d.comb += [mv.eu.eq(eu), mv.entity.eq(ent), mv.etype.eq(stream_),
-                         mv.seq.eq(s.cur_seq), mv.size.eq(s.r_size), mv.ref.eq(ref)]
-            with m.Switch(stream_):
-                with m.Case(VTX):
-                    m.d.comb += [mv.index.eq(pkt_v.base), mv.count.eq(pkt_v.count)]
-                with m.Case(PAT):
-                    m.d.comb += [mv.index.eq(pkt_a.base), mv.count.eq(16)]
-                with m.Case(TRI):
-                    m.d.comb += mv.index.eq(pkt_t.prid)
-                    for i in range(3):
-                        m.d.comb += [mv[f"src{i}_eu"].eq(loc[i].eu),
-                                     mv[f"src{i}_entity"].eq(loc[i].entity),
-                                     mv[f"src{i}_elem"].eq(loc[i].elem)]
-                with m.Case(PIX):
-                    m.d.comb += [mv.index.eq(pkt_p.prid), mv.src0_eu.eq(loc[0].eu),
-                                 mv.src0_entity.eq(loc[0].entity), mv.x.eq(pkt_p.x),
-                                 mv.y.eq(pkt_p.y), mv.mask.eq(pkt_p.mask)]
+        m.d.comb += [mv.eu.eq(eu), mv.entity.eq(ent), mv.etype.eq(stream_),
+                     mv.seq.eq(s.cur_seq), mv.size.eq(s.r_size), mv.ref.eq(ref)]
+        with m.Switch(stream_):
+            with m.Case(VTX):
+                m.d.comb += [mv.index.eq(pkt_v.base), mv.count.eq(pkt_v.count)]
+            with m.Case(PAT):
+                m.d.comb += [mv.index.eq(pkt_a.base), mv.count.eq(16)]
+            with m.Case(TRI):
+                m.d.comb += mv.index.eq(pkt_t.prid)
+                for i in range(3):
+                    m.d.comb += [mv[f"src{i}_eu"].eq(loc[i].eu),
+                                 mv[f"src{i}_entity"].eq(loc[i].entity),
+                                 mv[f"src{i}_elem"].eq(loc[i].elem)]
+            with m.Case(PIX):
+                m.d.comb += [mv.index.eq(pkt_p.prid), mv.src0_eu.eq(loc[0].eu),
+                             mv.src0_entity.eq(loc[0].entity), mv.x.eq(pkt_p.x),
+                             mv.y.eq(pkt_p.y), mv.mask.eq(pkt_p.mask)]
         # an end marker closes its primitive at the edge of its clock
         PR = max(1, self.pbits)
         m.d.comb += [ptab.close[0].en.eq(s.consume_close), ptab.close[0].rec.eq(rec[:PR])]
@@ -2098,12 +2117,16 @@ class SpreaderQCC(wiring.Component):
       completion (``n_done``/``m_done``) of a last stage is the entity's completion: it
       is queued (one FIFO per EU and issue kind, ``records`` deep, so it cannot overflow)
       and the queues are merged onto the spreader's ``done``, lowest EU and NUMERIC
-      first, one per clock.
+      first, one per clock, into a register that drives ``done`` (a completion reaches
+      the spreader a clock after it leaves its queue).
     * An entity without ``hold`` (a pixel packet) is deleted by the QCC in the clock of
       its last completion, and its number can be handed out again from the next clock.
       The spreader must have taken the completion before it sees that number in an
       answer (else it reports BAD_ANSWER), so no ALLOC is offered to an EU while a
-      completion of that EU waits in its queues.
+      completion of that EU waits in its queues. (The ``done`` register needs no such
+      wait: an ALLOC is offered once the completion has left its queue, so it is taken
+      while the register holds the completion at the earliest, and answered in the
+      clock after the spreader took it.)
 
     The processors (thread controller, data move machine) are the testbench's: each QCC's
     ``n_issue``/``m_issue`` and ``n_done``/``m_done`` are ports of this design, as are
@@ -2197,6 +2220,7 @@ class SpreaderQCC(wiring.Component):
                      self.release_tap.payload.eq(rel.payload)]
 
         queues = []
+        done_v, done_eu, done_ent = Signal(), Signal(EU_W), Signal(ENTITY_W)
         for e in range(N):
             m.submodules[f"qcc{e}"] = q = self._qccs[e]
             for k in ("n_issue", "m_issue"):
@@ -2215,15 +2239,19 @@ class SpreaderQCC(wiring.Component):
             m.d.comb += [self.status_tap[e].eq(sp.status[e]),
                          self.qcc_error[e].eq(q.status.error)]
 
-        # completions: the queues merged onto the spreader's ``done``, lowest first
+        # completions: the queues merged, lowest first, into a register that drives the
+        # spreader's ``done`` (its ``ready`` is 1): the queues' LUT-RAM reads and the
+        # merge end there, not in the spreader's completion handling and error FIFO
         for i in reversed(range(2 * N)):
             with m.If(queues[i].r_rdy):
-                m.d.comb += [sp.done.valid.eq(1), sp.done.payload.eu.eq(i // 2),
-                             sp.done.payload.entity.eq(queues[i].r_data)]
+                m.d.sync += [done_eu.eq(i // 2), done_ent.eq(queues[i].r_data)]
+        m.d.sync += done_v.eq(Cat(f.r_rdy for f in queues).any())
+        m.d.comb += [sp.done.valid.eq(done_v), sp.done.payload.eu.eq(done_eu),
+                     sp.done.payload.entity.eq(done_ent)]
         for i in range(2 * N):
             first = queues[i].r_rdy & ~Cat(f.r_rdy for f in queues[:i]).any() if i \
                 else queues[i].r_rdy
-            m.d.comb += queues[i].r_en.eq(first & sp.done.ready)
+            m.d.comb += queues[i].r_en.eq(first)
         m.d.comb += [self.done_tap.valid.eq(sp.done.valid & sp.done.ready),
                      self.done_tap.payload.eq(sp.done.payload)]
         with m.If(Cat(bad).any()):
