@@ -238,7 +238,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.sync import StreamBuffer
-from hw.params import check_int
+from hw.params import check_int, check_pow2
 
 __all__ = ["SAMPLE_COUNTS", "SAMPLE_PATTERNS", "BlockRasterizer", "TriangleSetup", "BlockTraversal",
            "PixelPacker", "RasterPipeline", "DESIGNS"]
@@ -556,7 +556,7 @@ class BlockRasterizer(wiring.Component):
     """
 
     def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16,
-                 latency=7):
+                 latency=7, lanes=LANES):
         self.edges = check_int("edges", edges, 3, 4)
         self.modes = _check_modes(modes)
         self.subpix = check_int("subpix", subpix, 4, 12)
@@ -574,12 +574,35 @@ class BlockRasterizer(wiring.Component):
         self.test_bits = w + 5                  # the same without their subpix - 1 LSBs
         self.max_samples = max(self.modes)
         self.msaa_modes = tuple(s for s in self.modes if s > 1)
+        self.lanes = self._check_lanes(lanes)
+        # the modes whose blocks go through the lanes in batches of PARTIAL spans (at 1x
+        # with 16 lanes lane k is span k: one batch)
+        self.batched = tuple(s for s in self.modes if s > 1 or self.lanes < LANES)
         self.lane_groups = 4                    # register groups with enables of their own
         super().__init__({
             "i": In(stream.Signature(self.in_layout())),
             "o": Out(stream.Signature(self.out_layout())),
             "error": Out(1),
         })
+
+    def _check_lanes(self, lanes):
+        """``lanes``: a power of two from 4 to 16; below 16 only in an MSAA build, and
+        at least the build's largest sample count (a span's samples in one batch)."""
+        check_pow2("lanes", lanes, 4, LANES)
+        if lanes < LANES and not self.msaa_modes:
+            raise ValueError(f"lanes must be 16 in a build without an MSAA mode (lane k "
+                             f"is span k), not {lanes}")
+        if lanes < self.max_samples:
+            raise ValueError(f"lanes must be a power of two from {self.max_samples} to 16 "
+                             f"in a build with {self.max_samples}x (a span's samples go "
+                             f"through in one batch), not {lanes}")
+        return lanes
+
+    def _one_x(self, mode):
+        """The 1x mode bit where 1x has a lane per span (lane ``k`` is span ``k``)
+        beside batched modes; ``None`` in a build where every mode is batched or has
+        one kind."""
+        return mode[0] if 1 in self.modes and 1 not in self.batched else None
 
     # ------------------------------------------------------------------ layouts
 
@@ -646,7 +669,7 @@ class BlockRasterizer(wiring.Component):
 
     def _quad(self, lane):
         """The register group of lane ``lane`` (lanes ``4q .. 4q + 3`` at 4 groups)."""
-        return lane * self.lane_groups // LANES
+        return lane * self.lane_groups // self.lanes
 
     def _odd_multiples(self, x, odd_set):
         """``{k: k*x}`` for the odd ``k`` in ``odd_set`` (and ``-1``): one adder each
@@ -720,8 +743,8 @@ class BlockRasterizer(wiring.Component):
             order = r3["order"]
             with m.If(adv & misc["more"]):
                 m.d.sync += [order[j].eq(self._by_mode(r3["meta"].mode, {
-                    n: order[j + LANES // n] if j + LANES // n < SPANS else 0
-                    for n in self.msaa_modes})) for j in range(SPANS)]
+                    n: order[j + self.lanes // n] if j + self.lanes // n < SPANS else 0
+                    for n in self.batched})) for j in range(SPANS)]
         return m
 
     @staticmethod
@@ -947,8 +970,8 @@ class BlockRasterizer(wiring.Component):
     def _more_batches(self, count, mode):
         """The block has more than one batch: more than ``16 / S`` PARTIAL spans in its
         mode (``count`` of them), as gates from the count (no carry chain)."""
-        return self._by_mode(mode, {n: _greater(count, LANES // n) if n > 1 else Const(0, 1)
-                                    for n in self.modes})
+        return self._by_mode(mode, {n: _greater(count, self.lanes // n) if n in self.batched
+                                    else Const(0, 1) for n in self.modes})
 
     def _lane_msaa(self, m, edge, mode, st, e):
         """Per lane ``ox*A + oy*B`` for the lane's sample ``l % S`` in the block's mode."""
@@ -960,7 +983,7 @@ class BlockRasterizer(wiring.Component):
                 _wire(m, _lin(edge["odd_a"], edge["odd_b"], *SAMPLE_PATTERNS[samples][k]),
                       f"msaa{e}_{samples}x{k}") for k in range(samples)]
         lanes = [self._by_mode(mode, {n: v[lane % n] for n, v in per_mode.items()})
-                 for lane in range(LANES)]
+                 for lane in range(self.lanes)]
         return st.regs(lanes, f"msaa{e}_", signed(self.coef_bits + 5), e)
 
     def _span_select(self, m, r2, st):
@@ -1008,8 +1031,8 @@ class BlockRasterizer(wiring.Component):
             return result
         comb_full, comb_part = r2["comb_full"], r2["comb_part"]
         n_last = self._by_mode(meta.mode, {
-            n: Mux(count == 0, 0, (count - 1) >> (4 - _log2(n))) if n > 1 else Const(0, 4)
-            for n in self.modes})
+            n: Mux(count == 0, 0, (count - 1) >> _log2(self.lanes // n)) if n in self.batched
+            else Const(0, 4) for n in self.modes})
         return {**result,
                 "span_full": st.reg(comb_full, "span_full"),
                 "span_part": st.reg(comb_part, "span_part"),
@@ -1115,7 +1138,7 @@ class BlockRasterizer(wiring.Component):
         It moves with stages 4-6, one batch a clock, so ``order`` moves on as before."""
         meta = r3["meta"]
         spans = self._lane_spans(m, r3["order"], meta.mode)
-        one_x = meta.mode[0] if 1 in self.modes else None
+        one_x = self._one_x(meta.mode)
         edges = []
         for e, edge in enumerate(r3["edges"]):
             quad = lambda lane, e=e: (e, self._quad(lane))
@@ -1148,7 +1171,7 @@ class BlockRasterizer(wiring.Component):
         meta = r3["meta"]
         spans = None if "choice" in r3["edges"][0] else \
             self._lane_spans(m, r3["order"], meta.mode)
-        one_x = meta.mode[0] if self.msaa_modes and 1 in self.modes else None
+        one_x = self._one_x(meta.mode) if self.msaa_modes else None
         edges = []
         for e, edge in enumerate(r3["edges"]):
             folded, negative, full, part = self._edge_lanes(m, edge, spans, one_x, e)
@@ -1164,7 +1187,7 @@ class BlockRasterizer(wiring.Component):
                                            zip(full, part, negative)], f"pass{e}_",
                                           group=quad),
                           "fail": st.regs([self._fail_bits(full[lane], part[lane], mag_neg)
-                                           for lane in range(LANES)], f"fail{e}_",
+                                           for lane in range(self.lanes)], f"fail{e}_",
                                           group=quad),
                           "class_full": st.reg(edge["full"], f"cfull{e}", group=e),
                           "class_part": st.reg(edge["part"], f"cpart{e}", group=e)})
@@ -1207,9 +1230,9 @@ class BlockRasterizer(wiring.Component):
         if not self.msaa_modes:
             return list(range(LANES))
         spans = []
-        for lane in range(LANES):
-            choice = {n: order[lane // n] for n in self.msaa_modes}
-            if 1 in self.modes:
+        for lane in range(self.lanes):
+            choice = {n: order[lane // n] for n in self.batched}
+            if 1 in self.modes and 1 not in self.batched:
                 choice[1] = Const(lane, 4)
             spans.append(_wire(m, self._by_mode(mode, choice), f"span{lane}", unsigned(4)))
         return spans
@@ -1234,7 +1257,7 @@ class BlockRasterizer(wiring.Component):
         of the 8 ``half_j`` and the FULL / PARTIAL bits per lane (:meth:`_lane_choice`),
         or, with ``spans`` ``None``, the choices stage 3b registered (``edge["choice"]``)."""
         folded, negative, full, part = [], [], [], []
-        for lane in range(LANES):
+        for lane in range(self.lanes):
             if spans is None:
                 half, neg, f, p = edge["choice"][lane]
             else:
@@ -1253,9 +1276,9 @@ class BlockRasterizer(wiring.Component):
         """Which spans this batch writes, and the lane group that holds each."""
         mode, part, ranks = r3["meta"].mode, r3.get("span_part"), r3["rank"]
         write = self._by_mode(mode, {
-            n: (part & Cat((ranks[k] >> (4 - _log2(n))) == batch for k in range(SPANS))
-                if n > 1 else Const((1 << SPANS) - 1, SPANS)) for n in self.modes})
-        group = [self._by_mode(mode, {n: (ranks[k] & ((LANES // n) - 1)) if n > 1 else
+            n: (part & Cat((ranks[k] >> _log2(self.lanes // n)) == batch for k in range(SPANS))
+                if n in self.batched else Const((1 << SPANS) - 1, SPANS)) for n in self.modes})
+        group = [self._by_mode(mode, {n: (ranks[k] & ((self.lanes // n) - 1)) if n in self.batched else
                                       Const(0, 3) for n in self.modes})
                  for k in range(SPANS)]
         return write, group
@@ -1294,7 +1317,8 @@ class BlockRasterizer(wiring.Component):
         the comparators of different edges sit far apart on the device."""
         edges = []
         for e, edge in enumerate(r4["edges"]):
-            masks = [self._lane_mask(m, edge, lane, f"ok{e}_{lane}") for lane in range(LANES)]
+            masks = [self._lane_mask(m, edge, lane, f"ok{e}_{lane}")
+                     for lane in range(self.lanes)]
             edges.append({"mask": st.regs(masks, f"mask{e}_",
                                           group=lambda lane, e=e: (e, self._quad(lane))),
                           "class_full": st.reg(edge["class_full"], f"cfull{e}", group=e),
@@ -1319,7 +1343,8 @@ class BlockRasterizer(wiring.Component):
         sources = []
         for n in self._chunk_modes(c):
             k = c // n
-            sources += [(1, k)] if n == 1 else [(n, g) for g in range(min(k, LANES // n - 1) + 1)]
+            sources += ([(n, g) for g in range(min(k, self.lanes // n - 1) + 1)]
+                        if n in self.batched else [(1, k)])
         return sources
 
     def _mask_plan(self, r4, st):
@@ -1346,8 +1371,8 @@ class BlockRasterizer(wiring.Component):
             if len(sources) == 1:
                 src.append(None)
                 continue
-            base = {n: sources.index((n, 0 if n > 1 else c)) for n in here}
-            index = self._by_mode(mode, {n: base[n] + group[c // n] if n > 1 else
+            base = {n: sources.index((n, 0 if n in self.batched else c)) for n in here}
+            index = self._by_mode(mode, {n: base[n] + group[c // n] if n in self.batched else
                                          Const(base[n], 5) for n in here})
             src.append(st.reg(index, f"src{c}", unsigned((len(sources) - 1).bit_length()),
                               self._chunk_group(c)))
@@ -1366,7 +1391,8 @@ class BlockRasterizer(wiring.Component):
         crossbar into the output word (the edges' comparators sit apart on the device);
         the rest passes through."""
         lanes = [st.reg(self._and_all([edge["mask"][lane] for edge in r5["edges"]]),
-                        f"lane{lane}", group=("out", self._quad(lane))) for lane in range(LANES)]
+                        f"lane{lane}", group=("out", self._quad(lane)))
+                 for lane in range(self.lanes)]
         edges = [{k: st.reg(edge[k], f"{k}{e}", group=e) for k in ("class_full", "class_part")}
                  for e, edge in enumerate(r5["edges"])]
         plan = {k: [v if v is None else st.reg(v, f"{k}{c}", group=self._chunk_group(c))
