@@ -578,6 +578,10 @@ class BlockRasterizer(wiring.Component):
         # the modes whose blocks go through the lanes in batches of PARTIAL spans (at 1x
         # with 16 lanes lane k is span k: one batch)
         self.batched = tuple(s for s in self.modes if s > 1 or self.lanes < LANES)
+        # the wide modes: more samples than lanes, several batches per span
+        self.wide = tuple(s for s in self.modes if s > self.lanes)
+        # the batch number of a block: up to 16 spans' samples, lanes at a time
+        self.batch_bits = max(4, (SPANS * self.max_samples // self.lanes - 1).bit_length())
         self.lane_groups = 4                    # register groups with enables of their own
         super().__init__({
             "i": In(stream.Signature(self.in_layout())),
@@ -586,17 +590,17 @@ class BlockRasterizer(wiring.Component):
         })
 
     def _check_lanes(self, lanes):
-        """``lanes``: a power of two from 4 to 16; below 16 only in an MSAA build, and
-        at least the build's largest sample count (a span's samples in one batch)."""
+        """``lanes``: a power of two from 4 to 16; below 16 only in an MSAA build."""
         check_pow2("lanes", lanes, 4, LANES)
         if lanes < LANES and not self.msaa_modes:
             raise ValueError(f"lanes must be 16 in a build without an MSAA mode (lane k "
                              f"is span k), not {lanes}")
-        if lanes < self.max_samples:
-            raise ValueError(f"lanes must be a power of two from {self.max_samples} to 16 "
-                             f"in a build with {self.max_samples}x (a span's samples go "
-                             f"through in one batch), not {lanes}")
         return lanes
+
+    def _subs(self, n):
+        """Batches per span at ``n`` samples: ``n / lanes`` in a wide mode (more samples
+        than lanes: a span's samples go through ``lanes`` at a time), else 1."""
+        return max(1, n // self.lanes)
 
     def _one_x(self, mode):
         """The 1x mode bit where 1x has a lane per span (lane ``k`` is span ``k``)
@@ -689,7 +693,7 @@ class BlockRasterizer(wiring.Component):
         r1 = self._offsets(m, head, s1)
         r2 = self._corners(m, r1, s2)
         r3 = self._span_select(m, r2, s3)
-        batch = Signal(4)                       # batch of the block in stage 3
+        batch = Signal(self.batch_bits)         # batch of the block in stage 3
         misc = flow.copy("load", "misc")        # more: stage 3 holds, batches are left
         # latency 8: stage 3b registers each lane's span choice, stage 4 adds it
         s3b = _Stage("s3b") if self.latency == 8 else None
@@ -743,9 +747,40 @@ class BlockRasterizer(wiring.Component):
             order = r3["order"]
             with m.If(adv & misc["more"]):
                 m.d.sync += [order[j].eq(self._by_mode(r3["meta"].mode, {
-                    n: order[j + self.lanes // n] if j + self.lanes // n < SPANS else 0
-                    for n in self.batched})) for j in range(SPANS)]
+                    n: self._next_order(order, j, n, batch) for n in self.batched}))
+                    for j in range(SPANS)]
+            self._rotate_samples(m, r3, flow)
         return m
+
+    def _next_order(self, order, j, n, batch):
+        """``order[j]`` for the next batch at ``n`` samples: ``lanes / n`` spans on, or in
+        a wide mode one span on after the span's last batch."""
+        step = max(1, self.lanes // n)
+        after = order[j + step] if j + step < SPANS else 0
+        if n not in self.wide:
+            return after
+        subs = self._subs(n)
+        return Mux(batch[:_log2(subs)] == subs - 1, after, order[j])
+
+    def _rotate_samples(self, m, r3, flow):
+        """Wide modes: each lane's sample values move on by one set with each batch of
+        a block (set ``r`` holds the lane's ``lo`` plus its sample ``r*lanes + l``), so
+        that the lane reads the batch's set from one register with no batch number; a
+        span's last batch brings back set 0 for the next span. Each quad of lanes of an
+        edge rotates with its own flow copy's ``adv & more``."""
+        if not self.wide:
+            return
+        mode = r3["meta"].mode
+        wide = Cat(mode[self.modes.index(n)] for n in self.wide).any()
+        for e, edge in enumerate(r3["edges"]):
+            sets = [edge["lane_lo"]] + edge["lane_sets"]
+            for lane in range(self.lanes):
+                copy = flow.copy("load", (e, self._quad(lane)))
+                with m.If((~copy["full"] | self.o.ready) & copy["more"] & wide):
+                    m.d.sync += [sets[r][lane].eq(self._by_mode(mode, {
+                        n: sets[(r + 1) % self._subs(n)][lane] if r < self._subs(n)
+                        else sets[r][lane] for n in self.wide}))
+                        for r in range(len(sets))]
 
     @staticmethod
     def _flow_group(stage, kind, group):
@@ -924,7 +959,8 @@ class BlockRasterizer(wiring.Component):
                 "lo": st.reg(lo[:self.lane_bits], f"lo{e}", group=e),
                 # edge 3 may be unused (a triangle): its flag with the edge's registers
                 "used": st.reg(used[e], f"used{e}", group=e) if e == 3 else Const(1, 1),
-                "lane_msaa": self._lane_msaa(m, edge, mode, st, e),
+                **dict(zip(("lane_msaa", "lane_msaa_sets"),
+                           self._lane_msaa(m, edge, mode, st, e))),
             })
         box = r1["box"]
         if self.msaa_modes:                     # registered in stage 1 (_offsets)
@@ -974,9 +1010,12 @@ class BlockRasterizer(wiring.Component):
                                     else Const(0, 1) for n in self.modes})
 
     def _lane_msaa(self, m, edge, mode, st, e):
-        """Per lane ``ox*A + oy*B`` for the lane's sample ``l % S`` in the block's mode."""
+        """Per lane ``ox*A + oy*B`` for the lane's sample ``l % S`` in the block's mode;
+        and in a build with wide modes (:meth:`_subs`) the sets of the batches after a
+        span's first (set ``r`` >= 1: the lane's sample ``r*lanes + l``). Returns
+        ``(lanes, sets)``."""
         if not self.msaa_modes:
-            return None
+            return None, []
         per_mode = {}
         for samples in self.modes:
             per_mode[samples] = [
@@ -984,7 +1023,12 @@ class BlockRasterizer(wiring.Component):
                       f"msaa{e}_{samples}x{k}") for k in range(samples)]
         lanes = [self._by_mode(mode, {n: v[lane % n] for n, v in per_mode.items()})
                  for lane in range(self.lanes)]
-        return st.regs(lanes, f"msaa{e}_", signed(self.coef_bits + 5), e)
+        shape = signed(self.coef_bits + 5)
+        sets = [st.regs([self._by_mode(mode, {n: per_mode[n][r * self.lanes + lane]
+                                              for n in self.wide if r < self._subs(n)})
+                         for lane in range(self.lanes)], f"msaa{e}_set{r}_", shape, e)
+                for r in range(1, max(map(self._subs, self.modes)))]
+        return st.regs(lanes, f"msaa{e}_", shape, e), sets
 
     def _span_select(self, m, r2, st):
         """Stage 3: per-edge span classes, the rank-ordered list of the PARTIAL spans (from
@@ -1010,12 +1054,17 @@ class BlockRasterizer(wiring.Component):
                 lane_lo = st.regs([(edge["lo"][s - 4:] + msaa)[3:3 + self.test_bits]
                                    for msaa in edge["lane_msaa"]], f"lane_lo{e}_",
                                   group=quad)
+            # wide modes: the sets of the later batches of a span (_rotate_samples)
+            lane_sets = [st.regs([(edge["lo"][s - 4:] + msaa)[3:3 + self.test_bits]
+                                  for msaa in values], f"lane_lo{e}_set{r + 1}_", group=quad)
+                         for r, values in enumerate(edge["lane_msaa_sets"] or [])]
             edges.append({
                 "full": st.reg(full & used.replicate(SPANS), f"full{e}", group=e),
                 "part": st.reg(part & used.replicate(SPANS), f"part{e}", group=e),
                 # FULL for the lanes: an unused edge passes every sample.
                 "lane_full": st.reg(fulls[-1], f"lane_full{e}", group=e),
                 "lane_lo": lane_lo,
+                "lane_sets": lane_sets,
                 "half": st.regs(edge["half"], f"half{e}_", group=e),
                 "empty": st.reg(empties[-1], f"empty{e}", group=e),
             })
@@ -1030,17 +1079,24 @@ class BlockRasterizer(wiring.Component):
             # At 1x the combined classes are only reported: stage 4 combines the edges'.
             return result
         comb_full, comb_part = r2["comb_full"], r2["comb_part"]
-        n_last = self._by_mode(meta.mode, {
-            n: Mux(count == 0, 0, (count - 1) >> _log2(self.lanes // n)) if n in self.batched
-            else Const(0, 4) for n in self.modes})
+        n_last = self._by_mode(meta.mode, {n: self._last_batch(count, n) for n in self.modes})
         return {**result,
                 "span_full": st.reg(comb_full, "span_full"),
                 "span_part": st.reg(comb_part, "span_part"),
                 "rank": st.regs(ranks, "rank", unsigned(4)),
                 "order": st.regs(order, "order", unsigned(4)),
-                "n_last": st.reg(n_last, "n_last", unsigned(4)),
+                "n_last": st.reg(n_last, "n_last", unsigned(self.batch_bits)),
                 # the entering block's last batch is its second: its more_on at batch 0
                 "second_last": n_last == 1}
+
+    def _last_batch(self, count, n):
+        """The number of a block's last batch at ``n`` samples from its ``count`` of
+        PARTIAL spans: ``ceil(count * n / lanes) - 1`` (0 for none)."""
+        if n not in self.batched:
+            return Const(0, 4)
+        if n in self.wide:
+            return Mux(count == 0, 0, (count << _log2(self._subs(n))) - 1)
+        return Mux(count == 0, 0, (count - 1) >> _log2(self.lanes // n))
 
     @staticmethod
     def _order(m, part, ranks):
@@ -1195,6 +1251,9 @@ class BlockRasterizer(wiring.Component):
         return {"edges": edges, "write": st.reg(write, "write"),
                 "group": st.regs(group, "group", unsigned(3)),
                 "first": st.reg(batch == 0, "first"),
+                # wide modes: which of a span's batches this is (its samples' set)
+                **({"sub": st.reg(batch[:_log2(max(map(self._subs, self.modes)))], "sub")}
+                   if self.wide else {}),
                 "last": st.reg(~more, "last"),
                 "col": st.reg(r3["col"], "col"), "row": st.reg(r3["row"], "row"),
                 **self._span_classes(m, r3, st),
@@ -1276,12 +1335,21 @@ class BlockRasterizer(wiring.Component):
         """Which spans this batch writes, and the lane group that holds each."""
         mode, part, ranks = r3["meta"].mode, r3.get("span_part"), r3["rank"]
         write = self._by_mode(mode, {
-            n: (part & Cat((ranks[k] >> _log2(self.lanes // n)) == batch for k in range(SPANS))
+            n: (part & Cat(self._in_batch(ranks[k], n, batch) for k in range(SPANS))
                 if n in self.batched else Const((1 << SPANS) - 1, SPANS)) for n in self.modes})
-        group = [self._by_mode(mode, {n: (ranks[k] & ((self.lanes // n) - 1)) if n in self.batched else
+        group = [self._by_mode(mode, {n: (ranks[k] & (max(1, self.lanes // n) - 1))
+                                      if n in self.batched else
                                       Const(0, 3) for n in self.modes})
                  for k in range(SPANS)]
         return write, group
+
+    def _in_batch(self, rank, n, batch):
+        """Whether batch ``batch`` holds the PARTIAL span of rank ``rank`` at ``n``
+        samples: ``lanes / n`` spans a batch, or in a wide mode ``n / lanes`` batches a
+        span."""
+        if n in self.wide:
+            return (batch >> _log2(self._subs(n))) == rank
+        return (rank >> _log2(self.lanes // n)) == batch
 
     @staticmethod
     def _fail_bits(full, part, mag_neg):
@@ -1343,9 +1411,17 @@ class BlockRasterizer(wiring.Component):
         sources = []
         for n in self._chunk_modes(c):
             k = c // n
-            sources += ([(n, g) for g in range(min(k, self.lanes // n - 1) + 1)]
+            sources += ([(n, g) for g in range(min(k, max(1, self.lanes // n) - 1) + 1)]
                         if n in self.batched else [(1, k)])
         return sources
+
+    def _pieces(self, c):
+        """The pieces of chunk ``c`` written apart, as bit ranges within the chunk: the
+        chunk, or where a wide mode reaches it ``16 / lanes`` pieces of ``lanes`` bits
+        (in a wide mode piece ``q`` holds samples of the span's batch ``q % (n/lanes)``)."""
+        if not any(n in self.wide for n in self._chunk_modes(c)):
+            return [(0, 16)]
+        return [(q * self.lanes, (q + 1) * self.lanes) for q in range(16 // self.lanes)]
 
     def _mask_plan(self, r4, st):
         """Per 16-bit chunk ``c`` of the output mask, registered in stage 5: ``src``, the
@@ -1361,12 +1437,13 @@ class BlockRasterizer(wiring.Component):
             here = self._chunk_modes(c)
             sources = self._chunk_sources(c)
             if not self.msaa_modes:
-                src.append(None), wr.append(Const(1, 1)), fill.append(Const(0, 1))
+                src.append(None), wr.append([Const(1, 1)]), fill.append(Const(0, 1))
                 continue
             # (a one-mode build has only well-formed blocks of its mode)
             on = {n: mode[self.modes.index(n)] if len(self.modes) > 1 else Const(1, 1)
                   for n in here}
-            wr.append(Cat(on[n] & write[c // n] for n in here).any())
+            wr.append([Cat(self._sub_is(r4, n, q, on[n] & write[c // n]) for n in here).any()
+                       for q in range(len(self._pieces(c)))])
             fill.append(first & Cat(on[n] & full[c // n] for n in here).any())
             if len(sources) == 1:
                 src.append(None)
@@ -1377,9 +1454,20 @@ class BlockRasterizer(wiring.Component):
             src.append(st.reg(index, f"src{c}", unsigned((len(sources) - 1).bit_length()),
                               self._chunk_group(c)))
         return {"src": src,
-                "wr": [st.reg(v, f"wr{c}", group=self._chunk_group(c)) for c, v in enumerate(wr)],
+                "wr": [[st.reg(v, f"wr{c}" if len(vs) == 1 else f"wr{c}_{q}",
+                               group=self._chunk_group(c)) for q, v in enumerate(vs)]
+                       for c, vs in enumerate(wr)],
                 "fill": [st.reg(v, f"fill{c}", group=self._chunk_group(c))
                          for c, v in enumerate(fill)]}
+
+    def _sub_is(self, r4, n, q, write):
+        """``write`` (this batch writes the chunk at ``n`` samples) for piece ``q`` of
+        the chunk (:meth:`_pieces`): in a wide mode only when the batch is the span's
+        ``q % (n/lanes)``."""
+        if n not in self.wide:
+            return write
+        subs = self._subs(n)
+        return write & (r4["sub"][:_log2(subs)] == q % subs)
 
     def _chunk_group(self, c):
         """The register group of chunk ``c`` of the output mask (``lane_groups`` in all;
@@ -1396,7 +1484,10 @@ class BlockRasterizer(wiring.Component):
         edges = [{k: st.reg(edge[k], f"{k}{e}", group=e) for k in ("class_full", "class_part")}
                  for e, edge in enumerate(r5["edges"])]
         plan = {k: [v if v is None else st.reg(v, f"{k}{c}", group=self._chunk_group(c))
-                    for c, v in enumerate(r5[k])] for k in ("src", "wr", "fill")}
+                    for c, v in enumerate(r5[k])] if k != "wr" else
+                [[st.reg(v, f"wr{c}" if len(vs) == 1 else f"wr{c}_{q}",
+                         group=self._chunk_group(c)) for q, v in enumerate(vs)]
+                 for c, vs in enumerate(r5["wr"])] for k in ("src", "wr", "fill")}
         passed = {k: st.reg(r5[k], k) for k in
                   ("first", "col", "row", "span_full", "span_part")}
         return {"lanes": lanes, "edges": edges, **plan, **passed,
@@ -1439,18 +1530,22 @@ class BlockRasterizer(wiring.Component):
             inside = self._by_mode(mode, {n: Cat(box[c // n][i % (16 * n) // n] for i in bits)
                                           for n in here})
             adv = flow.enable("adv", ("out", c * self.lane_groups // chunks))
-            with m.If(adv & (r5["wr"][c] | first)):
-                m.d.sync += mask[16 * c:16 * c + 16].eq(
-                    inside & Mux(r5["wr"][c], lane, r5["fill"][c].replicate(16)))
+            pieces = self._pieces(c)
+            for (lo, hi), wr in zip(pieces, r5["wr"][c]):
+                part_in, part_lane = ((inside, lane) if len(pieces) == 1 else
+                                      (inside[lo:hi], lane[lo:hi]))
+                with m.If(adv & (wr | first)):
+                    m.d.sync += mask[16 * c + lo:16 * c + hi].eq(
+                        part_in & Mux(wr, part_lane, r5["fill"][c].replicate(hi - lo)))
 
-    @staticmethod
-    def _lane_bit(lanes, n, g, i):
+    def _lane_bit(self, lanes, n, g, i):
         """Mask bit ``i`` at ``n`` samples from group ``g`` (at 1x ``g`` is the lane):
-        pixel ``p``, sample ``s`` of the span come from lane ``g*n + s``, its pixel ``p``."""
+        pixel ``p``, sample ``s`` of the span come from lane ``g*n + s``, its pixel ``p``
+        (in a wide mode lane ``s % lanes``, in the span's batch ``s // lanes``)."""
         if n == 1:
             return lanes[g][i % 16]
         p, smp = divmod(i % (16 * n), n)
-        return lanes[g * n + smp][p]
+        return lanes[(g * n + smp) % self.lanes][p]
 
 
 

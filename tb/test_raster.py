@@ -83,6 +83,15 @@ BUILDS = {
                       ["random_blocks", "raw_blocks", "mesh_watertight", "scissor_cuts",
                        "directed_corners", "sample_point_edges", "huge_and_quads",
                        "stall_and_release", "schedule"]),
+    # every mode with fewer lanes than 16x's samples (8x too at 4 lanes): a span's
+    # samples in several batches
+    "small_lanes8": ({"int_bits": 7, "subpix": 4, "latency": 8, "lanes": 8},
+                     ["random_blocks", "raw_blocks", "mesh_watertight", "scissor_cuts",
+                      "directed_corners", "sample_point_edges", "huge_and_quads",
+                      "stall_and_release", "schedule"]),
+    "small_lanes4": ({"int_bits": 7, "subpix": 4, "lanes": 4},
+                     ["random_blocks", "raw_blocks", "huge_and_quads", "stall_and_release",
+                      "schedule"]),
 }
 
 
