@@ -69,7 +69,7 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    counts, then the row totals added in a balanced tree: 2 small adders, not a chain of
    15, written as gates so that yosys makes LUTs of them, not carry chains; MSAA builds
    count in stage 2) and, from the ranks, ``order``: the PARTIAL spans in rank order,
-   and whether the block has more than one batch (more than ``16 / S`` PARTIAL spans,
+   and whether the block has more than one batch (more than ``lanes / S`` PARTIAL spans,
    as gates from the count, in stage 2). Per lane
    ``lane_lo = lo +`` its sample offset (MSAA builds; at 1x ``lo``, one copy per quad of
    lanes). Per edge the FULL bits the lanes use, with "edge unused" folded in (an unused
@@ -82,10 +82,10 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    ECP5 the ``(1, 4)`` build's routed critical path ran from ``order`` through a lane's
    span choice and its adder into stage 4 (README, Block 4). One clock more latency in
    every mode of the build; the clocks per block are unchanged.
-4. *Lane select* (one row per *batch*): at 1x lane ``l`` takes span ``l``; with ``S``
-   samples lane group ``r`` (lanes ``rS .. rS + S - 1``) takes span ``order[r]``, and
-   ``order`` moves on by ``16 / S`` entries per batch, so no lane looks at the batch
-   number. A span's centre offset is ``+-half_j << (subpix + 1)`` (spans ``k`` and
+4. *Lane select* (one row per *batch*; the schedule below, here at 16 lanes): at 1x
+   lane ``l`` takes span ``l``; with ``S`` samples lane group ``r`` (lanes ``rS .. rS +
+   S - 1``) takes span ``order[r]``, and ``order`` moves on by ``16 / S`` entries per
+   batch, so no lane looks at the batch number. A span's centre offset is ``+-half_j << (subpix + 1)`` (spans ``k`` and
    ``15 - k`` are opposite), so each lane picks its span (one choice for all edges:
    span ``l`` at 1x, ``order[l // S]`` at ``S`` samples), then per edge one of 8
    ``half_j`` and a sign, and adds it: in the lanes' units (``>> subpix - 1``, see below)
@@ -116,12 +116,35 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
 
 Throughput: the MSAA schedule
 -----------------------------
-Per edge the lanes test 256 samples per clock. At 1x lane ``k`` is span ``k``: every
-block takes one clock. With ``S`` samples the ``p`` combined-PARTIAL spans are numbered
-in order (their *rank*) and go through in batches of ``16 / S`` spans, the ``S`` lanes
-of a group holding the ``S`` samples of one span: a block takes ``max(1, ceil(p*S/16))``
-clocks, ``= max(1, ceil(16*p*S/256))``; FULL and EMPTY spans are written in the first
-batch and cost nothing. Earlier stages hold while a block's batches go through.
+Per edge the ``L = lanes`` lanes (default 16) test ``16 L`` samples per clock. With 16
+lanes, at 1x lane ``k`` is span ``k``: every block takes one clock. With ``S`` samples
+the ``p`` combined-PARTIAL spans are numbered in order (their *rank*) and their
+``(rank, sample)`` pairs go through the lanes ``L`` at a time: for ``S <= L`` in batches
+of ``L / S`` spans, the ``S`` lanes of group ``r`` holding the ``S`` samples of span
+``order[r]``; for ``S > L`` (a *wide* mode: 16x at 8 lanes, 8x and 16x at 4) a span's
+samples take ``S / L`` batches, lane ``l`` holding sample ``bL + l`` in the span's batch
+``b``. With fewer than 16 lanes 1x is batched too (as ``S = 1``: lane ``r`` takes span
+``order[r]``). A block takes ``max(1, ceil(p*S/L))`` clocks
+(``golden.raster.block_clocks``; at 16 lanes ``max(1, ceil(16*p*S/256))``, the
+seed's); FULL and EMPTY spans are written in the first batch and cost nothing. Earlier
+stages hold while a block's batches go through. In a wide mode each lane's sample
+values (``lane_lo``) are kept in stage 3 as ``S / L`` sets that rotate with each batch
+(:meth:`BlockRasterizer._rotate_samples`), ``order`` moves on after a span's last
+batch, and the output mask's chunks that a wide mode reaches are written in pieces of
+``L`` bits, each by the batch that holds its samples.
+
+Clocks per block on the bench's mixed workload (638 blocks per mode; blocks / samples
+per clock from ``block_clocks``):
+
+=====  ===============  ===============  ===============
+mode   16 lanes         8 lanes          4 lanes
+=====  ===============  ===============  ===============
+1x     1.000 / 256      0.889 / 227      0.679 / 174
+2x     0.889 / 455      0.679 / 348      0.440 / 225
+4x     0.679 / 696      0.440 / 451      0.251 / 258
+8x     0.440 / 902      0.251 / 515      0.126 / 258
+16x    0.251 / 1030     0.126 / 515      0.063 / 258
+=====  ===============  ===============  ===============
 
 Flow control
 ------------
@@ -522,8 +545,15 @@ class BlockRasterizer(wiring.Component):
         Clocks from an input handshake to the output word: 7 (the spec's bound), or 8 in
         a build with an MSAA mode, which registers each lane's span choice before its
         adder (stage 3b) for a shorter path on the FPGA. The clocks per block are the
-        same either way (every mode: ``max(1, ceil(16*p*S/256))``); only the latency of
+        same either way (every mode: ``max(1, ceil(p*S/lanes))``); only the latency of
         every mode of the build grows by one.
+    lanes : int
+        16-pixel lanes per edge: 16 (the spec's 256 samples per edge per clock), or 8 or
+        4 in a build with an MSAA mode, for area: a block with ``p`` PARTIAL spans at
+        ``S`` samples takes ``max(1, ceil(p*S/lanes))`` clocks (module docstring, "the
+        MSAA schedule"), every mode batched, 1x too. Any mode works with any lanes (16x
+        at 8 lanes takes two batches a span). A 1x-only build keeps 16 (lane ``k`` is
+        span ``k``, one clock a block; fewer lanes are refused).
 
     Attributes
     ----------
@@ -1004,8 +1034,9 @@ class BlockRasterizer(wiring.Component):
                 "more": self._more_batches(count, mode)}
 
     def _more_batches(self, count, mode):
-        """The block has more than one batch: more than ``16 / S`` PARTIAL spans in its
-        mode (``count`` of them), as gates from the count (no carry chain)."""
+        """The block has more than one batch: more than ``lanes / S`` PARTIAL spans in
+        its mode (``count`` of them; in a wide mode any), as gates from the count (no
+        carry chain)."""
         return self._by_mode(mode, {n: _greater(count, self.lanes // n) if n in self.batched
                                     else Const(0, 1) for n in self.modes})
 
@@ -1282,10 +1313,11 @@ class BlockRasterizer(wiring.Component):
         return Array(half)[k[:3] ^ (~k[3]).replicate(3)], ~k[3]
 
     def _lane_spans(self, m, order, mode):
-        """The span each lane tests in this batch, for every edge: at 1x lane ``l`` tests
-        span ``l`` (a constant in a 1x-only build); at ``S`` samples lane ``l`` is sample
-        ``l % S`` of group ``l // S``, which tests ``order[l // S]`` (the batch's PARTIAL
-        span of that rank)."""
+        """The span each lane tests in this batch, for every edge: at 1x with 16 lanes
+        lane ``l`` tests span ``l`` (a constant in a 1x-only build); at ``S`` samples
+        (and at 1x with fewer lanes) lane ``l`` is sample ``l % S`` of group ``l // S``,
+        which tests ``order[l // S]`` (the batch's PARTIAL span of that rank; in a wide
+        mode every lane tests ``order[0]``)."""
         if not self.msaa_modes:
             return list(range(LANES))
         spans = []
@@ -1406,8 +1438,9 @@ class BlockRasterizer(wiring.Component):
 
     def _chunk_sources(self, c):
         """The lanes that can fill chunk ``c``, as ``(mode, group)``: at 1x the chunk is
-        span ``c``, lane ``c``; at ``n`` samples it is part of span ``k = c // n``, from
-        one of the groups ``0 .. min(k, 16/n - 1)`` (a span's rank is at most ``k``)."""
+        span ``c``, lane ``c`` (with 16 lanes); at ``n`` samples it is part of span ``k =
+        c // n``, from one of the groups ``0 .. min(k, lanes/n - 1)`` (a span's rank is
+        at most ``k``; one group in a wide mode)."""
         sources = []
         for n in self._chunk_modes(c):
             k = c // n
@@ -2141,6 +2174,9 @@ class RasterPipeline(_Format, wiring.Component):
         As :class:`BlockRasterizer`.
     packets : int
         Packets per output word (:class:`PixelPacker`).
+    lanes : int
+        The block rasterizer's lanes per edge (:class:`BlockRasterizer`; 16, or 4 or 8
+        in a build with an MSAA mode).
 
     Attributes
     ----------
@@ -2154,14 +2190,14 @@ class RasterPipeline(_Format, wiring.Component):
     """
 
     def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16,
-                 packets=16):
+                 packets=16, lanes=LANES):
         self._format(edges, modes, subpix, int_bits, tag_bits)
         self.packets = check_int("packets", packets, 1, 16)
         kwargs = dict(edges=edges, modes=modes, subpix=subpix, int_bits=int_bits,
                       tag_bits=tag_bits)
         self.setup = TriangleSetup(**kwargs)
         self.traversal = BlockTraversal(**kwargs)
-        self.block = BlockRasterizer(**kwargs)
+        self.block = BlockRasterizer(**kwargs, lanes=lanes)
         self.packer = PixelPacker(**kwargs, packets=packets)
         super().__init__({
             "i": In(stream.Signature(self.primitive_layout())),

@@ -149,6 +149,12 @@ def test_block_full(build, simulator):
     ({"latency": 8.0}, TypeError, r"latency must be an integer from 7 to 8, not 8\.0"),
     ({"modes": (1,), "latency": 8}, ValueError,
      r"latency must be 7 in a build without an MSAA mode .*, not 8"),
+    ({"lanes": 12}, ValueError, r"lanes must be a power of two from 4 to 16, not 12"),
+    ({"lanes": 2}, ValueError, r"lanes must be a power of two from 4 to 16, not 2"),
+    ({"lanes": 32}, ValueError, r"lanes must be a power of two from 4 to 16, not 32"),
+    ({"lanes": 8.0}, TypeError, r"lanes must be a power of two from 4 to 16, not 8\.0"),
+    ({"modes": (1,), "lanes": 8}, ValueError,
+     r"lanes must be 16 in a build without an MSAA mode .*, not 8"),
 ])
 def test_parameter_errors(kwargs, error, message):
     from hw.raster import BlockRasterizer
