@@ -85,7 +85,8 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
 4. *Lane select* (one row per *batch*; the schedule below, here at 16 lanes): at 1x
    lane ``l`` takes span ``l``; with ``S`` samples lane group ``r`` (lanes ``rS .. rS +
    S - 1``) takes span ``order[r]``, and ``order`` moves on by ``16 / S`` entries per
-   batch, so no lane looks at the batch number. A span's centre offset is ``+-half_j << (subpix + 1)`` (spans ``k`` and
+   batch, so no lane looks at the batch number. A span's centre offset is
+   ``+-half_j << (subpix + 1)`` (spans ``k`` and
    ``15 - k`` are opposite), so each lane picks its span (one choice for all edges:
    span ``l`` at 1x, ``order[l // S]`` at ``S`` samples), then per edge one of 8
    ``half_j`` and a sign, and adds it: in the lanes' units (``>> subpix - 1``, see below)
@@ -633,9 +634,8 @@ class BlockRasterizer(wiring.Component):
         return max(1, n // self.lanes)
 
     def _one_x(self, mode):
-        """The 1x mode bit where 1x has a lane per span (lane ``k`` is span ``k``)
-        beside batched modes; ``None`` in a build where every mode is batched or has
-        one kind."""
+        """The 1x mode bit where 1x has a lane per span (lane ``k`` is span ``k``, 16
+        lanes) beside batched modes; ``None`` where 1x is batched or not a mode."""
         return mode[0] if 1 in self.modes and 1 not in self.batched else None
 
     # ------------------------------------------------------------------ layouts
@@ -989,9 +989,9 @@ class BlockRasterizer(wiring.Component):
                 "lo": st.reg(lo[:self.lane_bits], f"lo{e}", group=e),
                 # edge 3 may be unused (a triangle): its flag with the edge's registers
                 "used": st.reg(used[e], f"used{e}", group=e) if e == 3 else Const(1, 1),
-                **dict(zip(("lane_msaa", "lane_msaa_sets"),
-                           self._lane_msaa(m, edge, mode, st, e))),
             })
+            edges[-1]["lane_msaa"], edges[-1]["lane_msaa_sets"] = \
+                self._lane_msaa(m, edge, mode, st, e)
         box = r1["box"]
         if self.msaa_modes:                     # registered in stage 1 (_offsets)
             col, row, cols, rows = box["col"], box["row"], box["span_cols"], box["span_rows"]
@@ -1088,7 +1088,7 @@ class BlockRasterizer(wiring.Component):
             # wide modes: the sets of the later batches of a span (_rotate_samples)
             lane_sets = [st.regs([(edge["lo"][s - 4:] + msaa)[3:3 + self.test_bits]
                                   for msaa in values], f"lane_lo{e}_set{r + 1}_", group=quad)
-                         for r, values in enumerate(edge["lane_msaa_sets"] or [])]
+                         for r, values in enumerate(edge["lane_msaa_sets"])]
             edges.append({
                 "full": st.reg(full & used.replicate(SPANS), f"full{e}", group=e),
                 "part": st.reg(part & used.replicate(SPANS), f"part{e}", group=e),
@@ -1486,12 +1486,16 @@ class BlockRasterizer(wiring.Component):
                                          Const(base[n], 5) for n in here})
             src.append(st.reg(index, f"src{c}", unsigned((len(sources) - 1).bit_length()),
                               self._chunk_group(c)))
-        return {"src": src,
-                "wr": [[st.reg(v, f"wr{c}" if len(vs) == 1 else f"wr{c}_{q}",
-                               group=self._chunk_group(c)) for q, v in enumerate(vs)]
-                       for c, vs in enumerate(wr)],
+        return {"src": src, "wr": self._plan_regs(st, "wr", wr),
                 "fill": [st.reg(v, f"fill{c}", group=self._chunk_group(c))
                          for c, v in enumerate(fill)]}
+
+    def _plan_regs(self, st, name, chunks):
+        """Registers of a per-piece plan bit (``wr``: a list of pieces per chunk,
+        :meth:`_pieces`), named ``wr{c}`` for a whole chunk, ``wr{c}_{q}`` for pieces."""
+        return [[st.reg(v, f"{name}{c}" if len(values) == 1 else f"{name}{c}_{q}",
+                        group=self._chunk_group(c)) for q, v in enumerate(values)]
+                for c, values in enumerate(chunks)]
 
     def _sub_is(self, r4, n, q, write):
         """``write`` (this batch writes the chunk at ``n`` samples) for piece ``q`` of
@@ -1516,11 +1520,11 @@ class BlockRasterizer(wiring.Component):
                  for lane in range(self.lanes)]
         edges = [{k: st.reg(edge[k], f"{k}{e}", group=e) for k in ("class_full", "class_part")}
                  for e, edge in enumerate(r5["edges"])]
-        plan = {k: [v if v is None else st.reg(v, f"{k}{c}", group=self._chunk_group(c))
-                    for c, v in enumerate(r5[k])] if k != "wr" else
-                [[st.reg(v, f"wr{c}" if len(vs) == 1 else f"wr{c}_{q}",
-                         group=self._chunk_group(c)) for q, v in enumerate(vs)]
-                 for c, vs in enumerate(r5["wr"])] for k in ("src", "wr", "fill")}
+        plan = {}
+        for k in ("src", "wr", "fill"):         # in this order: the Verilog's names
+            plan[k] = self._plan_regs(st, k, r5[k]) if k == "wr" else [
+                v if v is None else st.reg(v, f"{k}{c}", group=self._chunk_group(c))
+                for c, v in enumerate(r5[k])]
         passed = {k: st.reg(r5[k], k) for k in
                   ("first", "col", "row", "span_full", "span_part")}
         return {"lanes": lanes, "edges": edges, **plan, **passed,
