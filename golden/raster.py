@@ -104,8 +104,13 @@ Decisions where the spec is open
    ("spans") evaluates all sixteen 4x4 spans of every visited block. A tile is
    "crossed by >= m edges" when it is combined PARTIAL and at least m edges are
    PARTIAL on it; the seed's "1 edge / 2 edges / 3 edges" rows are these cumulative
-   counts ("1 edge" equals "partial"). The block rasterizer's cost is
-   ``max(1, ceil(16 * p * samples / 256))`` clocks for a block with p PARTIAL spans.
+   counts ("1 edge" equals "partial"). The block rasterizer's cost
+   (:func:`block_clocks`) is ``max(1, ceil(p * samples / lanes))`` clocks for a block
+   with p PARTIAL spans and ``lanes`` 16-pixel lanes per edge: the (span, sample) pairs
+   of its PARTIAL spans, ``lanes`` of them a clock. With the default 16 lanes this is
+   ``max(1, ceil(16 * p * samples / 256))``, the seed's; a build with 16 lanes tests
+   every span at 1x in its one clock, FULL and EMPTY spans included, so the formula
+   holds there too.
 """
 
 import math
@@ -123,7 +128,7 @@ __all__ = [
     "Setup", "setup", "coverage", "coverage_count", "coverage_ids",
     "BlockRecord", "block_records", "rasterize_block",
     "PixelPacket", "pack_block", "pixel_packets",
-    "span_statistics", "statistics_table", "benchmark_coverage",
+    "block_clocks", "span_statistics", "statistics_table", "benchmark_coverage",
     "HIERARCHICAL_STAGES", "hierarchical_model",
 ]
 
@@ -944,11 +949,40 @@ def _shares(acc):
     return acc
 
 
+def block_clocks(partial_spans, samples, lanes=16):
+    """The block rasterizer's clocks for blocks with ``partial_spans`` combined-PARTIAL
+    spans at ``samples`` per pixel with ``lanes`` 16-pixel lanes per edge (decision 8):
+    ``max(1, ceil(p * samples / lanes))`` each.
+
+    Parameters
+    ----------
+    partial_spans : int or array of int
+        PARTIAL spans per block, 0 to 16.
+    samples : int
+        Samples per pixel (1, 2, 4, 8, 16).
+    lanes : int
+        Lanes per edge, a power of two from 4 to 16.
+
+    Returns
+    -------
+    int or numpy array
+        Clocks per block, of the shape of ``partial_spans``.
+    """
+    _check_samples(samples)
+    if isinstance(lanes, bool) or not isinstance(lanes, int):
+        raise TypeError(f"lanes must be a power of two from 4 to 16, not {lanes!r}")
+    if lanes not in (4, 8, 16):
+        raise ValueError(f"lanes must be a power of two from 4 to 16, not {lanes!r}")
+    clocks = np.maximum(1, -(-np.asarray(partial_spans, dtype=np.int64) * samples // lanes))
+    return int(clocks) if clocks.ndim == 0 else clocks
+
+
 def span_statistics(vertices, width, height, samples=1, scissor=None, cull_back=False, *,
-                    front_ccw=False, subpix=SUBPIX, int_bits=INT_BITS):
+                    front_ccw=False, subpix=SUBPIX, int_bits=INT_BITS, lanes=16):
     """Span statistics of the seed's Tables 2-3 and the block rasterizer's cost.
 
-    Parameters are those of :func:`coverage`.
+    Parameters are those of :func:`coverage`, and ``lanes`` (the block rasterizer's
+    lanes per edge, for ``clocks``: :func:`block_clocks`).
 
     Returns
     -------
@@ -963,6 +997,7 @@ def span_statistics(vertices, width, height, samples=1, scissor=None, cull_back=
         share_crossed`` (fractions of ``tiles``).
     """
     cfg = _config(width, height, samples, scissor, cull_back, front_ccw, subpix, int_bits)
+    block_clocks(0, cfg.samples, lanes)                 # checks lanes
     st = _setup(_check_vertices(vertices, cfg.subpix, cfg.int_bits), cfg)
     E, s = st.n_edges, cfg.subpix
     levels = {L: _empty_level(E) for L in LEVELS}
@@ -995,7 +1030,7 @@ def span_statistics(vertices, width, height, samples=1, scissor=None, cull_back=
                 _count(spans, edge, comb, np.ones(comb.shape, dtype=bool))
                 p_spans = (comb == PARTIAL).reshape(nb, 16).sum(axis=1)
                 hist += np.bincount(p_spans, minlength=17)
-                clocks += int(np.maximum(1, -(-16 * p_spans * cfg.samples // 256)).sum())
+                clocks += int(block_clocks(p_spans, cfg.samples, lanes).sum())
             evaluated = (np.ones(comb.shape, dtype=bool) if parent is None else
                          parent.repeat(2, axis=1).repeat(2, axis=2))
             _count(levels[L], edge, comb, evaluated)

@@ -69,7 +69,7 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    counts, then the row totals added in a balanced tree: 2 small adders, not a chain of
    15, written as gates so that yosys makes LUTs of them, not carry chains; MSAA builds
    count in stage 2) and, from the ranks, ``order``: the PARTIAL spans in rank order,
-   and whether the block has more than one batch (more than ``16 / S`` PARTIAL spans,
+   and whether the block has more than one batch (more than ``lanes / S`` PARTIAL spans,
    as gates from the count, in stage 2). Per lane
    ``lane_lo = lo +`` its sample offset (MSAA builds; at 1x ``lo``, one copy per quad of
    lanes). Per edge the FULL bits the lanes use, with "edge unused" folded in (an unused
@@ -82,10 +82,11 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    ECP5 the ``(1, 4)`` build's routed critical path ran from ``order`` through a lane's
    span choice and its adder into stage 4 (README, Block 4). One clock more latency in
    every mode of the build; the clocks per block are unchanged.
-4. *Lane select* (one row per *batch*): at 1x lane ``l`` takes span ``l``; with ``S``
-   samples lane group ``r`` (lanes ``rS .. rS + S - 1``) takes span ``order[r]``, and
-   ``order`` moves on by ``16 / S`` entries per batch, so no lane looks at the batch
-   number. A span's centre offset is ``+-half_j << (subpix + 1)`` (spans ``k`` and
+4. *Lane select* (one row per *batch*; the schedule below, here at 16 lanes): at 1x
+   lane ``l`` takes span ``l``; with ``S`` samples lane group ``r`` (lanes ``rS .. rS +
+   S - 1``) takes span ``order[r]``, and ``order`` moves on by ``16 / S`` entries per
+   batch, so no lane looks at the batch number. A span's centre offset is
+   ``+-half_j << (subpix + 1)`` (spans ``k`` and
    ``15 - k`` are opposite), so each lane picks its span (one choice for all edges:
    span ``l`` at 1x, ``order[l // S]`` at ``S`` samples), then per edge one of 8
    ``half_j`` and a sign, and adds it: in the lanes' units (``>> subpix - 1``, see below)
@@ -116,12 +117,35 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
 
 Throughput: the MSAA schedule
 -----------------------------
-Per edge the lanes test 256 samples per clock. At 1x lane ``k`` is span ``k``: every
-block takes one clock. With ``S`` samples the ``p`` combined-PARTIAL spans are numbered
-in order (their *rank*) and go through in batches of ``16 / S`` spans, the ``S`` lanes
-of a group holding the ``S`` samples of one span: a block takes ``max(1, ceil(p*S/16))``
-clocks, ``= max(1, ceil(16*p*S/256))``; FULL and EMPTY spans are written in the first
-batch and cost nothing. Earlier stages hold while a block's batches go through.
+Per edge the ``L = lanes`` lanes (default 16) test ``16 L`` samples per clock. With 16
+lanes, at 1x lane ``k`` is span ``k``: every block takes one clock. With ``S`` samples
+the ``p`` combined-PARTIAL spans are numbered in order (their *rank*) and their
+``(rank, sample)`` pairs go through the lanes ``L`` at a time: for ``S <= L`` in batches
+of ``L / S`` spans, the ``S`` lanes of group ``r`` holding the ``S`` samples of span
+``order[r]``; for ``S > L`` (a *wide* mode: 16x at 8 lanes, 8x and 16x at 4) a span's
+samples take ``S / L`` batches, lane ``l`` holding sample ``bL + l`` in the span's batch
+``b``. With fewer than 16 lanes 1x is batched too (as ``S = 1``: lane ``r`` takes span
+``order[r]``). A block takes ``max(1, ceil(p*S/L))`` clocks
+(``golden.raster.block_clocks``; at 16 lanes ``max(1, ceil(16*p*S/256))``, the
+seed's); FULL and EMPTY spans are written in the first batch and cost nothing. Earlier
+stages hold while a block's batches go through. In a wide mode each lane's sample
+values (``lane_lo``) are kept in stage 3 as ``S / L`` sets that rotate with each batch
+(:meth:`BlockRasterizer._rotate_samples`), ``order`` moves on after a span's last
+batch, and the output mask's chunks that a wide mode reaches are written in pieces of
+``L`` bits, each by the batch that holds its samples.
+
+Clocks per block on the bench's mixed workload (638 blocks per mode; blocks / samples
+per clock from ``block_clocks``):
+
+=====  ===============  ===============  ===============
+mode   16 lanes         8 lanes          4 lanes
+=====  ===============  ===============  ===============
+1x     1.000 / 256      0.889 / 227      0.679 / 174
+2x     0.889 / 455      0.679 / 348      0.440 / 225
+4x     0.679 / 696      0.440 / 451      0.251 / 258
+8x     0.440 / 902      0.251 / 515      0.126 / 258
+16x    0.251 / 1030     0.126 / 515      0.063 / 258
+=====  ===============  ===============  ===============
 
 Flow control
 ------------
@@ -238,7 +262,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.sync import StreamBuffer
-from hw.params import check_int
+from hw.params import check_int, check_pow2
 
 __all__ = ["SAMPLE_COUNTS", "SAMPLE_PATTERNS", "BlockRasterizer", "TriangleSetup", "BlockTraversal",
            "PixelPacker", "RasterPipeline", "DESIGNS"]
@@ -522,8 +546,15 @@ class BlockRasterizer(wiring.Component):
         Clocks from an input handshake to the output word: 7 (the spec's bound), or 8 in
         a build with an MSAA mode, which registers each lane's span choice before its
         adder (stage 3b) for a shorter path on the FPGA. The clocks per block are the
-        same either way (every mode: ``max(1, ceil(16*p*S/256))``); only the latency of
+        same either way (every mode: ``max(1, ceil(p*S/lanes))``); only the latency of
         every mode of the build grows by one.
+    lanes : int
+        16-pixel lanes per edge: 16 (the spec's 256 samples per edge per clock), or 8 or
+        4 in a build with an MSAA mode, for area: a block with ``p`` PARTIAL spans at
+        ``S`` samples takes ``max(1, ceil(p*S/lanes))`` clocks (module docstring, "the
+        MSAA schedule"), every mode batched, 1x too. Any mode works with any lanes (16x
+        at 8 lanes takes two batches a span). A 1x-only build keeps 16 (lane ``k`` is
+        span ``k``, one clock a block; fewer lanes are refused).
 
     Attributes
     ----------
@@ -556,7 +587,7 @@ class BlockRasterizer(wiring.Component):
     """
 
     def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16,
-                 latency=7):
+                 latency=7, lanes=LANES):
         self.edges = check_int("edges", edges, 3, 4)
         self.modes = _check_modes(modes)
         self.subpix = check_int("subpix", subpix, 4, 12)
@@ -574,12 +605,38 @@ class BlockRasterizer(wiring.Component):
         self.test_bits = w + 5                  # the same without their subpix - 1 LSBs
         self.max_samples = max(self.modes)
         self.msaa_modes = tuple(s for s in self.modes if s > 1)
+        self.lanes = self._check_lanes(lanes)
+        # the modes whose blocks go through the lanes in batches of PARTIAL spans (at 1x
+        # with 16 lanes lane k is span k: one batch)
+        self.batched = tuple(s for s in self.modes if s > 1 or self.lanes < LANES)
+        # the wide modes: more samples than lanes, several batches per span
+        self.wide = tuple(s for s in self.modes if s > self.lanes)
+        # the batch number of a block: up to 16 spans' samples, lanes at a time
+        self.batch_bits = max(4, (SPANS * self.max_samples // self.lanes - 1).bit_length())
         self.lane_groups = 4                    # register groups with enables of their own
         super().__init__({
             "i": In(stream.Signature(self.in_layout())),
             "o": Out(stream.Signature(self.out_layout())),
             "error": Out(1),
         })
+
+    def _check_lanes(self, lanes):
+        """``lanes``: a power of two from 4 to 16; below 16 only in an MSAA build."""
+        check_pow2("lanes", lanes, 4, LANES)
+        if lanes < LANES and not self.msaa_modes:
+            raise ValueError(f"lanes must be 16 in a build without an MSAA mode (lane k "
+                             f"is span k), not {lanes}")
+        return lanes
+
+    def _subs(self, n):
+        """Batches per span at ``n`` samples: ``n / lanes`` in a wide mode (more samples
+        than lanes: a span's samples go through ``lanes`` at a time), else 1."""
+        return max(1, n // self.lanes)
+
+    def _one_x(self, mode):
+        """The 1x mode bit where 1x has a lane per span (lane ``k`` is span ``k``, 16
+        lanes) beside batched modes; ``None`` where 1x is batched or not a mode."""
+        return mode[0] if 1 in self.modes and 1 not in self.batched else None
 
     # ------------------------------------------------------------------ layouts
 
@@ -646,7 +703,7 @@ class BlockRasterizer(wiring.Component):
 
     def _quad(self, lane):
         """The register group of lane ``lane`` (lanes ``4q .. 4q + 3`` at 4 groups)."""
-        return lane * self.lane_groups // LANES
+        return lane * self.lane_groups // self.lanes
 
     def _odd_multiples(self, x, odd_set):
         """``{k: k*x}`` for the odd ``k`` in ``odd_set`` (and ``-1``): one adder each
@@ -666,7 +723,7 @@ class BlockRasterizer(wiring.Component):
         r1 = self._offsets(m, head, s1)
         r2 = self._corners(m, r1, s2)
         r3 = self._span_select(m, r2, s3)
-        batch = Signal(4)                       # batch of the block in stage 3
+        batch = Signal(self.batch_bits)         # batch of the block in stage 3
         misc = flow.copy("load", "misc")        # more: stage 3 holds, batches are left
         # latency 8: stage 3b registers each lane's span choice, stage 4 adds it
         s3b = _Stage("s3b") if self.latency == 8 else None
@@ -720,9 +777,40 @@ class BlockRasterizer(wiring.Component):
             order = r3["order"]
             with m.If(adv & misc["more"]):
                 m.d.sync += [order[j].eq(self._by_mode(r3["meta"].mode, {
-                    n: order[j + LANES // n] if j + LANES // n < SPANS else 0
-                    for n in self.msaa_modes})) for j in range(SPANS)]
+                    n: self._next_order(order, j, n, batch) for n in self.batched}))
+                    for j in range(SPANS)]
+            self._rotate_samples(m, r3, flow)
         return m
+
+    def _next_order(self, order, j, n, batch):
+        """``order[j]`` for the next batch at ``n`` samples: ``lanes / n`` spans on, or in
+        a wide mode one span on after the span's last batch."""
+        step = max(1, self.lanes // n)
+        after = order[j + step] if j + step < SPANS else 0
+        if n not in self.wide:
+            return after
+        subs = self._subs(n)
+        return Mux(batch[:_log2(subs)] == subs - 1, after, order[j])
+
+    def _rotate_samples(self, m, r3, flow):
+        """Wide modes: each lane's sample values move on by one set with each batch of
+        a block (set ``r`` holds the lane's ``lo`` plus its sample ``r*lanes + l``), so
+        that the lane reads the batch's set from one register with no batch number; a
+        span's last batch brings back set 0 for the next span. Each quad of lanes of an
+        edge rotates with its own flow copy's ``adv & more``."""
+        if not self.wide:
+            return
+        mode = r3["meta"].mode
+        wide = Cat(mode[self.modes.index(n)] for n in self.wide).any()
+        for e, edge in enumerate(r3["edges"]):
+            sets = [edge["lane_lo"]] + edge["lane_sets"]
+            for lane in range(self.lanes):
+                copy = flow.copy("load", (e, self._quad(lane)))
+                with m.If((~copy["full"] | self.o.ready) & copy["more"] & wide):
+                    m.d.sync += [sets[r][lane].eq(self._by_mode(mode, {
+                        n: sets[(r + 1) % self._subs(n)][lane] if r < self._subs(n)
+                        else sets[r][lane] for n in self.wide}))
+                        for r in range(len(sets))]
 
     @staticmethod
     def _flow_group(stage, kind, group):
@@ -901,8 +989,9 @@ class BlockRasterizer(wiring.Component):
                 "lo": st.reg(lo[:self.lane_bits], f"lo{e}", group=e),
                 # edge 3 may be unused (a triangle): its flag with the edge's registers
                 "used": st.reg(used[e], f"used{e}", group=e) if e == 3 else Const(1, 1),
-                "lane_msaa": self._lane_msaa(m, edge, mode, st, e),
             })
+            edges[-1]["lane_msaa"], edges[-1]["lane_msaa_sets"] = \
+                self._lane_msaa(m, edge, mode, st, e)
         box = r1["box"]
         if self.msaa_modes:                     # registered in stage 1 (_offsets)
             col, row, cols, rows = box["col"], box["row"], box["span_cols"], box["span_rows"]
@@ -945,23 +1034,32 @@ class BlockRasterizer(wiring.Component):
                 "more": self._more_batches(count, mode)}
 
     def _more_batches(self, count, mode):
-        """The block has more than one batch: more than ``16 / S`` PARTIAL spans in its
-        mode (``count`` of them), as gates from the count (no carry chain)."""
-        return self._by_mode(mode, {n: _greater(count, LANES // n) if n > 1 else Const(0, 1)
-                                    for n in self.modes})
+        """The block has more than one batch: more than ``lanes / S`` PARTIAL spans in
+        its mode (``count`` of them; in a wide mode any), as gates from the count (no
+        carry chain)."""
+        return self._by_mode(mode, {n: _greater(count, self.lanes // n) if n in self.batched
+                                    else Const(0, 1) for n in self.modes})
 
     def _lane_msaa(self, m, edge, mode, st, e):
-        """Per lane ``ox*A + oy*B`` for the lane's sample ``l % S`` in the block's mode."""
+        """Per lane ``ox*A + oy*B`` for the lane's sample ``l % S`` in the block's mode;
+        and in a build with wide modes (:meth:`_subs`) the sets of the batches after a
+        span's first (set ``r`` >= 1: the lane's sample ``r*lanes + l``). Returns
+        ``(lanes, sets)``."""
         if not self.msaa_modes:
-            return None
+            return None, []
         per_mode = {}
         for samples in self.modes:
             per_mode[samples] = [
                 _wire(m, _lin(edge["odd_a"], edge["odd_b"], *SAMPLE_PATTERNS[samples][k]),
                       f"msaa{e}_{samples}x{k}") for k in range(samples)]
         lanes = [self._by_mode(mode, {n: v[lane % n] for n, v in per_mode.items()})
-                 for lane in range(LANES)]
-        return st.regs(lanes, f"msaa{e}_", signed(self.coef_bits + 5), e)
+                 for lane in range(self.lanes)]
+        shape = signed(self.coef_bits + 5)
+        sets = [st.regs([self._by_mode(mode, {n: per_mode[n][r * self.lanes + lane]
+                                              for n in self.wide if r < self._subs(n)})
+                         for lane in range(self.lanes)], f"msaa{e}_set{r}_", shape, e)
+                for r in range(1, max(map(self._subs, self.modes)))]
+        return st.regs(lanes, f"msaa{e}_", shape, e), sets
 
     def _span_select(self, m, r2, st):
         """Stage 3: per-edge span classes, the rank-ordered list of the PARTIAL spans (from
@@ -987,12 +1085,17 @@ class BlockRasterizer(wiring.Component):
                 lane_lo = st.regs([(edge["lo"][s - 4:] + msaa)[3:3 + self.test_bits]
                                    for msaa in edge["lane_msaa"]], f"lane_lo{e}_",
                                   group=quad)
+            # wide modes: the sets of the later batches of a span (_rotate_samples)
+            lane_sets = [st.regs([(edge["lo"][s - 4:] + msaa)[3:3 + self.test_bits]
+                                  for msaa in values], f"lane_lo{e}_set{r + 1}_", group=quad)
+                         for r, values in enumerate(edge["lane_msaa_sets"])]
             edges.append({
                 "full": st.reg(full & used.replicate(SPANS), f"full{e}", group=e),
                 "part": st.reg(part & used.replicate(SPANS), f"part{e}", group=e),
                 # FULL for the lanes: an unused edge passes every sample.
                 "lane_full": st.reg(fulls[-1], f"lane_full{e}", group=e),
                 "lane_lo": lane_lo,
+                "lane_sets": lane_sets,
                 "half": st.regs(edge["half"], f"half{e}_", group=e),
                 "empty": st.reg(empties[-1], f"empty{e}", group=e),
             })
@@ -1007,17 +1110,24 @@ class BlockRasterizer(wiring.Component):
             # At 1x the combined classes are only reported: stage 4 combines the edges'.
             return result
         comb_full, comb_part = r2["comb_full"], r2["comb_part"]
-        n_last = self._by_mode(meta.mode, {
-            n: Mux(count == 0, 0, (count - 1) >> (4 - _log2(n))) if n > 1 else Const(0, 4)
-            for n in self.modes})
+        n_last = self._by_mode(meta.mode, {n: self._last_batch(count, n) for n in self.modes})
         return {**result,
                 "span_full": st.reg(comb_full, "span_full"),
                 "span_part": st.reg(comb_part, "span_part"),
                 "rank": st.regs(ranks, "rank", unsigned(4)),
                 "order": st.regs(order, "order", unsigned(4)),
-                "n_last": st.reg(n_last, "n_last", unsigned(4)),
+                "n_last": st.reg(n_last, "n_last", unsigned(self.batch_bits)),
                 # the entering block's last batch is its second: its more_on at batch 0
                 "second_last": n_last == 1}
+
+    def _last_batch(self, count, n):
+        """The number of a block's last batch at ``n`` samples from its ``count`` of
+        PARTIAL spans: ``ceil(count * n / lanes) - 1`` (0 for none)."""
+        if n not in self.batched:
+            return Const(0, 4)
+        if n in self.wide:
+            return Mux(count == 0, 0, (count << _log2(self._subs(n))) - 1)
+        return Mux(count == 0, 0, (count - 1) >> _log2(self.lanes // n))
 
     @staticmethod
     def _order(m, part, ranks):
@@ -1115,7 +1225,7 @@ class BlockRasterizer(wiring.Component):
         It moves with stages 4-6, one batch a clock, so ``order`` moves on as before."""
         meta = r3["meta"]
         spans = self._lane_spans(m, r3["order"], meta.mode)
-        one_x = meta.mode[0] if 1 in self.modes else None
+        one_x = self._one_x(meta.mode)
         edges = []
         for e, edge in enumerate(r3["edges"]):
             quad = lambda lane, e=e: (e, self._quad(lane))
@@ -1148,7 +1258,7 @@ class BlockRasterizer(wiring.Component):
         meta = r3["meta"]
         spans = None if "choice" in r3["edges"][0] else \
             self._lane_spans(m, r3["order"], meta.mode)
-        one_x = meta.mode[0] if self.msaa_modes and 1 in self.modes else None
+        one_x = self._one_x(meta.mode) if self.msaa_modes else None
         edges = []
         for e, edge in enumerate(r3["edges"]):
             folded, negative, full, part = self._edge_lanes(m, edge, spans, one_x, e)
@@ -1164,7 +1274,7 @@ class BlockRasterizer(wiring.Component):
                                            zip(full, part, negative)], f"pass{e}_",
                                           group=quad),
                           "fail": st.regs([self._fail_bits(full[lane], part[lane], mag_neg)
-                                           for lane in range(LANES)], f"fail{e}_",
+                                           for lane in range(self.lanes)], f"fail{e}_",
                                           group=quad),
                           "class_full": st.reg(edge["full"], f"cfull{e}", group=e),
                           "class_part": st.reg(edge["part"], f"cpart{e}", group=e)})
@@ -1172,6 +1282,9 @@ class BlockRasterizer(wiring.Component):
         return {"edges": edges, "write": st.reg(write, "write"),
                 "group": st.regs(group, "group", unsigned(3)),
                 "first": st.reg(batch == 0, "first"),
+                # wide modes: which of a span's batches this is (its samples' set)
+                **({"sub": st.reg(batch[:_log2(max(map(self._subs, self.modes)))], "sub")}
+                   if self.wide else {}),
                 "last": st.reg(~more, "last"),
                 "col": st.reg(r3["col"], "col"), "row": st.reg(r3["row"], "row"),
                 **self._span_classes(m, r3, st),
@@ -1200,16 +1313,17 @@ class BlockRasterizer(wiring.Component):
         return Array(half)[k[:3] ^ (~k[3]).replicate(3)], ~k[3]
 
     def _lane_spans(self, m, order, mode):
-        """The span each lane tests in this batch, for every edge: at 1x lane ``l`` tests
-        span ``l`` (a constant in a 1x-only build); at ``S`` samples lane ``l`` is sample
-        ``l % S`` of group ``l // S``, which tests ``order[l // S]`` (the batch's PARTIAL
-        span of that rank)."""
+        """The span each lane tests in this batch, for every edge: at 1x with 16 lanes
+        lane ``l`` tests span ``l`` (a constant in a 1x-only build); at ``S`` samples
+        (and at 1x with fewer lanes) lane ``l`` is sample ``l % S`` of group ``l // S``,
+        which tests ``order[l // S]`` (the batch's PARTIAL span of that rank; in a wide
+        mode every lane tests ``order[0]``)."""
         if not self.msaa_modes:
             return list(range(LANES))
         spans = []
-        for lane in range(LANES):
-            choice = {n: order[lane // n] for n in self.msaa_modes}
-            if 1 in self.modes:
+        for lane in range(self.lanes):
+            choice = {n: order[lane // n] for n in self.batched}
+            if 1 in self.modes and 1 not in self.batched:
                 choice[1] = Const(lane, 4)
             spans.append(_wire(m, self._by_mode(mode, choice), f"span{lane}", unsigned(4)))
         return spans
@@ -1234,7 +1348,7 @@ class BlockRasterizer(wiring.Component):
         of the 8 ``half_j`` and the FULL / PARTIAL bits per lane (:meth:`_lane_choice`),
         or, with ``spans`` ``None``, the choices stage 3b registered (``edge["choice"]``)."""
         folded, negative, full, part = [], [], [], []
-        for lane in range(LANES):
+        for lane in range(self.lanes):
             if spans is None:
                 half, neg, f, p = edge["choice"][lane]
             else:
@@ -1253,12 +1367,21 @@ class BlockRasterizer(wiring.Component):
         """Which spans this batch writes, and the lane group that holds each."""
         mode, part, ranks = r3["meta"].mode, r3.get("span_part"), r3["rank"]
         write = self._by_mode(mode, {
-            n: (part & Cat((ranks[k] >> (4 - _log2(n))) == batch for k in range(SPANS))
-                if n > 1 else Const((1 << SPANS) - 1, SPANS)) for n in self.modes})
-        group = [self._by_mode(mode, {n: (ranks[k] & ((LANES // n) - 1)) if n > 1 else
+            n: (part & Cat(self._in_batch(ranks[k], n, batch) for k in range(SPANS))
+                if n in self.batched else Const((1 << SPANS) - 1, SPANS)) for n in self.modes})
+        group = [self._by_mode(mode, {n: (ranks[k] & (max(1, self.lanes // n) - 1))
+                                      if n in self.batched else
                                       Const(0, 3) for n in self.modes})
                  for k in range(SPANS)]
         return write, group
+
+    def _in_batch(self, rank, n, batch):
+        """Whether batch ``batch`` holds the PARTIAL span of rank ``rank`` at ``n``
+        samples: ``lanes / n`` spans a batch, or in a wide mode ``n / lanes`` batches a
+        span."""
+        if n in self.wide:
+            return (batch >> _log2(self._subs(n))) == rank
+        return (rank >> _log2(self.lanes // n)) == batch
 
     @staticmethod
     def _fail_bits(full, part, mag_neg):
@@ -1294,7 +1417,8 @@ class BlockRasterizer(wiring.Component):
         the comparators of different edges sit far apart on the device."""
         edges = []
         for e, edge in enumerate(r4["edges"]):
-            masks = [self._lane_mask(m, edge, lane, f"ok{e}_{lane}") for lane in range(LANES)]
+            masks = [self._lane_mask(m, edge, lane, f"ok{e}_{lane}")
+                     for lane in range(self.lanes)]
             edges.append({"mask": st.regs(masks, f"mask{e}_",
                                           group=lambda lane, e=e: (e, self._quad(lane))),
                           "class_full": st.reg(edge["class_full"], f"cfull{e}", group=e),
@@ -1314,13 +1438,23 @@ class BlockRasterizer(wiring.Component):
 
     def _chunk_sources(self, c):
         """The lanes that can fill chunk ``c``, as ``(mode, group)``: at 1x the chunk is
-        span ``c``, lane ``c``; at ``n`` samples it is part of span ``k = c // n``, from
-        one of the groups ``0 .. min(k, 16/n - 1)`` (a span's rank is at most ``k``)."""
+        span ``c``, lane ``c`` (with 16 lanes); at ``n`` samples it is part of span ``k =
+        c // n``, from one of the groups ``0 .. min(k, lanes/n - 1)`` (a span's rank is
+        at most ``k``; one group in a wide mode)."""
         sources = []
         for n in self._chunk_modes(c):
             k = c // n
-            sources += [(1, k)] if n == 1 else [(n, g) for g in range(min(k, LANES // n - 1) + 1)]
+            sources += ([(n, g) for g in range(min(k, max(1, self.lanes // n) - 1) + 1)]
+                        if n in self.batched else [(1, k)])
         return sources
+
+    def _pieces(self, c):
+        """The pieces of chunk ``c`` written apart, as bit ranges within the chunk: the
+        chunk, or where a wide mode reaches it ``16 / lanes`` pieces of ``lanes`` bits
+        (in a wide mode piece ``q`` holds samples of the span's batch ``q % (n/lanes)``)."""
+        if not any(n in self.wide for n in self._chunk_modes(c)):
+            return [(0, 16)]
+        return [(q * self.lanes, (q + 1) * self.lanes) for q in range(16 // self.lanes)]
 
     def _mask_plan(self, r4, st):
         """Per 16-bit chunk ``c`` of the output mask, registered in stage 5: ``src``, the
@@ -1336,25 +1470,41 @@ class BlockRasterizer(wiring.Component):
             here = self._chunk_modes(c)
             sources = self._chunk_sources(c)
             if not self.msaa_modes:
-                src.append(None), wr.append(Const(1, 1)), fill.append(Const(0, 1))
+                src.append(None), wr.append([Const(1, 1)]), fill.append(Const(0, 1))
                 continue
             # (a one-mode build has only well-formed blocks of its mode)
             on = {n: mode[self.modes.index(n)] if len(self.modes) > 1 else Const(1, 1)
                   for n in here}
-            wr.append(Cat(on[n] & write[c // n] for n in here).any())
+            wr.append([Cat(self._sub_is(r4, n, q, on[n] & write[c // n]) for n in here).any()
+                       for q in range(len(self._pieces(c)))])
             fill.append(first & Cat(on[n] & full[c // n] for n in here).any())
             if len(sources) == 1:
                 src.append(None)
                 continue
-            base = {n: sources.index((n, 0 if n > 1 else c)) for n in here}
-            index = self._by_mode(mode, {n: base[n] + group[c // n] if n > 1 else
+            base = {n: sources.index((n, 0 if n in self.batched else c)) for n in here}
+            index = self._by_mode(mode, {n: base[n] + group[c // n] if n in self.batched else
                                          Const(base[n], 5) for n in here})
             src.append(st.reg(index, f"src{c}", unsigned((len(sources) - 1).bit_length()),
                               self._chunk_group(c)))
-        return {"src": src,
-                "wr": [st.reg(v, f"wr{c}", group=self._chunk_group(c)) for c, v in enumerate(wr)],
+        return {"src": src, "wr": self._plan_regs(st, "wr", wr),
                 "fill": [st.reg(v, f"fill{c}", group=self._chunk_group(c))
                          for c, v in enumerate(fill)]}
+
+    def _plan_regs(self, st, name, chunks):
+        """Registers of a per-piece plan bit (``wr``: a list of pieces per chunk,
+        :meth:`_pieces`), named ``wr{c}`` for a whole chunk, ``wr{c}_{q}`` for pieces."""
+        return [[st.reg(v, f"{name}{c}" if len(values) == 1 else f"{name}{c}_{q}",
+                        group=self._chunk_group(c)) for q, v in enumerate(values)]
+                for c, values in enumerate(chunks)]
+
+    def _sub_is(self, r4, n, q, write):
+        """``write`` (this batch writes the chunk at ``n`` samples) for piece ``q`` of
+        the chunk (:meth:`_pieces`): in a wide mode only when the batch is the span's
+        ``q % (n/lanes)``."""
+        if n not in self.wide:
+            return write
+        subs = self._subs(n)
+        return write & (r4["sub"][:_log2(subs)] == q % subs)
 
     def _chunk_group(self, c):
         """The register group of chunk ``c`` of the output mask (``lane_groups`` in all;
@@ -1366,11 +1516,15 @@ class BlockRasterizer(wiring.Component):
         crossbar into the output word (the edges' comparators sit apart on the device);
         the rest passes through."""
         lanes = [st.reg(self._and_all([edge["mask"][lane] for edge in r5["edges"]]),
-                        f"lane{lane}", group=("out", self._quad(lane))) for lane in range(LANES)]
+                        f"lane{lane}", group=("out", self._quad(lane)))
+                 for lane in range(self.lanes)]
         edges = [{k: st.reg(edge[k], f"{k}{e}", group=e) for k in ("class_full", "class_part")}
                  for e, edge in enumerate(r5["edges"])]
-        plan = {k: [v if v is None else st.reg(v, f"{k}{c}", group=self._chunk_group(c))
-                    for c, v in enumerate(r5[k])] for k in ("src", "wr", "fill")}
+        plan = {}
+        for k in ("src", "wr", "fill"):         # in this order: the Verilog's names
+            plan[k] = self._plan_regs(st, k, r5[k]) if k == "wr" else [
+                v if v is None else st.reg(v, f"{k}{c}", group=self._chunk_group(c))
+                for c, v in enumerate(r5[k])]
         passed = {k: st.reg(r5[k], k) for k in
                   ("first", "col", "row", "span_full", "span_part")}
         return {"lanes": lanes, "edges": edges, **plan, **passed,
@@ -1413,18 +1567,22 @@ class BlockRasterizer(wiring.Component):
             inside = self._by_mode(mode, {n: Cat(box[c // n][i % (16 * n) // n] for i in bits)
                                           for n in here})
             adv = flow.enable("adv", ("out", c * self.lane_groups // chunks))
-            with m.If(adv & (r5["wr"][c] | first)):
-                m.d.sync += mask[16 * c:16 * c + 16].eq(
-                    inside & Mux(r5["wr"][c], lane, r5["fill"][c].replicate(16)))
+            pieces = self._pieces(c)
+            for (lo, hi), wr in zip(pieces, r5["wr"][c]):
+                part_in, part_lane = ((inside, lane) if len(pieces) == 1 else
+                                      (inside[lo:hi], lane[lo:hi]))
+                with m.If(adv & (wr | first)):
+                    m.d.sync += mask[16 * c + lo:16 * c + hi].eq(
+                        part_in & Mux(wr, part_lane, r5["fill"][c].replicate(hi - lo)))
 
-    @staticmethod
-    def _lane_bit(lanes, n, g, i):
+    def _lane_bit(self, lanes, n, g, i):
         """Mask bit ``i`` at ``n`` samples from group ``g`` (at 1x ``g`` is the lane):
-        pixel ``p``, sample ``s`` of the span come from lane ``g*n + s``, its pixel ``p``."""
+        pixel ``p``, sample ``s`` of the span come from lane ``g*n + s``, its pixel ``p``
+        (in a wide mode lane ``s % lanes``, in the span's batch ``s // lanes``)."""
         if n == 1:
             return lanes[g][i % 16]
         p, smp = divmod(i % (16 * n), n)
-        return lanes[g * n + smp][p]
+        return lanes[(g * n + smp) % self.lanes][p]
 
 
 
@@ -2020,6 +2178,9 @@ class RasterPipeline(_Format, wiring.Component):
         As :class:`BlockRasterizer`.
     packets : int
         Packets per output word (:class:`PixelPacker`).
+    lanes : int
+        The block rasterizer's lanes per edge (:class:`BlockRasterizer`; 16, or 4 or 8
+        in a build with an MSAA mode).
 
     Attributes
     ----------
@@ -2033,14 +2194,14 @@ class RasterPipeline(_Format, wiring.Component):
     """
 
     def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16,
-                 packets=16):
+                 packets=16, lanes=LANES):
         self._format(edges, modes, subpix, int_bits, tag_bits)
         self.packets = check_int("packets", packets, 1, 16)
         kwargs = dict(edges=edges, modes=modes, subpix=subpix, int_bits=int_bits,
                       tag_bits=tag_bits)
         self.setup = TriangleSetup(**kwargs)
         self.traversal = BlockTraversal(**kwargs)
-        self.block = BlockRasterizer(**kwargs)
+        self.block = BlockRasterizer(**kwargs, lanes=lanes)
         self.packer = PixelPacker(**kwargs, packets=packets)
         super().__init__({
             "i": In(stream.Signature(self.primitive_layout())),

@@ -4,16 +4,15 @@ Hardware (run by ``make bench`` on Verilator, figures appended to ``$FRESCO_BENC
 :func:`bench_modes` streams a mixed workload -- a mesh, random triangles, slivers and,
 on a 4-edge build, wide lines, traversed by the golden model -- through the block with
 no input gaps and no back-pressure, once per MSAA mode of the build, and records blocks
-per clock, samples per clock, the spec's target for the same blocks
-(``max(1, ceil(16*p*S/256))`` clocks per block) and the latency. Every output word is
+per clock, samples per clock, the target for the same blocks (the golden cost,
+``golden.raster.block_clocks``: ``max(1, ceil(p*S/lanes))`` clocks per block, at the
+default 16 lanes the spec's ``max(1, ceil(16*p*S/256))``) and the latency. Every output word is
 also checked against the golden model, so a figure never comes from a wrong answer.
 
 Golden model (plain functions, called by ``tb/bench.py``): :func:`golden_coverage`
 (samples per second of ``golden.raster.coverage``) and :func:`golden_span_table` (span
 statistics of a built-in scene next to the seed's Table 3).
 """
-
-import math
 
 import cocotb
 import numpy as np
@@ -52,15 +51,16 @@ async def bench_modes(dut):
     rng = await start(dut)
     fmt = Fmt()
     log = Handshakes(dut)
+    lanes = params().get("lanes", 16)
     for n in fmt.modes:
         records = workload(fmt, n)
         partial = [int((r.span_class == R.PARTIAL).sum()) for r in records]
-        target = sum(max(1, math.ceil(16 * p * n / 256)) for p in partial)
+        target = int(R.block_clocks(partial, n, lanes).sum())
         bench = Bench(dut, rng, gap=0.0, stall=0.0)
         log.clear()
         bench.send(records[:1])
         await bench.finish()
-        latency = log.outputs[0] - log.inputs[0] - max(1, math.ceil(partial[0] * n / 16))
+        latency = log.outputs[0] - log.inputs[0] - R.block_clocks(partial[0], n, lanes)
         log.clear()
         bench.expected.clear()
         bench.monitor.items.clear()
@@ -72,7 +72,7 @@ async def bench_modes(dut):
                     tagged)
         emit_figure("samples per clock, mixed workload", 256 * n * len(records) / clocks,
                     "samples/clock", tagged)
-        emit_figure("clocks / target clocks max(1, ceil(16pS/256))", clocks / target, "ratio",
+        emit_figure("clocks / target clocks max(1, ceil(pS/lanes))", clocks / target, "ratio",
                     tagged)
         emit_figure("blocks in the mixed workload", len(records), "blocks", tagged)
         emit_figure("latency (input handshake to output valid)", latency, "clocks", tagged)
@@ -250,7 +250,7 @@ def golden_table1():
     for n in R.SAMPLE_COUNTS:
         records = workload(_BlockFormat, n)
         partial = [int((r.span_class == R.PARTIAL).sum()) for r in records]
-        span_clocks = sum(max(1, math.ceil(16 * p * n / 256)) for p in partial)
+        span_clocks = int(R.block_clocks(partial, n).sum())
         hier = R.hierarchical_model(records, n)
         span_ppc = 256 * len(records) / span_clocks
         ratio = span_ppc / hier["pixels_per_clock"]

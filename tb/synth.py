@@ -45,6 +45,8 @@ TARGETS = [
     # of its own; README, block 4, issue 16 steps 9-10); the 1x build has no such stage.
     ("raster.block", {"modes": (1, 4), "latency": 8}),
     ("raster.block", {"modes": (1, 2, 4), "latency": 8}),
+    # 8 lanes per edge (issue 16 step 12): routed at 54.27 MHz, router1 35 minutes
+    ("raster.block", {"modes": (1, 4), "latency": 8, "lanes": 8}),
     ("raster.setup", {"modes": (1,)}),
     ("raster.traversal", {"modes": (1,)}),
     ("raster.packer", {"modes": (1,)}),

@@ -49,6 +49,12 @@ def documented_latency():
     parameter (8: the lanes' span choices registered in a stage of their own)."""
     return params().get("latency", LATENCY)
 
+
+def documented_lanes():
+    """The running build's lanes per edge (its ``lanes`` parameter, default 16), for
+    the schedule's expected clocks (``golden.raster.block_clocks``)."""
+    return params().get("lanes", 16)
+
 #: The default build (12.8, every mode) is a long build on both simulators: it runs in
 #: ``make regress`` (:func:`test_block_default`); the fast builds keep every kind of case.
 DEFAULT_TESTS = ["random_blocks", "raw_blocks", "huge_and_quads", "malformed"]
@@ -65,6 +71,27 @@ BUILDS = {
                   "schedule"]),
     "tri_l8": ({"edges": 3, "modes": (1, 4), "int_bits": 6, "subpix": 4, "tag_bits": 8,
                 "latency": 8}, ["random_blocks", "malformed", "schedule"]),
+    # lanes=8: half the lanes, batches of 8 (span, sample) pairs, 1x batched too
+    "tri_l8_lanes8": ({"edges": 3, "modes": (1, 4), "int_bits": 6, "subpix": 4,
+                       "tag_bits": 8, "latency": 8, "lanes": 8},
+                      ["random_blocks", "raw_blocks", "malformed", "stall_and_release",
+                       "schedule"]),
+    "tri_lanes4": ({"edges": 3, "modes": (1, 4), "int_bits": 6, "subpix": 4, "tag_bits": 8,
+                    "lanes": 4}, ["random_blocks", "raw_blocks", "malformed", "schedule"]),
+    "small8_lanes8": ({"modes": (1, 2, 4, 8), "int_bits": 7, "subpix": 4, "latency": 8,
+                       "lanes": 8},
+                      ["random_blocks", "raw_blocks", "mesh_watertight", "scissor_cuts",
+                       "directed_corners", "sample_point_edges", "huge_and_quads",
+                       "stall_and_release", "schedule"]),
+    # every mode with fewer lanes than 16x's samples (8x too at 4 lanes): a span's
+    # samples in several batches
+    "small_lanes8": ({"int_bits": 7, "subpix": 4, "latency": 8, "lanes": 8},
+                     ["random_blocks", "raw_blocks", "mesh_watertight", "scissor_cuts",
+                      "directed_corners", "sample_point_edges", "huge_and_quads",
+                      "stall_and_release", "schedule"]),
+    "small_lanes4": ({"int_bits": 7, "subpix": 4, "lanes": 4},
+                     ["random_blocks", "raw_blocks", "huge_and_quads", "stall_and_release",
+                      "schedule"]),
 }
 
 
@@ -75,7 +102,8 @@ BUILDS = {
 #: Verilator, ``tri`` and ``tri_l8`` on Icarus; ``small_l8`` (a second every-mode
 #: Verilator build, to keep ``make test`` short) only in ``make regress``.
 #: :func:`test_block_full` runs every build on both.
-FAST_SIMULATOR = {"small": "verilator", "tri": "icarus", "tri_l8": "icarus"}
+FAST_SIMULATOR = {"small": "verilator", "tri": "icarus", "tri_l8": "icarus",
+                  "tri_l8_lanes8": "icarus"}
 
 
 @pytest.mark.parametrize("build, simulator",
@@ -121,6 +149,12 @@ def test_block_full(build, simulator):
     ({"latency": 8.0}, TypeError, r"latency must be an integer from 7 to 8, not 8\.0"),
     ({"modes": (1,), "latency": 8}, ValueError,
      r"latency must be 7 in a build without an MSAA mode .*, not 8"),
+    ({"lanes": 12}, ValueError, r"lanes must be a power of two from 4 to 16, not 12"),
+    ({"lanes": 2}, ValueError, r"lanes must be a power of two from 4 to 16, not 2"),
+    ({"lanes": 32}, ValueError, r"lanes must be a power of two from 4 to 16, not 32"),
+    ({"lanes": 8.0}, TypeError, r"lanes must be a power of two from 4 to 16, not 8\.0"),
+    ({"modes": (1,), "lanes": 8}, ValueError,
+     r"lanes must be 16 in a build without an MSAA mode .*, not 8"),
 ])
 def test_parameter_errors(kwargs, error, message):
     from hw.raster import BlockRasterizer
@@ -675,7 +709,8 @@ async def stall_and_release(dut):
 async def schedule(dut):
     """No gaps, no stalls: the output word is valid :func:`documented_latency` clocks
     after the input handshake, and a block with p partial spans at S samples takes
-    max(1, ceil(16*p*S/256)) clocks (the spec's target; p from the golden span classes)."""
+    max(1, ceil(p*S/lanes)) clocks (``golden.raster.block_clocks``: at 16 lanes
+    max(1, ceil(16*p*S/256)), the spec's target; p from the golden span classes)."""
     rng = await start(dut)
     fmt = Fmt()
     expected = documented_latency()
@@ -686,8 +721,8 @@ async def schedule(dut):
     for n in fmt.modes:
         bench = Bench(dut, rng, gap=0.0, stall=0.0)
         records = R.block_records(tris, side, side, n, **fmt.golden())[:_scale(30, 14)]
-        costs = [max(1, -(-16 * int((r.span_class == R.PARTIAL).sum()) * n // 256))
-                 for r in records]
+        costs = [R.block_clocks(int((r.span_class == R.PARTIAL).sum()), n,
+                                documented_lanes()) for r in records]
         log.clear()
         bench.send(records[:1])
         await bench.finish()

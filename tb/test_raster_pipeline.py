@@ -48,6 +48,9 @@ SLOW_BUILDS = {
                                                                   "setup_malformed"]),
     "packer": ("raster.packer", {**SMALL, "packets": 3}, ["packer_packets"]),
     "pipeline_all_modes": ("raster.pipeline", {**SMALL, "packets": 4}, PIPELINE_TESTS),
+    # the block rasterizer with 8 lanes (16x in two batches a span)
+    "pipeline_lanes8": ("raster.pipeline", {**SMALL, "packets": 4, "lanes": 8},
+                        PIPELINE_TESTS),
     # 9 integer bits: a 256-pixel frame's right and bottom edges (256.0) must be
     # representable, or the mesh's last column and row of samples stay uncovered.
     "pipeline_256": ("raster.pipeline", {"int_bits": 9, "subpix": 4, "tag_bits": 12},

@@ -4,6 +4,7 @@ The expected values are worked out by hand or by an independent scalar re-statem
 the spec's rules (``_ref_covered``), never by the model itself.
 """
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -407,6 +408,23 @@ def test_traversal_and_span_classes_hand_case():
     # 7 partial spans at 4x: ceil(16*7*4/256) = 2 clocks.
     assert stats["clocks"] == 2 and stats["partial_spans_histogram"][7] == 1
     assert "Table 3" in R.statistics_table(stats)
+    # 8 lanes: ceil(7*4/8) = 4 clocks; 4 lanes: 7.
+    assert R.span_statistics(tri, 64, 64, 4, lanes=8)["clocks"] == 4
+    assert R.span_statistics(tri, 64, 64, 4, lanes=4)["clocks"] == 7
+
+
+def test_block_clocks():
+    """max(1, ceil(p*S/lanes)): the (span, sample) pairs of the PARTIAL spans, lanes a
+    clock; at 16 lanes the seed's max(1, ceil(16*p*S/256))."""
+    for p in range(17):
+        for s in R.SAMPLE_COUNTS:
+            assert R.block_clocks(p, s) == max(1, math.ceil(16 * p * s / 256))
+            for lanes in (4, 8, 16):
+                assert R.block_clocks(p, s, lanes) == max(1, math.ceil(p * s / lanes))
+    assert R.block_clocks(np.array([0, 3, 16]), 16, 8).tolist() == [1, 6, 32]
+    for lanes, error in ((12, ValueError), (32, ValueError), (8.0, TypeError)):
+        with pytest.raises(error, match=r"lanes must be a power of two from 4 to 16"):
+            R.block_clocks(1, 4, lanes)
 
 
 def test_three_edges_in_one_span_hand_case():
