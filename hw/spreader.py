@@ -325,9 +325,7 @@ Decisions
    registers alone: an entry pushed with neither an error nor a close (``consume_err``,
    ``consume_close``: registers and ``active``) is the accept's (``Kind.ALLOC`` is 0),
    and the move command is pushed only on the accept, so the accept reaches only the
-   two FIFOs' write enables. (Two other trials numbered 21, a packet's checks for both
-   of its sources with ``parked`` choosing last, routed slower and were reverted:
-   README.md.)
+   two FIFOs' write enables.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
