@@ -365,7 +365,7 @@ How it is built, and why
   → ``addr``). With a completion's kill applied a clock later (golden decision 15),
   the search's reads from one map word, the TRANSLATE's own ART read, the accepts'
   take without ``query``'s offer and the look-up's "live" a clock ahead, 256 records
-  take 24566 LUT4 (``qcc.qcc``; main's RTL 25067 by the same run) and the small build
+  take 24566 LUT4 (``qcc.qcc``; 25067 before them, by the same run) and the small build
   routes at 66.6 / 66.1 / 66.6 MHz at seeds 1 / 2 / 3, its worst paths the issue
   decision (a FIFO's flags → ``waiting`` → the latest stage → the round robin →
   ``decided_*``) and a completion's push (the ``busy`` pick → ``advance`` → the next
