@@ -22,7 +22,7 @@ from golden import raster as R
 from golden import scenes as S
 from tb.bench import emit_figure
 from tb.harness import params, start
-from tb.test_raster import Bench, Fmt, Handshakes
+from tb.test_raster import Bench, Fmt, Handshakes, documented_lanes
 
 #: The seed's Table 3 (4x4 spans): shares of empty/full, partial (= crossed by >= 1 edge),
 #: crossed by >= 2 and >= 3 edges.
@@ -51,7 +51,7 @@ async def bench_modes(dut):
     rng = await start(dut)
     fmt = Fmt()
     log = Handshakes(dut)
-    lanes = params().get("lanes", 16)
+    lanes = documented_lanes()
     for n in fmt.modes:
         records = workload(fmt, n)
         partial = [int((r.span_class == R.PARTIAL).sum()) for r in records]
