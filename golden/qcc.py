@@ -76,11 +76,12 @@ Decisions
    turn; within a pipeline, drain first). A decided FIFO cannot run empty before the
    decision is carried out: only its own decision pops it and DELETE leaves a
    tombstone. So an entity pushed in cycle t is decided on in t+1 at the earliest,
-   issued in t+2 and shown from t+3, and an always-ready port issues every clock.
+   issued in t+2 and shown from t+3 (a completion pushes a cycle late, decision 16),
+   and an always-ready port issues every clock.
 8. **Completions** arrive on two ports, ``n_done`` (NUMERIC) and ``m_done`` (MOVE),
    each one record index per clock (so two issues per clock can be sustained). A
-   completion clears ``busy`` and puts the entity at the tail of the FIFO of its next
-   stage, or finishes it (decision 4). Two completions of one clock always target
+   completion clears ``busy`` and moves the entity to its next stage, whose FIFO it
+   joins at the tail a cycle later (decision 16), or finishes it (decision 4). Two completions of one clock always target
    different FIFOs (different kinds => different stages of a type), and never the
    stage-0 FIFO an ALLOC enqueues into, so FIFO arrival order is total.
 9. **DELETE** of an entity that is queued kills it (decision 12), and its frame-0
@@ -155,6 +156,19 @@ Decisions
     vectors were one path, the routed worst path (15.55 ns). Its reads of the live
     vector in that clock are corrected by the registered kills instead. The cost: a
     completion's kill frees its resources one cycle later.
+16. **A completion's push reaches its next stage's FIFO a cycle later.** A completion
+    accepted in cycle t clears ``busy`` and sets the next ``stage`` at the end of t, as
+    before, but its record joins the tail of that stage's FIFO at the end of cycle
+    t+1 (in ``S_{t+2}``), so it is decided on in t+2 at the earliest, issued in t+3
+    and shown from t+4 (one cycle more per stage). Meanwhile (cycle t+1) the entity
+    counts as queued: a DELETE leaves its frame-0 record as a tombstone (pushed as
+    such), and CONFIG of its type is refused (BUSY). So the RTL registers the push
+    (which FIFO, the record) and moves the FIFO's tail and flags from those registers
+    in the next clock: the completion's check (the ``busy`` picked by the record),
+    ``advance`` and the FIFO's flags were one path (15.01 ns routed, the worst at one
+    seed). Order in a FIFO is kept: every push into a stage > 0 is a completion's, and
+    all are a cycle late. The cost: a cycle of latency per stage (the ports' rates
+    stand while enough entities are in flight).
 
 Response codes (:class:`Code`), with the checks of each request in precedence order:
 
@@ -222,8 +236,9 @@ rising edge that ends cycle t-1.
   cycle t is gone from t+1 and its records, lines and number are freed by the reaper
   later (decision 12); a record whose tombstone is dropped in cycle t (and already
   reaped) is free from t+1;
-  completions, deletions and allocations of cycle t are visible to the decisions of
-  cycle t+1; a completion of a record issued in cycle t is NOT_BUSY (it is not busy in
+  deletions, allocations and completions of cycle t are visible to the decisions of
+  cycle t+1, but a completion's push into its next FIFO only to those of t+2
+  (decision 16); a completion of a record issued in cycle t is NOT_BUSY (it is not busy in
   ``S_t``).
 * The writes of cycle t combine as if applied in the order *issues (carried-out
   decisions, then new decisions), command, completions*. Two observable consequences:
@@ -622,6 +637,8 @@ class QCCModel:
         self._ent_free = np.ones(self.entities, bool)
         self._queues = [[deque() for _ in range(MAX_STAGES)] for _ in range(N_TYPES)]
         self._tomb = np.zeros(r, bool)          # frame-0 record of a deleted queued entity
+        # Completions' pushes (type, stage, record), into their FIFOs a cycle later (16).
+        self._pushing = []
         # The reaper (decision 12): records of dead entities wait to be freed, one a clock.
         self._dead = np.zeros(r, bool)          # record of a dead entity, not yet freed
         self._ent_dead = np.zeros(self.entities, bool)   # dead, number not yet free
@@ -683,7 +700,11 @@ class QCCModel:
         taken = 0
         if resp is not None and resp.ok and cmd.op in (Op.ALLOC, Op.MAP):
             taken = resp.lines
-        # 4. Completions (validated on S_t above).
+        # 4. Completions (validated on S_t above), after the pushes of the last cycle's
+        # (decision 16).
+        for t, s, r in self._pushing:
+            self._queues[t][s].append(r)
+        self._pushing = []
         for code, rec in ((ncode, ncompl), (mcode, mcompl)):
             if code == Code.OK:
                 self._complete(rec)
@@ -840,7 +861,7 @@ class QCCModel:
         """True when no entity is queued or busy, no tombstone waits and the reaper has
         freed every dead entity (held entities may remain)."""
         return (not self._busy.any() and not any(q for qs in self._queues for q in qs)
-                and self.reaped())
+                and not self._pushing and self.reaped())
 
     def reaped(self):
         """True when the reaper has freed every dead entity (decision 12)."""
@@ -893,8 +914,8 @@ class QCCModel:
         reaper = (tuple(sorted(self._to_reap)), tuple(sorted(self._killed)),
                   None if self._reaping is None else (self._reaping[0], tuple(self._reaping[1])),
                   self._walked)
-        return (arrays, queues, tuple(self._prog), tuple(self._rr), tuple(self._decision),
-                reaper)
+        return (arrays, queues, tuple(self._pushing),
+                tuple(self._prog), tuple(self._rr), tuple(self._decision), reaper)
 
     def check(self):
         """Assert the model's internal invariants (for tests)."""
@@ -928,12 +949,16 @@ class QCCModel:
                     assert r not in queued, f"record {r} queued twice"
                     queued[r] = (t, s)
                 assert not self._queues[t][s] or s < len(self._prog[t]), "queue past program"
+        for t, s, r in self._pushing:                # (decision 16: as good as queued)
+            assert r not in queued and 0 < s < len(self._prog[t]), f"record {r}: bad push"
+            queued[r] = (t, s)
         for r, (t, s) in list(queued.items()):
             if self._tomb[r]:
                 assert not v[r] and not self._busy[r], f"record {r}: live tombstone"
                 del queued[r]
         assert not (self._tomb & ~np.isin(np.arange(self.records),
-                                         [r for qs in self._queues for q in qs for r in q])).any(), \
+                                         [r for qs in self._queues for q in qs for r in q]
+                                         + [r for _, _, r in self._pushing])).any(), \
             "tombstone outside a FIFO"
         for k, d in enumerate(self._decision):
             if d is not None:
@@ -1090,7 +1115,7 @@ class QCCModel:
         self._busy[r] = False
         if s + 1 < len(self._prog[t]):
             self._stage[r] = s + 1
-            self._queues[t][s + 1].append(r)
+            self._pushing.append((t, s + 1, r))         # in its FIFO a cycle later (16)
         elif self._hold[r]:
             self._stage[r] = DONE_STAGE
         else:
@@ -1112,7 +1137,8 @@ class QCCModel:
         t, n = cmd.etype, cmd.nstages
         if t >= N_TYPES or not 1 <= n <= MAX_STAGES:
             return Response(cmd.op, Code.BAD_ARG)
-        if any(self._queues[t]) or (self._busy & self._valid & (self._etype == t)).any():
+        if (any(self._queues[t]) or any(p[0] == t for p in self._pushing)
+                or (self._busy & self._valid & (self._etype == t)).any()):
             return Response(cmd.op, Code.BUSY)
         self._prog[t] = cmd.program[:n]
         return Response(cmd.op, Code.OK, etype=t)

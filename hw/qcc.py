@@ -1103,6 +1103,10 @@ class QCC(wiring.Component):
         for t in range(N_TYPES):
             for i in range(MAX_STAGES):
                 m.submodules[f"fifo{t}_{i}"] = s.fifo[t][i]
+        # Per (type, stage > 0): a completion's push into that FIFO, registered (golden
+        # decision 16: the push is a clock after the completion).
+        s.pushing = [[Const(0, 1)] + [Signal(name=f"fifo{t}_{i}_pushing")
+                                      for i in range(1, MAX_STAGES)] for t in range(N_TYPES)]
         # Per kind: the FIFO decided on for the next issue (valid, type, stage).
         s.dec_valid = [Signal(name=f"decided_{k.name.lower()}") for k in Kind]
         s.dec_type = [Signal(3, name=f"decided_type_{k.name.lower()}") for k in Kind]
@@ -1587,7 +1591,7 @@ class QCC(wiring.Component):
                 (~ev.any_rec, Code.NO_RECORD), (~ev.run_ok, Code.NO_LINES)))
 
     def _in_flight(self, m, s, ev):
-        """Per type: whether an entity of that type is queued or busy.
+        """Per type: whether an entity of that type is queued (or being pushed) or busy.
 
         A count of busy entities per type stands in for a search of every record: an
         entity becomes busy only by an issue and stops only by an accepted completion.
@@ -1604,8 +1608,9 @@ class QCC(wiring.Component):
             m.d.sync += late.eq(_popcount(Cat(ev.go[k] & (s.dec_type[k] == t) for k in Kind)))
             done = _popcount(Cat(d.ok & (d.etype == t) for d in ev.done))
             m.d.sync += busy.eq(busy + late - done)
-            flags.append(_sig(m, _any(ev.nonempty[t]) | (busy != 0) | (late != 0),
-                              f"in_flight_{t}"))
+            # (an entity whose push is registered is queued: golden decision 16)
+            flags.append(_sig(m, _any(ev.nonempty[t]) | _any(s.pushing[t][1:]) | (busy != 0)
+                              | (late != 0), f"in_flight_{t}"))
         return flags
 
     def _translate_reads(self, m, s, request):
@@ -1651,21 +1656,30 @@ class QCC(wiring.Component):
 
     def _fifo_pushes(self, m, s, ev):
         """ALLOC pushes into stage 0 of its type, a completion into the next stage of its
-        entity: up to three pushes a clock, always into different FIFOs."""
+        entity a clock later (golden decision 16): up to three pushes a clock, always
+        into different FIFOs."""
         c = self.cmd.payload
         n_done, m_done = ev.done
+        # A completion's push, registered: which FIFO it goes to (the completion's
+        # check, ``advance`` and the stage's decoder end here) and the record; the
+        # FIFO's tail and flags move in the next clock, from these registers (the
+        # check, ``advance`` and the flags were one path, 15.01 ns routed).
+        records = [Signal(self.index_width, name=f"{d_name}_done_pushed")
+                   for d_name in ("numeric", "move")]
+        m.d.sync += [records[0].eq(n_done.record), records[1].eq(m_done.record)]
         for t in range(N_TYPES):
             buffer = s.fifo[t][0]
             m.d.comb += [buffer.w_en.eq(ev.alloc_ok & (c.etype == t)),
                          buffer.w_data.eq(self._index(ev.new_record))]
             for i in range(1, MAX_STAGES):
-                # Only completions of stage i - 1 push here, all of its kind: the
-                # entry is known before whether it is pushed.
+                # Only completions of stage i - 1 push here, all of its kind (which
+                # CONFIG cannot change meanwhile: the entity is in flight).
                 buffer = s.fifo[t][i]
-                m.d.comb += [buffer.w_en.eq(_any(d.advance & (d.etype == t)
-                                                 & (d.next_stage == i) for d in ev.done)),
-                             buffer.w_data.eq(Mux(s.kinds[t][i - 1], m_done.record,
-                                                  n_done.record))]
+                m.d.sync += s.pushing[t][i].eq(_any(d.advance & (d.etype == t)
+                                                     & (d.next_stage == i) for d in ev.done))
+                m.d.comb += [buffer.w_en.eq(s.pushing[t][i]),
+                             buffer.w_data.eq(Mux(s.kinds[t][i - 1], records[1],
+                                                  records[0]))]
 
     def _update_records(self, m, s, ev):
         """Next state of every record, from a few events per record.

@@ -49,13 +49,14 @@ def settle(m):
 
 def run_one(m, record, max_cycles=100):
     """Issue and complete one entity's stages one by one; its issues. A stage's issue
-    comes within two clocks: it is decided on in the first clock in which its FIFO is
-    not empty (a clock that may have passed already) and issued in the next."""
+    comes within three clocks of its completion: pushed in the first (decision 16),
+    decided on in the first clock in which its FIFO is not empty and issued in the
+    next (two clocks after an ALLOC)."""
     out = []
     for _ in range(max_cycles):
-        iss = [i for i in m.step() if i.record == record]
-        if not iss:
-            iss = [i for i in m.step() if i.record == record]
+        iss = []
+        for _ in range(3):
+            iss = iss or [i for i in m.step() if i.record == record]
         if not iss:
             break
         out += iss
@@ -409,18 +410,20 @@ def test_issue_sets_busy_and_completion_advances():
 def test_later_stage_first():
     m = small()
     assert m.configure(V, [(M, 0xA0), (M, 0xA1), (M, 0xA2)]).ok
-    a, b, c = (m.allocate(V, 1).record for _ in range(3))
+    a, b, c, d = (m.allocate(V, 1).record for _ in range(4))
     assert m.decision(M) == (V, 0)                   # decided in b's ALLOC clock
     assert [i.record for i in m.step()] == [a]       # and (V, 0) decided again (b)
-    m.complete(a)                                    # a waits in stage 1, b and c in 0
+    m.complete(a)                                    # a joins stage 1 a clock later (16)
     assert [(i.record, i.stage) for i in m.step()] == [(b, 0)]    # decided before
-    assert [(i.record, i.stage) for i in m.step()] == [(a, 1)]    # drain before fill
+    assert [(i.record, i.stage) for i in m.step()] == [(c, 0)]    # decided before a's push
+    assert [(i.record, i.stage) for i in m.step()] == [(a, 1)]    # drain before fill (d)
     m.complete(a)
-    assert [(i.record, i.stage) for i in m.step()] == [(c, 0)]
+    assert [(i.record, i.stage) for i in m.step()] == [(d, 0)]
+    assert m.step() == []                            # a pushed, decided
     assert [(i.record, i.stage) for i in m.step()] == [(a, 2)]
     m.complete(a)                                    # a is done and deleted
     reap(m)
-    assert m.status().free_records == 8 - 2
+    assert m.status().free_records == 8 - 3
 
 
 def test_round_robin_among_types():
@@ -458,10 +461,11 @@ def test_round_robin_offers_each_types_latest_stage():
     v = m.allocate(V, 1).record
     run = [i for _ in range(2) for i in m.step()]
     m.complete(v)
-    run += [i for _ in range(2) for i in m.step()]
+    run += [i for _ in range(3) for i in m.step()]   # pushed, decided, issued (16)
     assert [(i.record, i.stage) for i in run] == [(v, 0), (v, 1)]
-    # v enters stage 2 as t enters stage 0 of its type
-    res = m.cycle(cmd=Command.alloc(T, 1), mcompl=v, n_ready=False, m_ready=False)
+    # v enters stage 2 as t enters stage 0 of its type (a completion's push: a clock late)
+    assert m.cycle(mcompl=v, n_ready=False, m_ready=False).mcode == Code.OK
+    res = m.cycle(cmd=Command.alloc(T, 1), n_ready=False, m_ready=False)
     t = res.resp.record
     # pointer is at type 0 (v decided last): type 1's stage 0 goes before type 0's stage 2
     assert m.step() == [] and m.decision(M) == (T, 0)
@@ -475,6 +479,8 @@ def test_out_of_order_completions_keep_arrival_order():
     assert [i.record for _ in range(4) for i in m.step()] == [a, b, c]
     for r in (c, a, b):
         m.complete(r)
+    assert m.queue(V, 1) == (c, a)                   # b's push: at the end of the next clock
+    m.step(n_ready=False, m_ready=False)
     assert m.queue(V, 1) == (c, a, b)
     assert [i.record for _ in range(4) for i in m.step()] == [c, a, b]
 
@@ -489,6 +495,7 @@ def test_two_issues_per_cycle():
     res = m.cycle(ncompl=p, mcompl=v)
     assert (res.ncode, res.mcode) == (Code.OK, Code.OK)
     assert res.issues == []                          # visible from the next cycle
+    assert m.step() == [] and m.decision(N) is None  # pushed at its end (decision 16)
     # both now wait in a NUMERIC stage 1; the NUMERIC pointer is at pixel (2): 3, 4, 0 ...
     assert m.step() == [] and m.decision(N) == (V, 1)
     assert [(i.kind, i.record, i.stage) for i in m.step()] == [(N, v, 1)]
@@ -788,6 +795,39 @@ def test_issue_decided_a_clock_ahead():
     assert [i.record for i in m.step()] == [r] and m.decision(M) is None   # t+2
 
 
+def test_completion_push_reaches_its_fifo_a_cycle_later():
+    """Decision 16: a completion in cycle t moves its entity to the next stage at once
+    (a search shows it), but its record joins that stage's FIFO at the end of t+1, so
+    it is decided on in t+2 and issued in t+3; meanwhile it counts as queued (CONFIG
+    of its type is refused). Before decision 16 it was in the FIFO from t+1, decided on
+    in t+1 and issued in t+2."""
+    m = small()
+    r = m.allocate(V, 1).record                      # MOVE, then NUMERIC stage 1
+    assert [i.record for _ in range(2) for i in m.step()] == [r]
+    assert m.cycle(mcompl=r, n_ready=False, m_ready=False).mcode == Code.OK   # t
+    assert m.queue(V, 1) == ()
+    res = m.cycle(cmd=Command.config(V, [(N, 1)]), query=Command.search(0))  # t+1
+    assert (res.qresp.stage, res.qresp.busy) == (1, 0) and res.resp.code == Code.BUSY
+    assert m.decision(N) is None and m.queue(V, 1) == (r,)
+    assert m.step() == [] and m.decision(N) == (V, 1)                         # t+2
+    assert [(i.record, i.stage) for i in m.step()] == [(r, 1)]
+
+
+def test_delete_while_a_completion_pushes():
+    """Decision 16: an entity deleted in the clock between its completion and its
+    push is queued: its record is pushed as a tombstone, which the decision drops."""
+    m = small()
+    r = m.allocate(V, 1)
+    assert [i.record for _ in range(2) for i in m.step()] == [r.record]
+    m.complete(r.record)                             # t
+    assert m.delete(r.entity).ok                     # t+1: the push still to come
+    assert m.tombstones() == [r.record] and m.queue(V, 1) == ()
+    m.check()
+    assert m.step() == [] and m.decision(N) == (V, 1)   # the tombstone decided on
+    assert m.step() == [] and m.tombstones() == []      # and dropped, no issue
+    assert settle(m) == (8, 8, 32, 32, False) and m.idle()
+
+
 def test_not_ready_holds_the_issue():
     m = small()
     m.allocate(V, 1)
@@ -889,6 +929,7 @@ class Scoreboard:
         self.rr = {N: N_TYPES - 1, M: N_TYPES - 1}
         self.decision = {N: None, M: None}               # (type, stage) popped next
         self.tomb = set()                                # records held by tombstones
+        self.pushing = []                                # completed: ((type, stage), Inc)
         self.dead = {}                                   # entity -> Inc, not yet reaped
         self.killed = []                                 # dead, to reap at the clock's end
         self.killed_next = []                            # by a completion: a clock later
@@ -1015,6 +1056,9 @@ class Scoreboard:
                 self.decision[kind] = self.decide(kind)
         if cmd is not None and not early:
             self.command(cmd, res.resp)
+        for key, entry in self.pushing:                  # decision 16: a clock late
+            self.fifo[key].append(entry)
+        self.pushing = []
         for rec, kind in ((nrec, N), (mrec, M)):
             if codes.get(kind) == Code.OK:
                 self.complete(rec)
@@ -1066,7 +1110,7 @@ class Scoreboard:
         inc.busy = False
         if inc.stage + 1 < inc.nstages:
             inc.stage += 1
-            self.fifo[inc.etype, inc.stage].append(inc)
+            self.pushing.append(((inc.etype, inc.stage), inc))
         else:
             assert inc.issued == list(range(inc.nstages))
             self.n_finished += 1
@@ -1153,8 +1197,13 @@ class Scoreboard:
             if exp == Code.OK:
                 assert resp == Response(c.op, Code.OK, entity=c.entity)
                 if inc.stage != DONE_STAGE:          # queued: a tombstone takes its place
-                    q = self.fifo[inc.etype, inc.stage]
-                    q[q.index(inc)] = Tomb(inc.record)
+                    pushing = [i for i, (_, e) in enumerate(self.pushing) if e is inc]
+                    if pushing:                      # (in its FIFO from the clock's end)
+                        self.pushing[pushing[0]] = (self.pushing[pushing[0]][0],
+                                                    Tomb(inc.record))
+                    else:
+                        q = self.fifo[inc.etype, inc.stage]
+                        q[q.index(inc)] = Tomb(inc.record)
                     self.tomb.add(inc.record)
                 self.n_deleted += 1
                 self.free(inc)
