@@ -76,8 +76,9 @@ Decisions
    turn; within a pipeline, drain first). A decided FIFO cannot run empty before the
    decision is carried out: only its own decision pops it and DELETE leaves a
    tombstone. So an entity pushed in cycle t is decided on in t+1 at the earliest,
-   issued in t+2 and shown from t+3 (a completion pushes a cycle late, decision 16),
-   and an always-ready port issues every clock.
+   issued in t+2 and shown from t+3 (one cycle later after ALLOC into an empty
+   stage-0 FIFO, decision 17; a completion pushes a cycle late, decision 16), and an
+   always-ready port issues every clock.
 8. **Completions** arrive on two ports, ``n_done`` (NUMERIC) and ``m_done`` (MOVE),
    each one record index per clock (so two issues per clock can be sustained). A
    completion clears ``busy`` and moves the entity to its next stage, whose FIFO it
@@ -169,6 +170,22 @@ Decisions
     seed). Order in a FIFO is kept: every push into a stage > 0 is a completion's, and
     all are a cycle late. The cost: a cycle of latency per stage (the ports' rates
     stand while enough entities are in flight).
+17. **A record ALLOC pushes is decided on a cycle later.** The decision of cycle t
+    (decision 7) offers a type's stage-0 FIFO only if that FIFO, besides holding a
+    record after this cycle's pop, held one after the pop of cycle t-1, before that
+    cycle's ALLOC pushed into it. So a record ALLOC pushes in cycle t into an empty
+    stage-0 FIFO (or one that cycle's pop empties) is decided on in t+2 at the
+    earliest, issued in t+3 and shown from t+4, a cycle later than before; behind
+    other records it waits as before. The FIFOs of later stages are offered as before
+    (their pushes come a cycle after the completion, decision 16). So the RTL keeps,
+    per kind and type, the latest and the second latest waiting stage in registers,
+    computed a clock ahead from the FIFOs' next flags less ALLOC's push (which its
+    accept decides late in the clock); the decision corrects them only for its own
+    FIFO's pop (when that pop empties the latest stage, the second latest is offered)
+    before the round robin: a FIFO's flags, the latest waiting stage, the round robin
+    and the decision were one path (15.0 ns routed, the worst). Always-ready ports
+    still issue every clock from deep FIFOs. The cost: a cycle from ALLOC to the first
+    issue when the entity finds its stage-0 FIFO empty.
 
 Response codes (:class:`Code`), with the checks of each request in precedence order:
 
@@ -653,6 +670,9 @@ class QCCModel:
         self._taken = deque([0] * RUN_DELAY, maxlen=RUN_DELAY)
         self._rr = [N_TYPES - 1, N_TYPES - 1]
         self._decision = [None, None]           # per kind: (type, stage) to pop next
+        # Per type: its stage-0 FIFO's length after the last cycle's pops, before that
+        # cycle's ALLOC (decision 17).
+        self._settled = [0] * N_TYPES
         self.error = False
         self.t = 0
 
@@ -691,9 +711,11 @@ class QCCModel:
         # 2. Issues: carry out the decisions, then decide (S_t less this cycle's pops).
         n_issue, n_dropped = self._carry_out(Kind.NUMERIC, n_ready)
         m_issue, m_dropped = self._carry_out(Kind.MOVE, m_ready)
+        settled = [len(qs[0]) for qs in self._queues]
         for k, ready in ((Kind.NUMERIC, n_ready), (Kind.MOVE, m_ready)):
             if ready or self._decision[k] is None:
                 self._decide(k)
+        self._settled = settled
         # 3. The command (sees the records issued now as busy).
         resp = early if early is not None else (self._command(cmd) if cmd is not None
                                                 else None)
@@ -914,7 +936,7 @@ class QCCModel:
         reaper = (tuple(sorted(self._to_reap)), tuple(sorted(self._killed)),
                   None if self._reaping is None else (self._reaping[0], tuple(self._reaping[1])),
                   self._walked)
-        return (arrays, queues, tuple(self._pushing),
+        return (arrays, queues, tuple(self._pushing), tuple(self._settled),
                 tuple(self._prog), tuple(self._rr), tuple(self._decision), reaper)
 
     def check(self):
@@ -1105,7 +1127,8 @@ class QCCModel:
             t = (self._rr[kind] + i) % N_TYPES
             prog = self._prog[t]
             for s in range(len(prog) - 1, -1, -1):
-                if prog[s].kind == kind and self._queues[t][s]:
+                if (prog[s].kind == kind and self._queues[t][s]
+                        and (s > 0 or self._settled[t])):     # (decision 17)
                     self._decision[kind] = (t, s)
                     self._rr[kind] = t
                     return

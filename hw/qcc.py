@@ -182,10 +182,13 @@ How it is built, and why
   synchronous read port, so both are known at the start of the clock, and no level
   counter: an "empty" and a "one entry" flag).
   Its memory is written at the tail every clock with the entry a push would add (for
-  stage 0 ALLOC's lowest free record; for a later stage the record on the completion
-  port of the previous stage's kind, the only port that pushes there), and the push
-  itself moves only the tail pointer and the flags: the late "push or not" (a
-  completion's check, ALLOC's accept) drives a small counter instead of the
+  stage 0 ALLOC's lowest free record; for a later stage the record the completion
+  port of the previous stage's kind, the only port that pushes there, took in the
+  clock before: a completion's push is registered, ``fifo<t>_<i>_pushing``, and
+  moves the FIFO a clock later, golden decision 16, so that the completion's check
+  and the FIFO's flags are not one path, a routed worst path at 15.01 ns), and the
+  push itself moves only the tail pointer and the flags: the late "push or not"
+  (ALLOC's accept) drives a small counter instead of the
   memory's write enable, data multiplexer and level adder (it replaces
   ``amaranth.lib.fifo.SyncFIFOBuffered``, whose write enable and level were the end
   of the routed worst path, and takes 979 fewer LUT4 at 32 records). Pushes
@@ -204,7 +207,15 @@ How it is built, and why
   kind picks the type. A decision is made only when the port holds none or pops now,
   and only that port pops a FIFO of its kind, so the FIFOs after the pops are known
   from registers (less the held decision's head, if there is one) and the port's
-  late ``ready`` only enables the write. The decided FIFO is also held as a one-hot
+  late ``ready`` only enables the write. Each type's latest and second latest
+  waiting stage of each kind are themselves registers (``cand1_*``, ``cand2_*``),
+  computed a clock ahead from the FIFOs' flags after that clock's pops and pushes,
+  less ALLOC's push (golden decision 17: a record ALLOC pushes is offered a clock
+  later; its accept comes late in the clock); the decision only corrects them for
+  its own FIFO's pop (``emptied_*``: that pop empties the type's latest stage, so the
+  second latest is offered) before the round robin. The FIFOs' flags → ``waiting``
+  → the latest stage → the round robin → ``decided_*`` had been one path (the routed
+  worst, 15.0 ns). The decided FIFO is also held as a one-hot
   over (type, stage) (``dec_hot``), so that the next decision and the pops read one
   bit per FIFO, not a comparison of the decided type and stage. So the choice (FIFOs,
   round-robin) and its
@@ -1276,39 +1287,76 @@ class QCC(wiring.Component):
 
         A decision is made only in a clock in which the port holds none (then it pops
         nothing) or pops its decided FIFO (``carry``). Only port ``k`` pops a FIFO of
-        kind ``k``, and only the one it decided on, so the FIFOs of kind ``k`` after this
-        clock's pops are known from registers: as they are if the port holds no
-        decision, less the decided FIFO's head if it does. The decision is made from
-        registers only, and the late ``carry`` (the port's ``ready``) only enables the
-        write. A FIFO popped now has as its head next its ``second`` entry.
+        kind ``k``, and only the one it decided on. Each type's latest and second latest
+        waiting stage of kind ``k`` (``cand1``, ``cand2``) are registers, computed in the
+        clock before from the FIFOs' next flags (:meth:`_candidates`); the decision only
+        corrects them for its own FIFO's pop (``emptied``: the decided FIFO is the
+        type's latest and holds one entry, so the second latest is offered) before the
+        round robin. The late ``carry`` (the port's ``ready``) only enables the write.
+        A FIFO popped now has as its head next its ``second`` entry.
         """
         name = k.name.lower()
-        left, after = [], []
+        cand1, cand2, any1, any2 = self._candidates(m, s, ev, k)
+        latest, offers, records, stages = [], [], [], []
         for t in range(N_TYPES):
-            left.append([])
-            after.append([])
-            for i in range(MAX_STAGES):
-                fifo = s.fifo[t][i]
-                popping = s.dec_hot[k][t][i]
-                # (a FIFO of one entry that this port pops is empty after it)
-                left[t].append(_sig(m, ~fifo.empty & ~(popping & fifo.one)
-                                    & (s.kinds[t][i] == k), f"waiting_{name}_{t}_{i}"))
-                after[t].append(Mux(popping, fifo.second, fifo.head))
-        latest = [_highest_onehot(m, left[t], f"latest_{name}_{t}") for t in range(N_TYPES)]
-        offers = _sig(m, Cat(_any(w) for w in left), f"offers_{name}")
+            fifos, hot = s.fifo[t], s.dec_hot[k][t]
+            emptied = _sig(m, _any(hot[i] & cand1[t][i] & fifos[i].one
+                                   for i in range(MAX_STAGES)), f"emptied_{name}_{t}")
+            latest.append(_sig(m, Mux(emptied, cand2[t], cand1[t]), f"latest_{name}_{t}"))
+            offers.append(Mux(emptied, any2[t], any1[t]))
+            # (the latest FIFO's head after this clock's pop; the second latest is not
+            # popped)
+            first = _read(cand1[t], [Mux(hot[i], fifos[i].second, fifos[i].head)
+                                     for i in range(MAX_STAGES)])
+            other = _read(cand2[t], [fifos[i].head for i in range(MAX_STAGES)])
+            records.append(Mux(emptied, other, first))
+            stages.append(_encode(latest[t], 3))
+        offers = _sig(m, Cat(offers), f"offers_{name}")
         winner = _round_robin(m, offers, s.rr[k], f"winner_{name}")
-        records = [_read(latest[t], after[t]) for t in range(N_TYPES)]
         deciding = ~s.dec_valid[k] | ev.carry[k]
         with m.If(deciding):
             m.d.sync += [s.dec_valid[k].eq(offers.any()),
                          s.dec_record[k].eq(_read(winner, records)),
                          s.dec_type[k].eq(_encode(winner, 3)),
-                         s.dec_stage[k].eq(_read(winner, [_encode(latest[t], 3)
-                                                          for t in range(N_TYPES)]))]
+                         s.dec_stage[k].eq(_read(winner, stages))]
             m.d.sync += [s.dec_hot[k][t].eq(Mux(winner[t], latest[t], 0))
                          for t in range(N_TYPES)]
             with m.If(offers.any()):
                 m.d.sync += s.rr[k].eq(_encode(winner, 3))
+
+    def _candidates(self, m, s, ev, k):
+        """Per type, registers: the one-hots of the latest and the second latest stage of
+        kind ``k`` whose FIFO is waiting, and whether there are one and two such stages.
+
+        Computed from the FIFOs' flags after this clock's pops and pushes, for the
+        decision of the next clock, except ALLOC's push into stage 0 (golden decision
+        17: its accept comes late in the clock), so a stage-0 FIFO that only holds what
+        ALLOC pushed in the clock before is not offered. A later stage's push is
+        registered (decision 16), so that FIFO is offered as soon as it is not empty.
+        """
+        name = k.name.lower()
+        cand1 = [Signal(MAX_STAGES, name=f"cand1_{name}_{t}") for t in range(N_TYPES)]
+        cand2 = [Signal(MAX_STAGES, name=f"cand2_{name}_{t}") for t in range(N_TYPES)]
+        any1 = [Signal(name=f"cand1_{name}_{t}_any") for t in range(N_TYPES)]
+        any2 = [Signal(name=f"cand2_{name}_{t}_any") for t in range(N_TYPES)]
+        for t in range(N_TYPES):
+            waiting = []
+            for i in range(MAX_STAGES):
+                fifo = s.fifo[t][i]
+                kept = ~fifo.empty & ~(ev.popped[t][i] & fifo.one)
+                waiting.append(_sig(m, (kept | s.pushing[t][i]) & (s.kinds[t][i] == k),
+                                    f"waiting_{name}_{t}_{i}"))
+            above = [_any(waiting[i + 1:]) for i in range(MAX_STAGES)]
+            two_above = [_two_or_more(m, waiting[i + 1:], f"two_{name}_{t}_{i}")
+                         if i + 2 < MAX_STAGES else Const(0, 1) for i in range(MAX_STAGES)]
+            m.d.sync += [
+                cand1[t].eq(Cat(waiting[i] & ~above[i] for i in range(MAX_STAGES))),
+                cand2[t].eq(Cat(waiting[i] & above[i] & ~two_above[i]
+                                for i in range(MAX_STAGES))),
+                any1[t].eq(_any(waiting)),
+                any2[t].eq(_two_or_more(m, waiting, f"two_{name}_{t}")),
+            ]
+        return cand1, cand2, any1, any2
 
     # ------------------------------------------------------------ completions
 

@@ -49,9 +49,9 @@ def settle(m):
 
 def run_one(m, record, max_cycles=100):
     """Issue and complete one entity's stages one by one; its issues. A stage's issue
-    comes within three clocks of its completion: pushed in the first (decision 16),
-    decided on in the first clock in which its FIFO is not empty and issued in the
-    next (two clocks after an ALLOC)."""
+    comes within three clocks of its completion or ALLOC: a completion's push in the
+    first (decision 16), decided on in the first clock in which its FIFO is offered
+    (ALLOC's push: a clock later, decision 17) and issued in the next."""
     out = []
     for _ in range(max_cycles):
         iss = []
@@ -130,6 +130,7 @@ def test_allocate_until_no_record():
         assert r == Response(Op.ALLOC, Code.OK, entity=i, record=i, frame=0, etype=P,
                              stage=0, busy=0, hold=0, buf=i, addr=2 * i, lines=2)
     assert m.status() == (0, 4, 56, 56, False)
+    m.step(n_ready=False, m_ready=False)            # (decided: decision 17)
     before = m.snapshot()
     r = m.allocate(P, 2)
     assert r == Response(Op.ALLOC, Code.NO_RECORD) and not r.ok and not r.error
@@ -139,12 +140,14 @@ def test_allocate_until_no_record():
 def test_allocate_until_no_entity_and_no_lines():
     m = small(records=8, entities=3, lines=64)
     assert [m.allocate(V, 1).entity for _ in range(3)] == [0, 1, 2]
+    m.step(n_ready=False, m_ready=False)            # (decided: decision 17)
     before = m.snapshot()
     assert m.allocate(V, 1).code == Code.NO_ENTITY
     assert m.snapshot() == before and not m.error
     m = small(records=8, entities=8, lines=10)
     assert m.allocate(V, 8).addr == 0
     assert m.allocate(V, 2).addr == 8
+    m.step(n_ready=False, m_ready=False)            # (decided: decision 17)
     before = m.snapshot()
     assert m.allocate(V, 1).code == Code.NO_LINES
     assert m.snapshot() == before and m.status() == (6, 6, 0, 0, False)
@@ -395,7 +398,8 @@ def test_default_program_issue_sequence(etype, kinds):
 def test_issue_sets_busy_and_completion_advances():
     m = small()
     r = m.allocate(V, 1).record
-    assert m.search(0).busy == 0                    # and (V, 0) is decided on
+    assert m.search(0).busy == 0
+    assert m.step() == []                           # (V, 0) decided on (decision 17)
     (iss,) = m.step()
     assert iss == Issue(M, r, 0, V, 0, 0x00, r)
     s = m.search(0)
@@ -459,14 +463,15 @@ def test_round_robin_offers_each_types_latest_stage():
     m = small()
     m.configure(V, [(M, 1), (M, 2), (M, 3)])
     v = m.allocate(V, 1).record
-    run = [i for _ in range(2) for i in m.step()]
+    run = [i for _ in range(3) for i in m.step()]   # offered, decided, issued (17)
     m.complete(v)
     run += [i for _ in range(3) for i in m.step()]   # pushed, decided, issued (16)
     assert [(i.record, i.stage) for i in run] == [(v, 0), (v, 1)]
-    # v enters stage 2 as t enters stage 0 of its type (a completion's push: a clock late)
-    assert m.cycle(mcompl=v, n_ready=False, m_ready=False).mcode == Code.OK
-    res = m.cycle(cmd=Command.alloc(T, 1), n_ready=False, m_ready=False)
+    # v and t offered from the same clock: a completion's push and ALLOC's record both
+    # a clock late (decisions 16 and 17)
+    res = m.cycle(cmd=Command.alloc(T, 1), mcompl=v, n_ready=False, m_ready=False)
     t = res.resp.record
+    assert m.step() == [] and m.decision(M) is None
     # pointer is at type 0 (v decided last): type 1's stage 0 goes before type 0's stage 2
     assert m.step() == [] and m.decision(M) == (T, 0)
     assert [(i.record, i.stage) for i in m.step()] == [(t, 0)]
@@ -489,7 +494,8 @@ def test_two_issues_per_cycle():
     m = small()
     p = m.allocate(P, 1).record
     v = m.allocate(V, 1).record
-    assert m.cycle(n_ready=False, m_ready=False).issues == []   # both ports decided
+    for _ in range(2):                               # both ports decided (decision 17)
+        assert m.cycle(n_ready=False, m_ready=False).issues == []
     res = m.cycle()
     assert (res.n_issue.record, res.m_issue.record) == (p, v)
     res = m.cycle(ncompl=p, mcompl=v)
@@ -549,7 +555,8 @@ def test_configure_refused_while_type_in_flight_not_while_held():
     r = m.allocate(S, 1, hold=True).record
     prog = [(N, 5)]
     assert m.configure(S, prog).code == Code.BUSY          # queued
-    m.step()
+    m.step()                                               # decided (decision 17)
+    m.step()                                               # issued
     assert m.configure(S, prog).code == Code.BUSY          # busy
     m.complete(r)
     assert m.configure(S, prog).ok                         # held only
@@ -692,7 +699,8 @@ def test_normal_outcomes_leave_error_clear():
 def test_delete_of_entity_issued_in_the_same_cycle():
     m = small()
     e = m.allocate(S, 1).entity
-    assert m.cycle(n_ready=False, m_ready=False).issues == []    # decided
+    for _ in range(2):                               # decided (decision 17)
+        assert m.cycle(n_ready=False, m_ready=False).issues == []
     res = m.cycle(cmd=Command.delete(e))
     assert res.resp.code == Code.BUSY and res.m_issue.entity == e and m.error
     assert m.complete(res.m_issue.record) == Code.OK
@@ -705,7 +713,8 @@ def test_delete_of_entity_decided_on_but_not_issued():
     tombstone when the port is ready again."""
     m = small()
     e = m.allocate(S, 1).entity
-    m.cycle(n_ready=False, m_ready=False)
+    for _ in range(2):                               # (decision 17)
+        m.cycle(n_ready=False, m_ready=False)
     assert m.decision(M) == (S, 0)
     res = m.cycle(cmd=Command.delete(e), m_ready=False)
     assert res.resp.ok and res.issues == [] and m.tombstones() == [0]
@@ -719,7 +728,8 @@ def test_search_sees_the_state_at_the_start_of_the_cycle():
     m = small()
     res = m.cycle(cmd=Command.alloc(S, 1), query=Command.search(0))
     assert res.resp.ok and res.qresp.code == Code.MISS
-    assert m.cycle(n_ready=False, m_ready=False).issues == []    # decided
+    for _ in range(2):                               # decided (decision 17)
+        assert m.cycle(n_ready=False, m_ready=False).issues == []
     res = m.cycle(cmd=Command.search(0), query=Command.search(0))
     assert res.resp == res.qresp
     assert res.resp.busy == 0 and res.m_issue.entity == 0   # issued, not yet busy
@@ -729,7 +739,7 @@ def test_search_sees_the_state_at_the_start_of_the_cycle():
 def test_alloc_does_not_see_resources_freed_in_the_same_cycle():
     m = small(records=1)
     r = m.allocate(S, 1).record
-    assert [i.record for _ in range(2) for i in m.step()] == [r]
+    assert [i.record for _ in range(3) for i in m.step()] == [r]
     res = m.cycle(cmd=Command.alloc(S, 1), mcompl=r)     # cycle t: the entity dies
     assert res.mcode == Code.OK and res.resp.code == Code.NO_RECORD
     # (by a completion: decision 15) t+2 picked, t+3 walked, t+4 freed: an ALLOC sees
@@ -747,7 +757,7 @@ def test_completion_kill_reaches_the_reaper_a_cycle_later():
     m.run([DRAIN])                                   # done, held
     c = m.allocate(S, 1)                             # entity 1, record 1
     assert (b.entity, c.entity) == (0, 1)
-    assert [i.record for _ in range(2) for i in m.step()] == [c.record]
+    assert [i.record for _ in range(3) for i in m.step()] == [c.record]
     res = m.cycle(mcompl=c.record, n_ready=False, m_ready=False)   # t: entity 1 dies
     assert res.mcode == Code.OK
     res = m.cycle(cmd=Command.release(b.entity), query=Command.search(c.entity),
@@ -766,7 +776,7 @@ def test_completion_kill_reaches_the_reaper_a_cycle_later():
 def test_map_with_last_completion_in_the_same_cycle():
     m = small()
     r = m.allocate(S, 1)
-    assert [i.record for _ in range(2) for i in m.step()] == [r.record]
+    assert [i.record for _ in range(3) for i in m.step()] == [r.record]
     res = m.cycle(cmd=Command.map(r.entity, 1, 2), mcompl=r.record)
     assert res.resp.ok and res.resp.record == 1
     assert not m.search(r.entity, 1).hit             # dead with the entity
@@ -779,20 +789,23 @@ def test_map_with_last_completion_in_the_same_cycle():
 def test_completion_of_record_issued_in_the_same_cycle():
     m = small()
     r = m.allocate(S, 1).record
-    assert m.cycle(n_ready=False, m_ready=False).issues == []    # decided
+    for _ in range(2):                               # decided (decision 17)
+        assert m.cycle(n_ready=False, m_ready=False).issues == []
     res = m.cycle(mcompl=r)
     assert res.m_issue.record == r and res.mcode == Code.NOT_BUSY and m.error
     assert m.search(0).busy == 1
 
 
 def test_issue_decided_a_clock_ahead():
-    """An entity pushed in cycle t is decided on in t+1 and issued in t+2, and the
-    decision is kept (not redone) while the port is not ready."""
+    """An entity ALLOC pushes in cycle t into an empty FIFO is decided on in t+2 and
+    issued in t+3 (decision 17; before it, in t+1 and t+2), and the decision is kept
+    (not redone) while the port is not ready."""
     m = small()
     r = m.allocate(V, 1).record                      # cycle t: pushed into (V, 0)
     assert m.decision(M) is None
-    assert m.step() == [] and m.decision(M) == (V, 0)            # t+1
-    assert [i.record for i in m.step()] == [r] and m.decision(M) is None   # t+2
+    assert m.step() == [] and m.decision(M) is None              # t+1: not offered
+    assert m.step() == [] and m.decision(M) == (V, 0)            # t+2
+    assert [i.record for i in m.step()] == [r] and m.decision(M) is None   # t+3
 
 
 def test_completion_push_reaches_its_fifo_a_cycle_later():
@@ -803,7 +816,7 @@ def test_completion_push_reaches_its_fifo_a_cycle_later():
     in t+1 and issued in t+2."""
     m = small()
     r = m.allocate(V, 1).record                      # MOVE, then NUMERIC stage 1
-    assert [i.record for _ in range(2) for i in m.step()] == [r]
+    assert [i.record for _ in range(3) for i in m.step()] == [r]
     assert m.cycle(mcompl=r, n_ready=False, m_ready=False).mcode == Code.OK   # t
     assert m.queue(V, 1) == ()
     res = m.cycle(cmd=Command.config(V, [(N, 1)]), query=Command.search(0))  # t+1
@@ -818,7 +831,7 @@ def test_delete_while_a_completion_pushes():
     push is queued: its record is pushed as a tombstone, which the decision drops."""
     m = small()
     r = m.allocate(V, 1)
-    assert [i.record for _ in range(2) for i in m.step()] == [r.record]
+    assert [i.record for _ in range(3) for i in m.step()] == [r.record]
     m.complete(r.record)                             # t
     assert m.delete(r.entity).ok                     # t+1: the push still to come
     assert m.tombstones() == [r.record] and m.queue(V, 1) == ()
@@ -826,6 +839,24 @@ def test_delete_while_a_completion_pushes():
     assert m.step() == [] and m.decision(N) == (V, 1)   # the tombstone decided on
     assert m.step() == [] and m.tombstones() == []      # and dropped, no issue
     assert settle(m) == (8, 8, 32, 32, False) and m.idle()
+
+
+def test_alloc_push_offered_a_clock_later_unless_behind_a_record():
+    """Decision 17: a stage-0 FIFO is offered only if it held a record after the last
+    clock's pop, before that clock's ALLOC pushed: a record pushed into a FIFO that the
+    pop of the same clock empties waits a clock more, one pushed behind a waiting
+    record is issued right after it (before decision 17, b was decided on in u+1)."""
+    m = small()
+    a = m.allocate(S, 1).record                          # t
+    assert m.step() == [] and m.decision(M) is None       # t+1
+    assert m.step() == [] and m.decision(M) == (S, 0)     # t+2
+    res = m.cycle(cmd=Command.alloc(S, 1))               # u: a popped, b pushed
+    b = res.resp.record
+    assert res.m_issue.record == a and m.decision(M) is None
+    res = m.cycle(cmd=Command.alloc(S, 1))               # u+1: b not offered, c pushed
+    c = res.resp.record
+    assert res.issues == [] and m.decision(M) is None
+    assert [[i.record for i in m.step()] for _ in range(3)] == [[], [b], [c]]
 
 
 def test_not_ready_holds_the_issue():
@@ -928,6 +959,7 @@ class Scoreboard:
         self.fifo = {(t, s): deque() for t in range(N_TYPES) for s in range(8)}
         self.rr = {N: N_TYPES - 1, M: N_TYPES - 1}
         self.decision = {N: None, M: None}               # (type, stage) popped next
+        self.settled = [0] * N_TYPES                     # stage 0 before ALLOC's push (17)
         self.tomb = set()                                # records held by tombstones
         self.pushing = []                                # completed: ((type, stage), Inc)
         self.dead = {}                                   # entity -> Inc, not yet reaped
@@ -1009,7 +1041,8 @@ class Scoreboard:
         for i in range(1, N_TYPES + 1):
             t = (self.rr[kind] + i) % N_TYPES
             for s in reversed(range(len(self.prog[t]))):
-                if self.prog[t][s].kind == kind and self.fifo[t, s]:
+                if self.prog[t][s].kind == kind and self.fifo[t, s] and (
+                        s or self.settled[t]):
                     self.rr[kind] = t
                     return t, s
         return None
@@ -1051,9 +1084,11 @@ class Scoreboard:
             self.decision[kind] = None
         for iss in res.issues:
             self.issue(iss)
+        settled = [len(self.fifo[t, 0]) for t in range(N_TYPES)]
         for kind, ready in ((N, n_ready), (M, m_ready)):
             if ready or self.decision[kind] is None:
                 self.decision[kind] = self.decide(kind)
+        self.settled = settled
         if cmd is not None and not early:
             self.command(cmd, res.resp)
         for key, entry in self.pushing:                  # decision 16: a clock late
