@@ -1296,37 +1296,34 @@ class QCC(wiring.Component):
         A FIFO popped now has as its head next its ``second`` entry.
         """
         name = k.name.lower()
-        cand1, cand2, any1, any2 = self._candidates(m, s, ev, k)
-        latest, offers, records, stages = [], [], [], []
+        cand1, cand2, any1 = self._candidates(m, s, ev, k)
+        latest, offers, records = [], [], []
         for t in range(N_TYPES):
             fifos, hot = s.fifo[t], s.dec_hot[k][t]
             emptied = _sig(m, _any(hot[i] & cand1[t][i] & fifos[i].one
                                    for i in range(MAX_STAGES)), f"emptied_{name}_{t}")
             latest.append(_sig(m, Mux(emptied, cand2[t], cand1[t]), f"latest_{name}_{t}"))
-            offers.append(Mux(emptied, any2[t], any1[t]))
-            # (the latest FIFO's head after this clock's pop; the second latest is not
-            # popped)
-            first = _read(cand1[t], [Mux(hot[i], fifos[i].second, fifos[i].head)
-                                     for i in range(MAX_STAGES)])
-            other = _read(cand2[t], [fifos[i].head for i in range(MAX_STAGES)])
-            records.append(Mux(emptied, other, first))
-            stages.append(_encode(latest[t], 3))
+            offers.append(Mux(emptied, cand2[t].any(), any1[t]))
+            # (the latest FIFO's head after this clock's pop)
+            records.append(_read(latest[t], [Mux(hot[i], fifos[i].second, fifos[i].head)
+                                             for i in range(MAX_STAGES)]))
         offers = _sig(m, Cat(offers), f"offers_{name}")
         winner = _round_robin(m, offers, s.rr[k], f"winner_{name}")
+        hots = [_sig(m, Mux(winner[t], latest[t], 0), f"deciding_{name}_{t}")
+                for t in range(N_TYPES)]
         deciding = ~s.dec_valid[k] | ev.carry[k]
         with m.If(deciding):
             m.d.sync += [s.dec_valid[k].eq(offers.any()),
                          s.dec_record[k].eq(_read(winner, records)),
                          s.dec_type[k].eq(_encode(winner, 3)),
-                         s.dec_stage[k].eq(_read(winner, stages))]
-            m.d.sync += [s.dec_hot[k][t].eq(Mux(winner[t], latest[t], 0))
-                         for t in range(N_TYPES)]
+                         s.dec_stage[k].eq(_encode(_tree(lambda a, b: a | b, hots), 3))]
+            m.d.sync += [s.dec_hot[k][t].eq(hots[t]) for t in range(N_TYPES)]
             with m.If(offers.any()):
                 m.d.sync += s.rr[k].eq(_encode(winner, 3))
 
     def _candidates(self, m, s, ev, k):
         """Per type, registers: the one-hots of the latest and the second latest stage of
-        kind ``k`` whose FIFO is waiting, and whether there are one and two such stages.
+        kind ``k`` whose FIFO is waiting, and whether there is one.
 
         Computed from the FIFOs' flags after this clock's pops and pushes, for the
         decision of the next clock, except ALLOC's push into stage 0 (golden decision
@@ -1338,7 +1335,6 @@ class QCC(wiring.Component):
         cand1 = [Signal(MAX_STAGES, name=f"cand1_{name}_{t}") for t in range(N_TYPES)]
         cand2 = [Signal(MAX_STAGES, name=f"cand2_{name}_{t}") for t in range(N_TYPES)]
         any1 = [Signal(name=f"cand1_{name}_{t}_any") for t in range(N_TYPES)]
-        any2 = [Signal(name=f"cand2_{name}_{t}_any") for t in range(N_TYPES)]
         for t in range(N_TYPES):
             waiting = []
             for i in range(MAX_STAGES):
@@ -1354,9 +1350,8 @@ class QCC(wiring.Component):
                 cand2[t].eq(Cat(waiting[i] & above[i] & ~two_above[i]
                                 for i in range(MAX_STAGES))),
                 any1[t].eq(_any(waiting)),
-                any2[t].eq(_two_or_more(m, waiting, f"two_{name}_{t}")),
             ]
-        return cand1, cand2, any1, any2
+        return cand1, cand2, any1
 
     # ------------------------------------------------------------ completions
 
