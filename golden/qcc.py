@@ -67,7 +67,8 @@ Decisions
    head is a tombstone (decision 9), dropped with no issue. In a cycle where port k
    holds no decision or carries its decision out, it *decides* the next one from
    ``S_t`` less the pop of this very cycle: candidate types are those with a non-empty
-   FIFO (tombstones count) at a stage of kind k; each candidate type offers its
+   FIFO (tombstones count; a stage-0 FIFO also non-empty before the last cycle's
+   ALLOC, decision 17) at a stage of kind k; each candidate type offers its
    *latest* such stage (drain before fill); the type is chosen round-robin: with
    ``rr[k]`` the type port k decided on last (reset: 4, so type 0 comes first), the
    first candidate among ``rr[k]+1, rr[k]+2, ... (mod 5)`` wins and ``rr[k]`` becomes
@@ -82,9 +83,10 @@ Decisions
 8. **Completions** arrive on two ports, ``n_done`` (NUMERIC) and ``m_done`` (MOVE),
    each one record index per clock (so two issues per clock can be sustained). A
    completion clears ``busy`` and moves the entity to its next stage, whose FIFO it
-   joins at the tail a cycle later (decision 16), or finishes it (decision 4). Two completions of one clock always target
-   different FIFOs (different kinds => different stages of a type), and never the
-   stage-0 FIFO an ALLOC enqueues into, so FIFO arrival order is total.
+   joins at the tail a cycle later (decision 16), or finishes it (decision 4). Two
+   completions of one clock always target different FIFOs (different kinds =>
+   different stages of a type), and never the stage-0 FIFO an ALLOC enqueues into, so
+   FIFO arrival order is total.
 9. **DELETE** of an entity that is queued kills it (decision 12), and its frame-0
    record stays in its FIFO as a *tombstone* (the others keep their order): it is not
    free for ALLOC or MAP (nor counted in ``free_records``) until both its FIFO's
