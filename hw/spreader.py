@@ -340,7 +340,8 @@ Decisions
    appears shows a clock later. 4 EUs, 32/32: 53.40 / 50.99 / 55.93 MHz routed at seeds
    1-3 (52.90 / 54.76 / 56.39 before: the spread, since out of context the status port
    heads no timed path); ``spreader.spreader_qcc`` at the front end's parameters:
-   61.88 MHz at seed 1 (54.48 before), its worst path now stage R's accept.
+   61.88 MHz at seed 1 (54.48 before), its worst path now stage R's accept; 8 EUs:
+   41.17 MHz at seed 1 (43.53 before), its worst path stage R's accept.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
