@@ -326,6 +326,22 @@ Decisions
    ``consume_close``: registers and ``active``) is the accept's (``Kind.ALLOC`` is 0),
    and the move command is pushed only on the accept, so the accept reaches only the
    two FIFOs' write enables.
+22. The scans read a registered status (issues 12 and 15; contract changed, the golden
+   model's rule 3 first): every EU's ``status`` port, less R's request of that clock
+   (in its first clock, or every clock with ``debit_held``; saturating at 0), goes
+   into a register (``_State.st``, every EU empty at reset), and both scans (stage P's
+   first request, :class:`StatusScan` after a refusal) and the ``local_records``
+   compare read it a clock later, stage P's again less R's request of its own clock
+   (the raised thresholds of decision 11). No status port reaches a scan: in the front
+   end the QCC's ``run_room`` -> the adapter's held-request debit -> the rotation's
+   walk, the held size debit and ``r_ahead`` -> ``alloc`` chain (issue 15's critical
+   path) ends in this register. An EU loses room only to the spreader's requests, both
+   of which are debited, so a passing check still means the EU has the room; room that
+   appears shows a clock later. 4 EUs, 32/32: 53.40 / 50.99 / 55.93 MHz routed at seeds
+   1-3 (52.90 / 54.76 / 56.39 before: the spread, since out of context the status port
+   heads no timed path); ``spreader.spreader_qcc`` at the front end's parameters:
+   61.88 MHz at seed 1 (54.48 before), its worst path now stage R's accept; 8 EUs:
+   41.17 MHz at seed 1 (43.53 before), its worst path stage R's accept.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -982,7 +998,7 @@ def _encode(onehot, n):
 class StatusScan(wiring.Component):
     """Stage R's scan after a refusal: among the EUs sorted after the one ``asked``
     (one-hot) in the pass's candidate order (``ahead``, :class:`CandidateList`), the
-    first whose ``status`` meets the pass's minimum (``need_records``, an entity,
+    first whose ``status`` (the scans' status register, decision 22) meets the pass's minimum (``need_records``, an entity,
     ``need_lines``): ``next`` (one-hot; 0: none) and its number ``eu``; registered, it is
     the next clock's request."""
 
@@ -1520,7 +1536,6 @@ class Spreader(wiring.Component):
         m.d.comb += [rot.written.eq(cfg.written), rot.count.eq(self.cfg.payload.count),
                      arb.limit.eq(cfg.limit)]
         m.d.comb += [rot.entries[k].eq(e) for k, e in enumerate(cfg.entries()[:N])]
-        m.d.comb += [scan.status[e].eq(self.status[e]) for e in range(N)]
         m.d.comb += [vdt.busy_addr[i].eq(chk.vdt_busy_addr[i]) for i in range(3)]
         m.d.comb += [vdt.look_addr[i].eq(chk.vdt_look_addr[i]) for i in range(3)]
         m.d.comb += [chk.vdt_busy[i].eq(vdt.busy[i]) for i in range(3)]
@@ -1534,6 +1549,8 @@ class Spreader(wiring.Component):
         m.d.comb += [self.error.eq(errs.error), self.lost.eq(errs.lost)]
 
         s = _State(self, m)
+        self._scan_status(m, s)
+        m.d.comb += [scan.status[e].eq(s.st[e]) for e in range(N)]
         self._stage_p(m, s, cfg, chk, arb, cands)
         self._stage_r(m, s, scan, ift)
         self._advance(m, s, fifos, cfg, chk, arb, scan, ptab)
@@ -1602,7 +1619,7 @@ class Spreader(wiring.Component):
         if self.local_records:
             # the vertex-holding EUs with room for locality (the debited status)
             for e in range(self.n_eus):
-                fr, d = self.status[e].free_records, s.q_v[e] & (s.q_first | self.debit_held)
+                fr, d = s.st[e].free_records, s.q_v[e] & (s.q_first | self.debit_held)
                 m.d.comb += cands[TRI].room[e].eq(
                     Mux(d, fr >= self.local_records + 1, fr >= self.local_records))
         for k in range(4):
@@ -1623,10 +1640,24 @@ class Spreader(wiring.Component):
         with m.If(win == PIX):
             m.d.comb += s.w_loc[0].eq(chk.pix_tri)
 
+    def _scan_status(self, m, s):
+        """The scans' status register (decision 22): each EU's ``status`` of this clock
+        less R's request of this clock in its first clock (or every clock:
+        ``debit_held``), saturating at 0; stage P's and stage R's scans read it a clock
+        later, so no status port reaches a scan."""
+        for e in range(self.n_eus):
+            st, d = self.status[e], s.q_v[e] & (s.q_first | self.debit_held)
+            fr, fn, fl = st.free_records, st.free_entities, st.free_lines
+            m.d.sync += s.st[e].eq(Cat(
+                Mux(d & (fr != 0), fr - 1, fr)[:len(fr)],
+                Mux(d & (fn != 0), fn - 1, fn)[:len(fn)],
+                Mux(d, Mux(fl > s.r_size, fl - s.r_size, 0), fl)[:len(fl)]))
+
     def _first_scan_meets(self, m, s, cfg):
         """Per stream, the EUs whose status meets its packet's minimum for its first
-        request: this clock's status less what stage R's request of this clock would
-        take (its EU counts one record, one entity and R's lines less). Every stream's
+        request: the scans' status register (the status of the clock before, debited:
+        decision 22) less what stage R's request of this clock would take (its EU counts
+        one record, one entity and R's lines less). Every stream's
         minimum is compared in parallel with the arbiter.
 
         The debit is not subtracted from the status: each compare is made against a
@@ -1638,7 +1669,7 @@ class Spreader(wiring.Component):
         meets = [Signal(N, name=f"p_meets{k}") for k in range(4)]
         for e in range(N):
             # R's request is debited in its first clock (or every clock: ``debit_held``)
-            st, d = self.status[e], s.q_v[e] & (s.q_first | self.debit_held)
+            st, d = s.st[e], s.q_v[e] & (s.q_first | self.debit_held)
             fr, fl = st.free_records, st.free_lines
             per_type = Signal(4, name=f"meets{e}")
             for k in range(4):
@@ -1665,7 +1696,7 @@ class Spreader(wiring.Component):
     def _stage_r(self, m, s, scan, ift):
         """Stage R: the request (from the registers ``q_v``/``q_eu``, loaded by
         a scan of the clock before), the answer, and the scan for the request after a
-        refusal (this clock's status, from the candidate after the one asked)."""
+        refusal (the scans' status register, from the candidate after the one asked)."""
         N = self.n_eus
         m.d.comb += [scan.ahead.eq(s.r_ahead), scan.asked.eq(s.q_v),
                      scan.need_records.eq(s.r_need_r), scan.need_lines.eq(s.r_need_l)]
@@ -2025,6 +2056,12 @@ class _State:
         # stage R's request: one-hot EU (``alloc[e].valid``; 0: none) and its number
         self.q_v, self.q_eu = Signal(N), Signal(EU_W)
         self.q_first = Signal()         # the request register was loaded at the last edge
+        # the scans' status register (decision 22): each EU's status of the clock
+        # before less R's request of that clock; at reset every EU empty
+        full = {"free_records": sp.eu_records, "free_entities": 1 << ENTITY_W,
+                "free_lines": sp.eu_lines}
+        self.st = [Signal(L["status"], name=f"scan_status{e}", init=full)
+                   for e in range(N)]
         self.r_loc = Signal(data.ArrayLayout(LOC, 3))
         self.r_vr = Signal(data.ArrayLayout(VR, 3))
         self.r_vrn = Signal(3)

@@ -214,6 +214,7 @@ class RequestLog:
         self.open = None        # (first clock, status) of the request being answered
         self.scanned = None     # the status a request starting next clock was scanned with
         self.first = False      # this clock is a request's first
+        self.register = None    # the spreader's scan status register (rule 3)
 
     def request(self, t, e, req, answer, ok):
         """A request to EU ``e`` in clock ``t``: answered (``answer`` is the entity,
@@ -228,13 +229,20 @@ class RequestLog:
             self.open = None
 
     def scan(self, status, request):
-        """Every clock, after :meth:`request`: the EUs' status of this clock as a scan
-        reads it for a request in the next clock (less ``request``, this clock's
-        ``(eu, payload)`` or None, if in its first clock or the spreader's
-        ``debit_held``: :meth:`golden.spreader.Spreader.debited`)."""
+        """Every clock, after :meth:`request`: the status a scan of this clock reads for
+        a request in the next clock: the spreader's scan register (the EUs' status of
+        the clock before less that clock's request) less ``request``, this clock's
+        ``(eu, payload)`` or None, each only if in its request's first clock or with the
+        spreader's ``debit_held`` (:meth:`golden.spreader.Spreader.debited`). In the
+        run's first clock the register holds the status of the edge before it:
+        :attr:`register` if the EU side set it (:class:`TbEUs`), else this clock's
+        (the QCCs show their reset status across that edge)."""
         if not (self.first or self.res.spreader.debit_held):
             request = None          # debited in the request's first clock only
-        self.scanned = tuple(Spreader.debited(status, request))
+        if self.register is None:
+            self.register = tuple(status)
+        self.scanned = tuple(Spreader.debited(self.register, request))
+        self.register = tuple(Spreader.debited(status, request))
         self.first = False
 
 
@@ -325,6 +333,8 @@ async def run_spreader(dut, rng, workload, eus, *, config=(), gap=0.3, stall=0.3
     ``(RunResult, Stats)`` from the scoreboard."""
     run = Run(dut, rng, workload, eus.model, eus.codec, eus.outs, config=config, gap=gap,
               stall=stall, err_stall=err_stall, name=name)
+    if getattr(eus, "initial", None) is not None:
+        run.requests.register = tuple(eus.initial)
     while True:
         await FallingEdge(dut.clk)
         cfg = run.drive()
@@ -368,6 +378,12 @@ class TbEUs:
         self.alloc = [getattr(dut, f"alloc__{e}__valid") for e in range(n)]
         self.alloc_p = [getattr(dut, f"alloc__{e}__payload") for e in range(n)]
         self.alloc_r = [getattr(dut, f"alloc__{e}__ready") for e in range(n)]
+        # the EUs' status from before the first clock, which the spreader's scan
+        # register loads at the edge before it (so does the model's)
+        self.initial = [EUStatus(x.records, x.entities, x.lines) for x in self.eus]
+        for e, st in enumerate(self.initial):
+            getattr(dut, f"status__{e}").value = self.codec.pack("status", st)
+        self.model.scan_status = list(self.initial)
 
     def drive(self, run):
         """Falling edge: this clock's completion, each EU's status and answer."""

@@ -13,8 +13,9 @@ random gaps (a triangle only after its vertices were consumed, as a real front e
 No golden model runs in lock-step here (the EUs are RTL); instead the RTL's own
 observations (the taps of the adapters and the spreader's outputs) go through
 :class:`golden.spreader.Scoreboard`: every packet allocated exactly once, to an EU
-whose status met the minimum when scanned, a clock before the request (and whose QCC
-accepted it), candidates in list order, locality honoured whenever the preferred EU
+whose status met the minimum when scanned (the spreader's status register a clock
+before the request: the QCC's status of the clock before that, debited) and whose QCC
+accepted it, candidates in list order, locality honoured whenever the preferred EU
 had room, a move command per
 allocation, every completion before reuse, every held entity released exactly once
 after its users; plus, at the end, every QCC back to its full free counts (all records,
@@ -237,8 +238,8 @@ async def qcc_traffic(dut):
 async def qcc_sizes(dut):
     """Vertex and patch packets of 5..8 lines on 16-line QCCs: first fit fragments the
     lines, and the status the spreader checks is the QCC's longest free run, so a QCC
-    whose status met the minimum when scanned (a clock before the request, less the
-    ALLOC being asked of it then) never refuses (0 refusals asserted; with the count of
+    whose status met the minimum when scanned (two clocks before the request through
+    the spreader's status register, less the ALLOCs asked of it since) never refuses (0 refusals asserted; with the count of
     free lines as status, 0 to 11 per run were refused in the seeds tried).
 
     The minima below keep held vertex and patch data (10 lines: two left) and triangles

@@ -152,12 +152,18 @@ its own clock (rule 3), and no table write depends on an answer of its own clock
    was accepted in the clock before offers itself only after C wrote the VDT.
 3. **Scan** (S118-S124), a clock before its request: in R's first clock and in the
    clock after each refusal, the spreader drives ``alloc[e]`` for the first candidate
-   at or after the current position whose status *in the clock before* met the pass's
-   minimum. The first request's scan is stage P's, in the clock it prepares the pass,
-   over that clock's status less what R's request of that clock would take (the EU R
-   requests counts one record, one entity and the request's ``lines`` less, answered
-   or not: its accept shows in its status only from the next clock;
-   :meth:`Spreader.debited`) -- in the request's first clock only: an EU that answers
+   at or after the current position whose status met the pass's minimum in the scan.
+   Every scan reads the **status register** (issue 12/15: no status port reaches a
+   scan): the EUs' status of the clock before the scan, less R's request of that
+   clock (:attr:`Spreader.scan_status`; at reset every EU empty). The first request's
+   scan is stage P's, in the clock it prepares the pass, over that register less what
+   R's request of P's clock would take (the EU R requests counts one record, one
+   entity and the request's ``lines`` less, answered or not: its accept shows in its
+   status only from the next clock; :meth:`Spreader.debited`), so a request two clocks
+   after the status it was scanned on is counted out of it by both debits; an EU
+   loses room only to the spreader's requests, so a check that passes on the older
+   status still means the EU has the room when asked (or it refuses, and the scan
+   goes on). Each debit applies in the request's first clock only: an EU that answers
    later (the QCC: a clock after its ALLOC) shows the allocation in its status from
    the clock after it took the request, so a debit in a later clock counted it twice
    (parameter ``debit_held=True``: in every clock R holds the request, for EUs whose
@@ -165,8 +171,8 @@ its own clock (rule 3), and no table write depends on an answer of its own clock
    first clock (the QCC adapter, when a RELEASE goes first) must count it out of the
    status it shows until it takes it (:class:`QCCEU`, ``hw.spreader.SpreaderQCC``),
    else a check in between passes on what the held request is about to take. The request after a refusal comes from R's scan in the
-   refusal's clock, from the candidate after the refusing one (that EU is not scanned
-   again, so no debit). If no candidate met the minimum, the pass ends in the clock
+   refusal's clock (over the register), from the candidate after the refusing one (that
+   EU is not scanned again, so no debit of the refused request). If no candidate met the minimum, the pass ends in the clock
    its request would have been driven (the packet is parked) and the packet is
    prepared again later -- "retry from the top". (Issue 12 cut 1: the request comes
    from a register, so no status compare, scan or choice of EU lies between the

@@ -110,7 +110,11 @@ class Spreader(Codec):
     -----
     Drive it with :meth:`cycle` (one clock) or :meth:`run` (a closed loop with EU
     models and a :class:`Feeder`). State is read through :meth:`vdt`, :meth:`pt`,
-    :meth:`in_flight`, :meth:`config` and :meth:`check`.
+    :meth:`in_flight`, :meth:`config` and :meth:`check`. :attr:`scan_status` is the
+    scans' status register (rule 3: each EU's status of the clock before, debited;
+    every EU empty at reset); a testbench whose RTL loads it at an edge before the
+    model's first clock sets it to what the RTL loaded (:meth:`run` from reset loads
+    the EU models' status), and :attr:`scanned` is what the last clock's scans read.
     """
 
     def __init__(self, n_eus=4, vdt_records=256, pt_records=256, index_bits=16,
@@ -183,6 +187,10 @@ class Spreader(Codec):
         self.error = False
         self.lost = False
         self.debit_request = None           # R's request that this clock's P debited
+        # the scans' status register (rule 3, issue 12/15): the status of the clock
+        # before less R's request of that clock; at reset every EU empty
+        self.scan_status = [EUStatus(self.eu_records, ENTITIES, self.eu_lines)] * self.n_eus
+        self.scanned = None                 # the status this clock's scans read
         self.t = 0
 
     def config(self):
@@ -358,10 +366,12 @@ class Spreader(Codec):
 
     @staticmethod
     def debited(status, request):
-        """``status`` as stage P's scan reads it: the EU of ``request`` (stage R's
-        request of this clock if in its first clock or ``debit_held``, else None:
-        :attr:`debit_request`) counts one record, one entity and the request's lines
-        less (its accept shows in its status only from the next clock)."""
+        """``status`` less ``request`` (stage R's request of its clock if in its first
+        clock or ``debit_held``, else None: :attr:`debit_request`): its EU counts one
+        record, one entity and the request's lines less (its accept shows in its status
+        only from the next clock). The scans' register (:attr:`scan_status`, rule 3) is
+        a clock's status debited by that clock's request; stage P's scan debits it again
+        by R's request of its own clock."""
         status = list(status)
         if request is not None:
             e, req = request
@@ -518,7 +528,8 @@ class Spreader(Codec):
         done : Done or tuple or None
             The completion on ``done`` this clock (taken).
         status : sequence of EUStatus, optional
-            ``status[e]`` this clock; default every EU empty (full capacity).
+            ``status[e]`` this clock (the scans read it from the next clock, through
+            :attr:`scan_status`); default every EU empty (full capacity).
         respond : callable, Answer, tuple or None
             The answer of the EU the model requests this clock: ``respond(eu, request)``
             returning None (``ready`` low: no answer this clock) or an :class:`Answer` /
@@ -562,6 +573,7 @@ class Spreader(Codec):
         errors = []            # (ErrorReport) in precedence order
         writes = []            # callables applied at the edge, in order
         consumed, request, answer, leaves, debit = None, None, None, False, None
+        seen = self.scan_status     # the register: the status of the clock before, debited
 
         # -- stage C: the tables of the accept of the clock before, written at this edge
         #    (first: a completion of that entity in this clock comes after it)
@@ -609,7 +621,7 @@ class Spreader(Codec):
                         writes.append(lambda p=p, e=e, n=ans.entity: self._accept(p, e, n))
                     else:
                         p.refused |= 1 << e
-                        p.req = self._scan(p, status, i + 1)
+                        p.req = self._scan(p, seen, i + 1)
                         p.fresh = True
             leaves = leaves or consumed is not None
 
@@ -625,7 +637,7 @@ class Spreader(Codec):
             win, starve = self._arbitrate(self._offers(src))
             if win is not None and not (p is not None and win == p.stream
                                         and consumed is None):
-                nxt = self._prepare(win, src[win], self.debited(status, debit))
+                nxt = self._prepare(win, src[win], self.debited(seen, debit))
                 started = True
                 if self._held[win] is None or p is not None and win == p.stream:
                     taken = win             # from the input (else a parked packet)
@@ -659,6 +671,8 @@ class Spreader(Codec):
         # -- the edge
         self._shown = [None if s == taken else heads[s] for s in range(4)]
         self.debit_request = debit
+        self.scanned = tuple(self.debited(seen, debit))
+        self.scan_status = self.debited(status, debit)
         res = CycleResult(taken, consumed, request, answer, started, out["move"], out["log"],
                           out["release"], out["err"], self.error, self.lost)
         err_room = self._fifo["err"].room()         # a free entry in S_t (rule 8)
@@ -872,6 +886,10 @@ class Spreader(Codec):
         r = RunResult(self, feeder.workload)
         start, last_progress = self.t, self.t
         req_open, scanned = None, None     # scanned: the status a request's scan read
+        if self.t == 0:
+            # from reset: the EUs show their status at the edge before the first
+            # clock, which the scans' register loads (as the testbenches drive it)
+            self.scan_status = [eu.status() for eu in eus]
         while True:
             t = self.t
             if cycles is not None:
@@ -918,7 +936,7 @@ class Spreader(Codec):
                 eus[res.move.eu].move(res.move)
             if res.release is not None:
                 eus[res.release.eu].release(res.release)
-            scanned = tuple(self.debited(status, self.debit_request))
+            scanned = self.scanned
             for eu in eus:
                 eu.tick()
             merger.collect()

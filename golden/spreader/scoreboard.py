@@ -55,7 +55,8 @@ class Scoreboard:
     configuration words with their clocks, and a :class:`RunResult` with the transfers
     on ``log``, ``move``, ``release``, ``err``, ``done`` and the allocation requests
     (:class:`ReqRecord`: EU, payload, every EU's status as the request's scan read
-    it -- the clock before its first clock, less the request driven then --, answer). :meth:`check`
+    it in the clock before its first clock -- the status register, less the request
+    driven then --, answer). :meth:`check`
     raises ``AssertionError`` naming the first broken rule:
 
     * every packet consumed exactly once, in stream order, as ALLOC (good packets),

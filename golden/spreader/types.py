@@ -373,8 +373,9 @@ class CycleResult(NamedTuple):
 
 class ReqRecord(NamedTuple):
     """One allocation request: first clock, answer clock, EU, payload, every EU's
-    status as the request's scan read it (the clock before the first clock, less the
-    request driven in that clock: :meth:`Spreader.debited`), and the answer."""
+    status as the request's scan read it in the clock before the first clock (the
+    status register, :attr:`Spreader.scan_status`, less the request driven in that
+    clock: :meth:`Spreader.debited`), and the answer."""
     start: int
     end: int
     eu: int

@@ -12,6 +12,7 @@ from golden.spreader import (
     ScriptedEU, Spreader, Src, TrianglePacket, VertexPacket, Workload, build_workload,
     scene_workload, synthetic_workload,
 )
+from golden.spreader.types import ENTITIES
 
 V, T, P, PA = EType.VERTEX, EType.TRIANGLE, EType.PIXEL, EType.PATCH
 ROOM = EUStatus(16, 16, 64)
@@ -56,20 +57,34 @@ def accept(entity):
 
 def take(sp, stream, pkt, **kw):
     """Present ``pkt`` for one clock: it is taken and prepared (stage P); returns that
-    clock's result."""
+    clock's result. The EUs showed that clock's ``status`` in the clock before too
+    (:func:`shown`)."""
     h = [None] * 4
     h[stream] = pkt
+    shown(sp, kw.get("status") or empty(sp))
     r = sp.cycle(h, **kw)
     assert r.taken == stream and r.started, r
     return r
 
 
+def empty(sp):
+    """Every EU empty (the model's default status)."""
+    return [EUStatus(sp.eu_records, ENTITIES, sp.eu_lines)] * sp.n_eus
+
+
+def shown(sp, status):
+    """The EUs showed ``status`` in the clock before (the scans read the status of the
+    clock before: rule 3): the scan register :attr:`Spreader.scan_status`."""
+    sp.scan_status = list(status)
+
+
 def place(sp, stream, pkt, eu, entity):
-    """Allocate one packet to ``eu`` (only that EU has room): taken and prepared in one
-    clock, requested and accepted in the next, its tables written (the commit stage)
-    at the end of the third."""
+    """Allocate one packet to ``eu`` (only that EU has room, from the clock before):
+    taken and prepared in one clock, requested and accepted in the next, its tables
+    written (the commit stage) at the end of the third."""
     h = [None] * 4
     h[stream] = pkt
+    shown(sp, only(eu, sp.n_eus))
     r = sp.cycle(h, status=only(eu, sp.n_eus), respond=accept(entity))
     assert r.taken == stream and r.request is None, r
     r = sp.cycle(status=only(eu, sp.n_eus), respond=accept(entity))
@@ -91,6 +106,7 @@ def run_streams(sp, streams, respond=None, status=None, limit=50):
     order."""
     streams = [list(s) for s in streams]
     order = []
+    shown(sp, status or empty(sp))
     for _ in range(limit):
         if not any(streams) and sp.idle_allocator():
             break
@@ -389,6 +405,39 @@ def test_retry_counts_passes_and_skips_full_eus():
     assert seq == [1, 3, None, None, 1, 3]
     e = drain(sp, 2)["log"][0]
     assert e.eu == 3 and e.passes == 2 and e.refused == 0b0010
+
+
+def test_scans_read_the_status_of_the_clock_before():
+    """Rule 3 (issue 12/15): stage P's and stage R's scans read the status register,
+    the EUs' status of the clock before (less that clock's request), not the status
+    port of their own clock. Room that shows first in the clock a packet is prepared is
+    seen by the next pass; room that a clock's status still shows is trusted by the
+    scan of the next clock (an EU loses room only to the spreader's requests)."""
+    sp = small()
+    shown(sp, [FULL] * 4)
+    r = sp.cycle(heads(v=VertexPacket(0)), status=only(2))
+    assert r.taken == V and r.started             # prepared over the clock before: full
+    r = sp.cycle(status=only(2), respond=accept(1))
+    assert r.request is None and r.consumed is None   # the pass ends, the packet parks
+    r = sp.cycle(status=only(2), respond=accept(1))
+    assert r.request is None and r.started        # prepared again, over only(2)
+    r = sp.cycle(status=only(2), respond=accept(1))
+    assert r.request[0] == 2 and r.consumed == V
+    # EU 1 had room in the clock before and shows none now: the scan still picks it
+    sp = small()
+    shown(sp, only(1))
+    assert sp.cycle(heads(v=VertexPacket(8)), status=[FULL] * 4).started
+    r = sp.cycle(status=[FULL] * 4, respond=accept(2))
+    assert r.request[0] == 1 and r.consumed == V
+    # a refusal's scan reads the register too: EU 1's room of the clock before is
+    # seen, not the status of the refusal's clock (EU 1 full, EU 3 with room)
+    sp = small()
+    shown(sp, [ROOM] * 4)
+    assert sp.cycle(heads(v=VertexPacket(16)), status=[ROOM, ROOM, ROOM, FULL]).started
+    r = sp.cycle(status=[ROOM, FULL, FULL, ROOM], respond=(False, 0))
+    assert r.request[0] == 0 and r.answer.accept is False
+    r = sp.cycle(status=[FULL] * 4, respond=accept(3))
+    assert r.request[0] == 1 and r.consumed == V
 
 
 def test_no_candidate_with_room_waits_without_requests():
@@ -709,10 +758,13 @@ def test_commit_stage_writes_tables_a_clock_after_the_accept():
 def test_request_debited_in_its_first_clock(debit_held):
     """Stage P's scan counts R's request out of its EU's status in the request's first
     clock only (an EU that answers later, as the QCC, already shows it); with
-    ``debit_held`` in every clock R holds it."""
+    ``debit_held`` in every clock R holds it. The scan reads the status of the clock
+    before (rule 3), debited by that clock's request: EU0 shows two entities in the
+    request's first clock, one from the next (the QCC: the ALLOC taken)."""
     sp = small(debit_held=debit_held)
     take(sp, V, VertexPacket(0))
-    assert sp.cycle(respond=None).request[0] == 0                # held, unanswered
+    two = [EUStatus(16, 2, 64)] + [FULL] * 3
+    assert sp.cycle(status=two, respond=None).request[0] == 0    # held, unanswered
     last = [EUStatus(16, 1, 64)] + [FULL] * 3                    # EU0: one entity left
     r = sp.cycle(heads(pa=PatchPacket(24)), status=last, respond=accept(1))
     assert r.consumed == V and r.taken == PA
