@@ -803,6 +803,7 @@ class BlockRasterizer(wiring.Component):
                     n: self._next_order(order, j, n, batch) for n in self.batched}))
                     for j in range(SPANS)]
             self._rotate_samples(m, r3, flow)
+            self._advance_spans(m, r3, batch, flow)
         return m
 
     def _next_order(self, order, j, n, batch):
@@ -834,6 +835,20 @@ class BlockRasterizer(wiring.Component):
                         n: sets[(r + 1) % self._subs(n)][lane] if r < self._subs(n)
                         else sets[r][lane] for n in self.wide}))
                         for r in range(len(sets))]
+
+    def _advance_spans(self, m, r3, batch, flow):
+        """``latency=9``: each lane's span register (stage 3, one per edge) moves on with
+        ``order`` to the next batch's span, with its quad's flow copy (``adv & more``)."""
+        if "span" not in r3["edges"][0]:
+            return
+        order, mode = r3["order"], r3["meta"].mode
+        spans = self._lane_spans(m, order, mode, "span_next",
+                                 lambda j, n: self._next_order(order, j, n, batch))
+        for e, edge in enumerate(r3["edges"]):
+            for lane, span in enumerate(edge["span"]):
+                copy = flow.copy("load", (e, self._quad(lane)))
+                with m.If((~copy["full"] | self.o.ready) & copy["more"]):
+                    m.d.sync += span.eq(spans[lane])
 
     @staticmethod
     def _flow_group(stage, kind, group):
@@ -1175,6 +1190,14 @@ class BlockRasterizer(wiring.Component):
             return result
         comb_full, comb_part = r2["comb_full"], r2["comb_part"]
         n_last = self._by_mode(meta.mode, {n: self._last_batch(count, n) for n in self.modes})
+        if self.latency == 9:
+            # each lane's span, registered per edge and quad of lanes (moved on with
+            # `order`: _advance_spans), so that stage 3b's choice of half_j starts
+            # from a register, not from `order` and the mode (_lane_spans)
+            spans = self._lane_spans(m, order, meta.mode, "span_in")
+            for e, edge in enumerate(edges):
+                edge["span"] = st.regs(spans, f"span{e}_", unsigned(4),
+                                       lambda lane, e=e: (e, self._quad(lane)))
         return {**result,
                 "span_full": st.reg(comb_full, "span_full"),
                 "span_part": st.reg(comb_part, "span_part"),
@@ -1288,13 +1311,15 @@ class BlockRasterizer(wiring.Component):
         lane adders start from registers; and what stage 4 reads of stage 3, passed on.
         It moves with stages 4-6, one batch a clock, so ``order`` moves on as before."""
         meta = r3["meta"]
-        spans = self._lane_spans(m, r3["order"], meta.mode)
+        # latency 9: each edge's lanes' spans are stage-3 registers
+        spans = None if "span" in r3["edges"][0] else \
+            self._lane_spans(m, r3["order"], meta.mode)
         one_x = self._one_x(meta.mode)
         edges = []
         for e, edge in enumerate(r3["edges"]):
             quad = lambda lane, e=e: (e, self._quad(lane))
             choice = []
-            for lane, k in enumerate(spans):
+            for lane, k in enumerate(edge["span"] if spans is None else spans):
                 half, neg, f, p = self._lane_choice(m, edge, k, one_x, e, lane)
                 choice.append((st.reg(half[:self.test_bits - 2], f"hsel{e}_{lane}",
                                       group=quad(lane)),
@@ -1376,20 +1401,22 @@ class BlockRasterizer(wiring.Component):
             return half[k - 8] if k >= 8 else half[7 - k], Const(k < 8, 1)
         return Array(half)[k[:3] ^ (~k[3]).replicate(3)], ~k[3]
 
-    def _lane_spans(self, m, order, mode):
+    def _lane_spans(self, m, order, mode, name="span", entry=None):
         """The span each lane tests in this batch, for every edge: at 1x with 16 lanes
         lane ``l`` tests span ``l`` (a constant in a 1x-only build); at ``S`` samples
         (and at 1x with fewer lanes) lane ``l`` is sample ``l % S`` of group ``l // S``,
         which tests ``order[l // S]`` (the batch's PARTIAL span of that rank; in a wide
-        mode every lane tests ``order[0]``)."""
+        mode every lane tests ``order[0]``). ``entry(j, S)`` replaces ``order[j]`` (the
+        next batch's: :meth:`_advance_spans`)."""
         if not self.msaa_modes:
             return list(range(LANES))
+        entry = entry or (lambda j, n: order[j])
         spans = []
         for lane in range(self.lanes):
-            choice = {n: order[lane // n] for n in self.batched}
+            choice = {n: entry(lane // n, n) for n in self.batched}
             if 1 in self.modes and 1 not in self.batched:
                 choice[1] = Const(lane, 4)
-            spans.append(_wire(m, self._by_mode(mode, choice), f"span{lane}", unsigned(4)))
+            spans.append(_wire(m, self._by_mode(mode, choice), f"{name}{lane}", unsigned(4)))
         return spans
 
     def _lane_choice(self, m, edge, k, one_x, e, lane):
