@@ -247,7 +247,12 @@ hence that bit is now a stage-2 register (its count from stage 2's combined clas
 before their registers), and so is "batches after this one". The deepest logic was then
 stage 3's ranks into ``order`` and stage 2's count (by a netlist model, README step 11):
 the ranks and the count are now counted once, in stage 2, and registered, and the box
-bits that led stage 2's chain are registered in stage 1.
+bits that led stage 2's chain are registered in stage 1. With 8 lanes the ``(1, 4)``
+build routed at 54.27 MHz, its critical path stage 2's chain from a corner's carry chain
+through the classes and the ranks' count into ``more_in``; ``latency=9`` cuts it with
+stage 2b, and registers each lane's span in stage 3 (the next deepest logic by the
+netlist model: ``order`` and the mode through the span into stage 3b's choice of
+``half_j``; docs/raster.md, step 13).
 
 Decisions where the spec is open
 --------------------------------
@@ -583,19 +588,22 @@ class BlockRasterizer(wiring.Component):
     builds with an ABC9 delay target of 10 ns; LUT4 counting a CCU2C as 2, of the
     ECP5-85F's 83,640; the README's Block 4 section has the history):
 
-    ============================  ==================  ==============  ==================
-    build                         LUT4                flip-flops      Fmax
-    ============================  ==================  ==============  ==================
-    ``modes=(1,)``                25,285 (30.2 %)     12,849          115.49 MHz routed
-    ``modes=(1, 4)``              37,842 (45.2 %)     15,502          49.83 MHz routed
-    every mode (default)          58,192 (69.57 %)    20,607          not measured
-    ``modes=(1, 4), latency=8``   37,773 (45.16 %)    19,762          53.69 MHz routed
-    every mode, ``latency=8``     58,179 (69.56 %)    24,886          not measured
-    ============================  ==================  ==============  ==================
+    ==================================  ==================  ==============  ==================
+    build                               LUT4                flip-flops      Fmax
+    ==================================  ==================  ==============  ==================
+    ``modes=(1,)``                      25,285 (30.2 %)     12,849          115.49 MHz routed
+    ``modes=(1, 4)``                    37,842 (45.2 %)     15,502          49.83 MHz routed
+    every mode (default)                58,192 (69.57 %)    20,607          not measured
+    ``modes=(1, 4), latency=8``         37,773 (45.16 %)    19,762          53.69 MHz routed
+    every mode, ``latency=8``           58,179 (69.56 %)    24,886          not measured
+    ``(1, 4), latency=8, lanes=8``      26,211 (31.34 %)    15,537          54.27 MHz routed
+    ``(1, 4), latency=9, lanes=8``      26,858 (32.11 %)    16,350          81.97 MHz routed
+    ==================================  ==================  ==============  ==================
 
     Per mode (the schedule, any build): 1x 1.000 block / 256 samples per clock, 2x
     0.889 / 455, 4x 0.679 / 696, 8x 0.440 / 902, 16x 0.251 / 1030 on the bench's mixed
-    workload; latency 7 clocks (8 at ``latency=8``).
+    workload; latency 7 clocks (8 at ``latency=8``, 9 at ``latency=9``); fewer at
+    fewer lanes (module docstring).
     """
 
     def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16,
