@@ -598,6 +598,7 @@ class BlockRasterizer(wiring.Component):
     every mode, ``latency=8``           58,179 (69.56 %)    24,886          not measured
     ``(1, 4), latency=8, lanes=8``      26,211 (31.34 %)    15,537          54.27 MHz routed
     ``(1, 4), latency=9, lanes=8``      26,858 (32.11 %)    16,350          81.97 MHz routed
+    ``(1, 2, 4), latency=9, lanes=8``   29,182 (34.89 %)    16,578          91.37 MHz routed
     ==================================  ==================  ==============  ==================
 
     Per mode (the schedule, any build): 1x 1.000 block / 256 samples per clock, 2x
