@@ -38,7 +38,8 @@ unit has no multiplier: odd multiples (3A, 5A, 7A) are one adder each, the rest 
 
 Pipeline (one clock per row, latency 7 clocks from input handshake to output valid)
 ------------------------------------------------------------------------------------
-(``latency=8``, MSAA builds only: one stage more, 3b below.)
+(``latency=8``, MSAA builds only: one stage more, 3b below; ``latency=9``: two, 2b and
+3b.)
 
 0. *Input buffer*: a two-entry skid buffer of registers whose ``ready`` is one of its
    own registers, so no combinational path runs from ``o.ready`` to ``i.ready``.
@@ -62,6 +63,14 @@ Pipeline (one clock per row, latency 7 clocks from input handshake to output val
    masks. MSAA builds also form the combined span classes here (below), from the
    corner signs before their registers, and from them the ranks and the count (below),
    registered, so that stage 3 forms ``order`` and the batch count from registers.
+2b. *Ranks* (``latency=9`` only; it moves with stages 1-3): stage 2 ends at the
+   registered combined classes, and stage 2b forms the ranks, the count and "more than
+   one batch" from them, so that no path runs from a corner's carry chain through the
+   classes into the count (the ``(1, 4)`` build's routed critical path at 8 lanes,
+   README Block 4). The pixel-centre offsets and the lane sample offsets, which stage 2
+   forms at ``latency`` 7 and 8, are formed here from the odd multiples of ``A`` and
+   ``B`` that stage 2 passes on (fewer flip-flops than passing the offsets on). One
+   clock more latency in every mode of the build; the clocks per block are unchanged.
 3. *Span select*: per edge and span, FULL when its 4 corners pass, PARTIAL when some do,
    EMPTY otherwise or when no pixel of the span lies in the box. Combined class: EMPTY if
    any edge is, FULL if all are, PARTIAL otherwise -- only combined-PARTIAL spans need
@@ -149,13 +158,14 @@ mode   16 lanes         8 lanes          4 lanes
 
 Flow control
 ------------
-The stages form a rigid pipeline: stages 4-6 (3b-6 at ``latency=8``) and the output
-register move together whenever the output word is not complete or is being taken
-(``adv = ~o.valid | o.ready``); stages 1-3 and the input buffer move with them unless
-stage 3 still has batches of its block to issue (a register, ``more``). In MSAA
-builds the two signals that every copy's ``more`` reads are registers: ``more_in``
+The stages form a rigid pipeline: stages 4-6 (3b-6 at ``latency`` 8 and 9) and the
+output register move together whenever the output word is not complete or is being
+taken (``adv = ~o.valid | o.ready``); stages 1-3 (and 2b) and the input buffer move with
+them unless stage 3 still has batches of its block to issue (a register, ``more``). In
+MSAA builds the two signals that every copy's ``more`` reads are registers: ``more_in``
 ("the block in stage 2 has more than one batch", loaded with stage 2 from the count of
-the block entering it) and ``more_on`` ("the block in stage 3 has batches after this
+the block entering it; at ``latency=9`` stage 2b's, from the count of the block
+entering stage 2b) and ``more_on`` ("the block in stage 3 has batches after this
 one"). Every register
 enable is one LUT of ``o.ready`` and registers, and the malformed check of the input
 buffer is decoded as a block enters it (a bubble-squeezing pipeline chains the enables
@@ -237,7 +247,12 @@ hence that bit is now a stage-2 register (its count from stage 2's combined clas
 before their registers), and so is "batches after this one". The deepest logic was then
 stage 3's ranks into ``order`` and stage 2's count (by a netlist model, README step 11):
 the ranks and the count are now counted once, in stage 2, and registered, and the box
-bits that led stage 2's chain are registered in stage 1.
+bits that led stage 2's chain are registered in stage 1. With 8 lanes the ``(1, 4)``
+build routed at 54.27 MHz, its critical path stage 2's chain from a corner's carry chain
+through the classes and the ranks' count into ``more_in``; ``latency=9`` cuts it with
+stage 2b, and registers each lane's span in stage 3 (the next deepest logic by the
+netlist model: ``order`` and the mode through the span into stage 3b's choice of
+``half_j``; docs/raster.md, step 13).
 
 Decisions where the spec is open
 --------------------------------
@@ -545,9 +560,11 @@ class BlockRasterizer(wiring.Component):
     latency : int
         Clocks from an input handshake to the output word: 7 (the spec's bound), or 8 in
         a build with an MSAA mode, which registers each lane's span choice before its
-        adder (stage 3b) for a shorter path on the FPGA. The clocks per block are the
-        same either way (every mode: ``max(1, ceil(p*S/lanes))``); only the latency of
-        every mode of the build grows by one.
+        adder (stage 3b) for a shorter path on the FPGA, or 9, which also ranks and
+        counts the PARTIAL spans in a stage of their own (stage 2b) after the corner
+        signs and span classes of stage 2. The clocks per block are the same either way
+        (every mode: ``max(1, ceil(p*S/lanes))``); only the latency of every mode of the
+        build grows, by one or two.
     lanes : int
         16-pixel lanes per edge: 16 (the spec's 256 samples per edge per clock), or 8 or
         4 in a build with an MSAA mode, for area: a block with ``p`` PARTIAL spans at
@@ -571,19 +588,23 @@ class BlockRasterizer(wiring.Component):
     builds with an ABC9 delay target of 10 ns; LUT4 counting a CCU2C as 2, of the
     ECP5-85F's 83,640; the README's Block 4 section has the history):
 
-    ============================  ==================  ==============  ==================
-    build                         LUT4                flip-flops      Fmax
-    ============================  ==================  ==============  ==================
-    ``modes=(1,)``                25,285 (30.2 %)     12,849          115.49 MHz routed
-    ``modes=(1, 4)``              37,842 (45.2 %)     15,502          49.83 MHz routed
-    every mode (default)          58,192 (69.57 %)    20,607          not measured
-    ``modes=(1, 4), latency=8``   37,773 (45.16 %)    19,762          53.69 MHz routed
-    every mode, ``latency=8``     58,179 (69.56 %)    24,886          not measured
-    ============================  ==================  ==============  ==================
+    ==================================  ==================  ==============  ==================
+    build                               LUT4                flip-flops      Fmax
+    ==================================  ==================  ==============  ==================
+    ``modes=(1,)``                      25,285 (30.2 %)     12,849          115.49 MHz routed
+    ``modes=(1, 4)``                    37,842 (45.2 %)     15,502          49.83 MHz routed
+    every mode (default)                58,192 (69.57 %)    20,607          not measured
+    ``modes=(1, 4), latency=8``         37,773 (45.16 %)    19,762          53.69 MHz routed
+    every mode, ``latency=8``           58,179 (69.56 %)    24,886          not measured
+    ``(1, 4), latency=8, lanes=8``      26,211 (31.34 %)    15,537          54.27 MHz routed
+    ``(1, 4), latency=9, lanes=8``      26,858 (32.11 %)    16,350          81.97 MHz routed
+    ``(1, 2, 4), latency=9, lanes=8``   29,182 (34.89 %)    16,578          91.37 MHz routed
+    ==================================  ==================  ==============  ==================
 
     Per mode (the schedule, any build): 1x 1.000 block / 256 samples per clock, 2x
     0.889 / 455, 4x 0.679 / 696, 8x 0.440 / 902, 16x 0.251 / 1030 on the bench's mixed
-    workload; latency 7 clocks (8 at ``latency=8``).
+    workload; latency 7 clocks (8 at ``latency=8``, 9 at ``latency=9``); fewer at
+    fewer lanes (module docstring).
     """
 
     def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16,
@@ -593,10 +614,10 @@ class BlockRasterizer(wiring.Component):
         self.subpix = check_int("subpix", subpix, 4, 12)
         self.int_bits = check_int("int_bits", int_bits, 5, 16)
         self.tag_bits = check_int("tag_bits", tag_bits, 1, 64)
-        self.latency = check_int("latency", latency, 7, 8)
-        if self.latency == 8 and max(self.modes) == 1:
-            raise ValueError("latency must be 7 in a build without an MSAA mode (its lanes "
-                             "have no span choice to register), not 8")
+        self.latency = check_int("latency", latency, 7, 9)
+        if self.latency > 7 and max(self.modes) == 1:
+            raise ValueError(f"latency must be 7 in a build without an MSAA mode (its lanes "
+                             f"have no span choice to register), not {self.latency}")
         w = int_bits + subpix
         self.coef_bits = w + 1                  # A, B
         self.lo16_bits = 2 * w + 2              # lo16
@@ -721,12 +742,15 @@ class BlockRasterizer(wiring.Component):
         v1, v2, v3, v4 = (Signal(name=f"v{k}") for k in range(1, 5))
         s1, s2, s3, s4, s5, s6 = (_Stage(f"s{k}") for k in range(1, 7))
         r1 = self._offsets(m, head, s1)
-        r2 = self._corners(m, r1, s2)
-        r3 = self._span_select(m, r2, s3)
+        # latency 9: stage 2 ends at the combined classes, stage 2b ranks and counts them
+        s2b = _Stage("s2b") if self.latency == 9 else None
+        r2 = self._corners(m, r1, s2, split=s2b is not None)
+        r2b = r2 if s2b is None else self._rank_stage(m, r2, s2b)
+        r3 = self._span_select(m, r2b, s3)
         batch = Signal(self.batch_bits)         # batch of the block in stage 3
         misc = flow.copy("load", "misc")        # more: stage 3 holds, batches are left
-        # latency 8: stage 3b registers each lane's span choice, stage 4 adds it
-        s3b = _Stage("s3b") if self.latency == 8 else None
+        # latency 8 and 9: stage 3b registers each lane's span choice, stage 4 adds it
+        s3b = _Stage("s3b") if self.latency >= 8 else None
         r3b = r3 if s3b is None else self._span_choice(m, r3, batch, misc["more"], s3b)
         r4 = self._lane_select(m, r3b, r3b.get("batch", batch), r3b.get("more", misc["more"]),
                                s4)
@@ -743,8 +767,11 @@ class BlockRasterizer(wiring.Component):
             # one batch, loaded with stage 2 from the block entering it; more_on: the
             # block in stage 3 has batches after this one (batch + 1 != n_last), kept
             # for the batch that follows each load and advance.
-            more_in, more_on = Signal(name="s2_more_in"), Signal(name="more_on")
-            s2.loads.setdefault("misc", []).append(more_in.eq(v1 & r2["more"]))
+            # (latency 9: more_in is stage 2b's, from the registered combined classes)
+            last = s2 if s2b is None else s2b
+            more_in, more_on = Signal(name=f"{last.name}_more_in"), Signal(name="more_on")
+            last.loads.setdefault("misc", []).append(more_in.eq(
+                (v1 if s2b is None else v2) & r2b["more"]))
             advance = flow.enable("adv", "misc")
             with m.If(misc["enable"]):
                 m.d.sync += more_on.eq(~r3["second_last"])
@@ -756,14 +783,19 @@ class BlockRasterizer(wiring.Component):
                      flow.more_in.eq(more_in),
                      flow.more_on.eq(more_on),
                      self.o.valid.eq(flow.copy("adv", "out")["full"])]
-        stages = ((s1, "load"), (s2, "load"), (s3, "load")) + (
+        stages = ((s1, "load"), (s2, "load")) + (
+            () if s2b is None else ((s2b, "load"),)) + ((s3, "load"),) + (
             () if s3b is None else ((s3b, "adv"),)) + ((s4, "adv"), (s5, "adv"), (s6, "adv"))
         for stage, kind in stages:
             stage.commit(m, lambda group, kind=kind, stage=stage:
                          flow.enable(kind, self._flow_group(stage, kind, group)))
         load, adv = misc["enable"], flow.enable("adv", "misc")
         with m.If(load):
-            m.d.sync += [v1.eq(head_ok), v2.eq(v1), v3.eq(v2), batch.eq(0)]
+            if s2b is None:
+                m.d.sync += [v1.eq(head_ok), v2.eq(v1), v3.eq(v2), batch.eq(0)]
+            else:
+                v2b = Signal(name="v2b")
+                m.d.sync += [v1.eq(head_ok), v2.eq(v1), v2b.eq(v2), v3.eq(v2b), batch.eq(0)]
         with m.Elif(adv):                       # here more = 1: the next batch
             m.d.sync += batch.eq(batch + 1)
         with m.If(adv):                         # ending: stage 5 holds a block's last batch
@@ -780,6 +812,7 @@ class BlockRasterizer(wiring.Component):
                     n: self._next_order(order, j, n, batch) for n in self.batched}))
                     for j in range(SPANS)]
             self._rotate_samples(m, r3, flow)
+            self._advance_spans(m, r3, batch, flow)
         return m
 
     def _next_order(self, order, j, n, batch):
@@ -811,6 +844,20 @@ class BlockRasterizer(wiring.Component):
                         n: sets[(r + 1) % self._subs(n)][lane] if r < self._subs(n)
                         else sets[r][lane] for n in self.wide}))
                         for r in range(len(sets))]
+
+    def _advance_spans(self, m, r3, batch, flow):
+        """``latency=9``: each lane's span register (stage 3, one per edge) moves on with
+        ``order`` to the next batch's span, with its quad's flow copy (``adv & more``)."""
+        if "span" not in r3["edges"][0]:
+            return
+        order, mode = r3["order"], r3["meta"].mode
+        spans = self._lane_spans(m, order, mode, "span_next",
+                                 lambda j, n: self._next_order(order, j, n, batch))
+        for e, edge in enumerate(r3["edges"]):
+            for lane, span in enumerate(edge["span"]):
+                copy = flow.copy("load", (e, self._quad(lane)))
+                with m.If((~copy["full"] | self.o.ready) & copy["more"]):
+                    m.d.sync += span.eq(spans[lane])
 
     @staticmethod
     def _flow_group(stage, kind, group):
@@ -968,9 +1015,11 @@ class BlockRasterizer(wiring.Component):
                 & (hi_after | (hi_here & (hi[low:4] >= x))) for x in range(16 // step)]
         return Cat(b & (lo <= hi) if step > 1 else b for b in bits)
 
-    def _corners(self, m, r1, st):
+    def _corners(self, m, r1, st, split=False):
         """Stage 2: the 25 corner signs, pixel offsets, lane sample offsets, box masks;
-        MSAA builds also the combined span classes, their ranks and count."""
+        MSAA builds also the combined span classes, their ranks and count. ``split``
+        (``latency=9``): the ranks, the count and the offsets are stage 2b's
+        (:meth:`_rank_stage`); the odd multiples of ``A`` and ``B`` are passed on."""
         s = self.subpix
         edges, corner_signs = [], []
         mode, used = r1["meta"].mode, r1["meta"].used
@@ -982,16 +1031,20 @@ class BlockRasterizer(wiring.Component):
                 # lo + (off << s + 2) >= 0 exactly when (lo >> s + 2) + off >= 0.
                 pos[i], pos[24 - i] = _pair_signs(m, lo >> (s + 2), off, f"corner{e}_{i}")
             corner_signs.append(Cat(pos))
-            half = [_lin(edge["odd_a"], edge["odd_b"], a, b) for _, a, b in _HALF]
-            edges.append({
-                "pos": st.reg(Cat(pos), f"pos{e}", group=e),
-                "half": st.regs(half, f"half{e}_", signed(self.coef_bits + 3), e),
-                "lo": st.reg(lo[:self.lane_bits], f"lo{e}", group=e),
-                # edge 3 may be unused (a triangle): its flag with the edge's registers
-                "used": st.reg(used[e], f"used{e}", group=e) if e == 3 else Const(1, 1),
-            })
-            edges[-1]["lane_msaa"], edges[-1]["lane_msaa_sets"] = \
-                self._lane_msaa(m, edge, mode, st, e)
+            entry = {"pos": st.reg(Cat(pos), f"pos{e}", group=e)}
+            if not split:
+                entry["half"] = self._halves(edge, st, e)
+            entry["lo"] = st.reg(lo[:self.lane_bits], f"lo{e}", group=e)
+            # edge 3 may be unused (a triangle): its flag with the edge's registers
+            entry["used"] = st.reg(used[e], f"used{e}", group=e) if e == 3 else Const(1, 1)
+            if split:
+                for key in ("odd_a", "odd_b"):
+                    entry[key] = {k: st.reg(v, f"{key}{e}_{k}".replace("-", "m"), group=e)
+                                  for k, v in edge[key].items()}
+            else:
+                entry["lane_msaa"], entry["lane_msaa_sets"] = \
+                    self._lane_msaa(m, edge, mode, st, e)
+            edges.append(entry)
         box = r1["box"]
         if self.msaa_modes:                     # registered in stage 1 (_offsets)
             col, row, cols, rows = box["col"], box["row"], box["span_cols"], box["span_rows"]
@@ -1021,6 +1074,9 @@ class BlockRasterizer(wiring.Component):
             fulls.append(full | ~edge_used.replicate(SPANS))
             empties.append(~(full | part) & edge_used.replicate(SPANS))
         comb_full, comb_part = self._combine(m, inbox, fulls, empties)
+        if split:
+            return {**result, "comb_full": st.reg(comb_full, "comb_full"),
+                    "comb_part": st.reg(comb_part, "comb_part")}
         # The ranks and the count once per block, here, from the combined PARTIAL spans
         # before their registers: stage 3 forms `order` and `n_last` from registers
         # (counted there, they were the deepest logic of the MSAA builds). The same
@@ -1029,6 +1085,38 @@ class BlockRasterizer(wiring.Component):
         ranks, count = self._ranks_balanced(m, comb_part)
         return {**result, "comb_full": st.reg(comb_full, "comb_full"),
                 "comb_part": st.reg(comb_part, "comb_part"),
+                "rank": st.regs(ranks, "rank", unsigned(4)),
+                "count": st.reg(count, "count", unsigned(5)),
+                "more": self._more_batches(count, mode)}
+
+    def _halves(self, edge, st, e):
+        """The pixel-centre offsets ``half_j`` of one edge, registered in ``st``."""
+        half = [_lin(edge["odd_a"], edge["odd_b"], a, b) for _, a, b in _HALF]
+        return st.regs(half, f"half{e}_", signed(self.coef_bits + 3), e)
+
+    def _rank_stage(self, m, r2, st):
+        """Stage 2b (``latency=9`` only): the ranks, the count and "more than one batch"
+        from stage 2's registered combined PARTIAL spans (at ``latency`` 7 and 8 they
+        follow the corner carry chains and the classes in stage 2: the ``(1, 4)``
+        build's routed critical path at 8 lanes); and the pixel-centre and lane sample
+        offsets from the registered odd multiples, which are not on that path (so that
+        they need no register stage of their own). The rest of stage 2 is passed on."""
+        mode = r2["meta"].mode
+        edges = []
+        for e, edge in enumerate(r2["edges"]):
+            entry = {"pos": st.reg(edge["pos"], f"pos{e}", group=e),
+                     "half": self._halves(edge, st, e),
+                     "lo": st.reg(edge["lo"], f"lo{e}", group=e),
+                     "used": st.reg(edge["used"], f"used{e}", group=e)}
+            entry["lane_msaa"], entry["lane_msaa_sets"] = self._lane_msaa(m, edge, mode,
+                                                                          st, e)
+            edges.append(entry)
+        ranks, count = self._ranks_balanced(m, r2["comb_part"])
+        return {"edges": edges, "col": st.reg(r2["col"], "col"),
+                "row": st.reg(r2["row"], "row"), "inbox": st.reg(r2["inbox"], "inbox"),
+                "meta": self._meta_layout()(st.reg(r2["meta"].as_value(), "meta")),
+                "comb_full": st.reg(r2["comb_full"], "comb_full"),
+                "comb_part": st.reg(r2["comb_part"], "comb_part"),
                 "rank": st.regs(ranks, "rank", unsigned(4)),
                 "count": st.reg(count, "count", unsigned(5)),
                 "more": self._more_batches(count, mode)}
@@ -1111,6 +1199,14 @@ class BlockRasterizer(wiring.Component):
             return result
         comb_full, comb_part = r2["comb_full"], r2["comb_part"]
         n_last = self._by_mode(meta.mode, {n: self._last_batch(count, n) for n in self.modes})
+        if self.latency == 9:
+            # each lane's span, registered per edge and quad of lanes (moved on with
+            # `order`: _advance_spans), so that stage 3b's choice of half_j starts
+            # from a register, not from `order` and the mode (_lane_spans)
+            spans = self._lane_spans(m, order, meta.mode, "span_in")
+            for e, edge in enumerate(edges):
+                edge["span"] = st.regs(spans, f"span{e}_", unsigned(4),
+                                       lambda lane, e=e: (e, self._quad(lane)))
         return {**result,
                 "span_full": st.reg(comb_full, "span_full"),
                 "span_part": st.reg(comb_part, "span_part"),
@@ -1224,13 +1320,15 @@ class BlockRasterizer(wiring.Component):
         lane adders start from registers; and what stage 4 reads of stage 3, passed on.
         It moves with stages 4-6, one batch a clock, so ``order`` moves on as before."""
         meta = r3["meta"]
-        spans = self._lane_spans(m, r3["order"], meta.mode)
+        # latency 9: each edge's lanes' spans are stage-3 registers
+        spans = None if "span" in r3["edges"][0] else \
+            self._lane_spans(m, r3["order"], meta.mode)
         one_x = self._one_x(meta.mode)
         edges = []
         for e, edge in enumerate(r3["edges"]):
             quad = lambda lane, e=e: (e, self._quad(lane))
             choice = []
-            for lane, k in enumerate(spans):
+            for lane, k in enumerate(edge["span"] if spans is None else spans):
                 half, neg, f, p = self._lane_choice(m, edge, k, one_x, e, lane)
                 choice.append((st.reg(half[:self.test_bits - 2], f"hsel{e}_{lane}",
                                       group=quad(lane)),
@@ -1312,20 +1410,22 @@ class BlockRasterizer(wiring.Component):
             return half[k - 8] if k >= 8 else half[7 - k], Const(k < 8, 1)
         return Array(half)[k[:3] ^ (~k[3]).replicate(3)], ~k[3]
 
-    def _lane_spans(self, m, order, mode):
+    def _lane_spans(self, m, order, mode, name="span", entry=None):
         """The span each lane tests in this batch, for every edge: at 1x with 16 lanes
         lane ``l`` tests span ``l`` (a constant in a 1x-only build); at ``S`` samples
         (and at 1x with fewer lanes) lane ``l`` is sample ``l % S`` of group ``l // S``,
         which tests ``order[l // S]`` (the batch's PARTIAL span of that rank; in a wide
-        mode every lane tests ``order[0]``)."""
+        mode every lane tests ``order[0]``). ``entry(j, S)`` replaces ``order[j]`` (the
+        next batch's: :meth:`_advance_spans`)."""
         if not self.msaa_modes:
             return list(range(LANES))
+        entry = entry or (lambda j, n: order[j])
         spans = []
         for lane in range(self.lanes):
-            choice = {n: order[lane // n] for n in self.batched}
+            choice = {n: entry(lane // n, n) for n in self.batched}
             if 1 in self.modes and 1 not in self.batched:
                 choice[1] = Const(lane, 4)
-            spans.append(_wire(m, self._by_mode(mode, choice), f"span{lane}", unsigned(4)))
+            spans.append(_wire(m, self._by_mode(mode, choice), f"{name}{lane}", unsigned(4)))
         return spans
 
     def _lane_choice(self, m, edge, k, one_x, e, lane):

@@ -46,7 +46,8 @@ SCALE_ENV = "RASTER_SCALE"
 
 def documented_latency():
     """The running build's latency as documented: ``LATENCY``, or its ``latency``
-    parameter (8: the lanes' span choices registered in a stage of their own)."""
+    parameter (8: the lanes' span choices registered in a stage of their own; 9: also
+    the ranks and the count)."""
     return params().get("latency", LATENCY)
 
 
@@ -76,6 +77,15 @@ BUILDS = {
                        "tag_bits": 8, "latency": 8, "lanes": 8},
                       ["random_blocks", "raw_blocks", "malformed", "stall_and_release",
                        "schedule"]),
+    # latency=9: also the ranks and the count in a stage of their own (stage 2b)
+    "tri_l9_lanes8": ({"edges": 3, "modes": (1, 4), "int_bits": 6, "subpix": 4,
+                       "tag_bits": 8, "latency": 9, "lanes": 8},
+                      ["random_blocks", "raw_blocks", "malformed", "stall_and_release",
+                       "schedule"]),
+    "small_l9_lanes8": ({"int_bits": 7, "subpix": 4, "latency": 9, "lanes": 8},
+                        ["random_blocks", "raw_blocks", "mesh_watertight", "scissor_cuts",
+                         "directed_corners", "sample_point_edges", "huge_and_quads",
+                         "stall_and_release", "schedule"]),
     "tri_lanes4": ({"edges": 3, "modes": (1, 4), "int_bits": 6, "subpix": 4, "tag_bits": 8,
                     "lanes": 4}, ["random_blocks", "raw_blocks", "malformed", "schedule"]),
     "small8_lanes8": ({"modes": (1, 2, 4, 8), "int_bits": 7, "subpix": 4, "latency": 8,
@@ -103,7 +113,7 @@ BUILDS = {
 #: Verilator build, to keep ``make test`` short) only in ``make regress``.
 #: :func:`test_block_full` runs every build on both.
 FAST_SIMULATOR = {"small": "verilator", "tri": "icarus", "tri_l8": "icarus",
-                  "tri_l8_lanes8": "icarus"}
+                  "tri_l8_lanes8": "icarus", "tri_l9_lanes8": "icarus"}
 
 
 @pytest.mark.parametrize("build, simulator",
@@ -145,10 +155,13 @@ def test_block_full(build, simulator):
     ({"tag_bits": True}, TypeError, r"tag_bits must be an integer from 1 to 64, not True"),
     ({"tag_bits": 0}, ValueError, r"tag_bits must be an integer from 1 to 64, not 0"),
     ({"tag_bits": 65}, ValueError, r"tag_bits must be an integer from 1 to 64, not 65"),
-    ({"latency": 6}, ValueError, r"latency must be an integer from 7 to 8, not 6"),
-    ({"latency": 8.0}, TypeError, r"latency must be an integer from 7 to 8, not 8\.0"),
+    ({"latency": 6}, ValueError, r"latency must be an integer from 7 to 9, not 6"),
+    ({"latency": 8.0}, TypeError, r"latency must be an integer from 7 to 9, not 8\.0"),
     ({"modes": (1,), "latency": 8}, ValueError,
      r"latency must be 7 in a build without an MSAA mode .*, not 8"),
+    ({"modes": (1,), "latency": 9}, ValueError,
+     r"latency must be 7 in a build without an MSAA mode .*, not 9"),
+    ({"latency": 10}, ValueError, r"latency must be an integer from 7 to 9, not 10"),
     ({"lanes": 12}, ValueError, r"lanes must be a power of two from 4 to 16, not 12"),
     ({"lanes": 2}, ValueError, r"lanes must be a power of two from 4 to 16, not 2"),
     ({"lanes": 32}, ValueError, r"lanes must be a power of two from 4 to 16, not 32"),
