@@ -625,7 +625,9 @@ class Spreader(Codec):
                         p.fresh = True
             leaves = leaves or consumed is not None
 
-        # -- stage P: the next pass, prepared from S_t
+        # -- stage P: the next pass, prepared from S_t; its scan reads the register less
+        #    R's request of this clock (rule 3)
+        scanned = self.debited(seen, debit)
         taken, started = None, False
         src = [self._held[s] if self._held[s] is not None and (p is None or s != p.stream)
                else heads[s] for s in range(4)]
@@ -637,7 +639,7 @@ class Spreader(Codec):
             win, starve = self._arbitrate(self._offers(src))
             if win is not None and not (p is not None and win == p.stream
                                         and consumed is None):
-                nxt = self._prepare(win, src[win], self.debited(seen, debit))
+                nxt = self._prepare(win, src[win], scanned)
                 started = True
                 if self._held[win] is None or p is not None and win == p.stream:
                     taken = win             # from the input (else a parked packet)
@@ -671,7 +673,7 @@ class Spreader(Codec):
         # -- the edge
         self._shown = [None if s == taken else heads[s] for s in range(4)]
         self.debit_request = debit
-        self.scanned = tuple(self.debited(seen, debit))
+        self.scanned = tuple(scanned)
         self.scan_status = self.debited(status, debit)
         res = CycleResult(taken, consumed, request, answer, started, out["move"], out["log"],
                           out["release"], out["err"], self.error, self.lost)
