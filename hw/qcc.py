@@ -229,16 +229,25 @@ How it is built, and why
   from ``placed_record`` a clock later); the lines from a first fit of the length the
   command asks for (runs of free lines, then the lowest start). The lowest free record and the RAMs
   are written every clock with what ALLOC or MAP would put there (it is free, so
-  nothing reads it); only the ``valid`` bits and the free-line bits
-  wait for the accept decision. The lines taken are the first fit's one-hot start
-  spread over the command's length (line i is taken if the start is one of the
-  ``lines`` lines up to i: two LUT4 levels after the lowest-start tree); a range from
-  the encoded base (:func:`_range_mask`, as the reaper frees lines) takes about a
-  LUT4 a line instead of five, but put the encoder and the range's sum and compares
-  on the loop from the free lines back to them, the routed worst path. The base
-  itself ends in a register (``placed_base``): the ART is written a clock later from
-  registers (nothing reads a record's ART in the clock after it was taken), and the
-  ALLOC or MAP response takes its ``addr`` from that register. The accept decision
+  nothing reads it); only the ``valid`` bits and the first fit's start
+  wait for the accept decision. The first fit's one-hot start (0 without an accept)
+  and the command's length (a thermometer) end in registers (``take_start``,
+  ``take_need``), and its lines are taken a clock later: ``line_free`` holds the free
+  lines less those of the buffer placed in the clock before, and the lines free now
+  (``lines_free_now``, what the first fit, the ``free_run`` tree and the next
+  ``line_free`` read) are ``line_free`` less that start's one-hot spread over its
+  length (line i is taken if the start is one of the ``lines`` lines up to i), two
+  LUT4 levels from registers. So the loop from the free lines through the runs and
+  the lowest-start tree back to them holds the spread once, and the accept and the
+  update of ``line_free`` are off it (before, the spread, the accept and the update
+  followed the tree in one clock: the routed worst path, 15.11 ns, 13 LUT4). The
+  contract is unchanged: the lines free now are exactly those of ``S_t``. A range
+  from an encoded base (:func:`_range_mask`, as the reaper frees lines) takes about
+  a LUT4 a line instead of five, but puts the encoder and the range's sum and
+  compares on that loop. The base (``placed_base``) is encoded from the registered
+  start a clock later: the ART is written then from registers (nothing reads a
+  record's ART in the clock after it was taken), and the ALLOC or MAP response takes
+  its ``addr`` from it. The accept decision
   is the AND of every other check (``alloc_rest``,
   ``map_rest``: registers and the lowest-free trees) with ``run_ok``, ``free_run >=
   lines`` (golden decision 14: ``run >= run_window + lines``, registers and the
@@ -1429,25 +1438,33 @@ class QCC(wiring.Component):
         # less ``run_window``, the lines ALLOC and MAP took since, kept in a register
         # (``run_room``) computed a clock ahead (``_status``), so that ``free_run >= n``
         # compares a register with the command's 4 bits, with no carry chain.
-        _, ev.run_next = _longest_run(m, s.line_free, RUN_DELAY, "free_run")
+        # The lines free now (``S_t``): ``line_free`` less the buffer placed in the clock
+        # before, whose lines are taken from the registers of its start (``take_start``,
+        # a one-hot, 0 if none) and length a clock late (below).
+        ev.take_start = Signal(L, name="take_start")
+        ev.take_need = Signal(MAX_BUF_LINES, name="take_need")     # (bit j: length > j)
+        taking = _sig(m, Cat(_any(ev.take_start[i - j] & ev.take_need[j]
+                                  for j in range(MAX_BUF_LINES) if j <= i)
+                             for i in range(L)), "lines_taking")
+        ev.free_now = _sig(m, s.line_free & ~taking, "lines_free_now")
+        _, ev.run_next = _longest_run(m, ev.free_now, RUN_DELAY, "free_run")
         ev.run_window = Signal(range(RUN_DELAY * MAX_BUF_LINES + 1), name="run_window")
         ev.run_room = Signal(range(L + 1), name="run_room", init=L)
         room = ev.run_room
         ev.run_ok = _sig(m, (room[4:] != 0) | (room[:4] >= n), "run_ok")
         need = _sig(m, Cat(n > j for j in range(MAX_BUF_LINES)), "fit_need", keep=True)
-        free = [s.line_free[i] for i in range(L)] + [Const(0, 1)] * MAX_BUF_LINES
+        free = [ev.free_now[i] for i in range(L)] + [Const(0, 1)] * MAX_BUF_LINES
         fits = _sig(m, Cat(Cat(free[b + j] | ~need[j] for j in range(MAX_BUF_LINES)).all()
                            for b in range(L)), "fit_runs", keep=True)
         start, _ = _lowest(m, fits, "fit_start", keep=True)   # (always found on an accept)
-        ev.fit_base = _sig(m, _encode(start, self.addr_width), "fit_base")
-        # The lines taken: the start's one-hot spread over the command's length (line i
-        # is taken if the start is one of the ``n`` lines up to i), two LUT4 levels after
-        # the lowest-start tree. A range from the encoded base (``_range_mask``, a LUT4 a
-        # line) takes fewer LUT4, but puts the encoder and the range's sum and compares
-        # on the loop from the free lines back to them (the routed worst path).
-        ev.fit_mask = _sig(m, Cat(_any(start[i - j] & need[j]
-                                       for j in range(MAX_BUF_LINES) if j <= i)
-                                  for i in range(L)), "fit_mask")
+        # The start ends in a register (``_update_lines``); the lines are taken from it
+        # a clock later (``free_now`` above: the start's one-hot spread over the length,
+        # line i taken if the start is one of the ``n`` lines up to i) and its base is
+        # encoded from it then (``placed_base``). Before, the spread, the accept and
+        # the update of ``line_free`` followed the lowest-start tree in the same clock
+        # (the routed worst path, 15.11 ns, 13 LUT4). A range from an encoded base
+        # (``_range_mask``) takes fewer LUT4 but needs the encoder first.
+        ev.fit_start, ev.fit_need = start, need
 
     # ------------------------------------------------------------ the reaper
 
@@ -1788,17 +1805,19 @@ class QCC(wiring.Component):
             m.d.comb += [port.addr.eq(self._index(ev.new_record)), port.data.eq(value),
                          port.en.eq(ev.any_rec)]     # the free record: see _update_records
         # The ART (base line and length) is written a clock later, from registers: the
-        # first fit's base ends in a register, not in a RAM's write data. Nothing reads
+        # first fit's start ends in a register (``take_start``, encoded into
+        # ``placed_base`` then), not the encoder in a RAM's write data. Nothing reads
         # the ART of a record in the clock after it was taken (a search or TRANSLATE
         # taken then reads it a clock later; the reaper, after a kill and a walk), and
-        # the ALLOC or MAP response takes its ``addr`` from the same register.
+        # the ALLOC or MAP response takes its ``addr`` from the same start.
         ev.placed = Signal(name="placed")
         ev.placed_record = Signal(self.index_width, name="placed_record")
         ev.placed_base = Signal(self.addr_width, name="placed_base")
         ev.placed_lines = Signal(4, name="placed_lines")
         m.d.sync += [ev.placed.eq(ev.alloc_ok | ev.map_ok),
                      ev.placed_record.eq(self._index(ev.new_record)),
-                     ev.placed_base.eq(ev.fit_base), ev.placed_lines.eq(c.lines)]
+                     ev.placed_lines.eq(c.lines)]
+        m.d.comb += ev.placed_base.eq(_encode(ev.take_start, self.addr_width))
         # ``ent_meta``: the lowest free entity number, written every clock with what
         # ALLOC would give it (it is free, so no search hits it).
         port = s.ent_meta.write_port()
@@ -1851,8 +1870,11 @@ class QCC(wiring.Component):
     def _update_lines(self, m, s, ev):
         """Lines taken by ALLOC/MAP, lines of a reaped record freed (never the same)."""
         ok = ev.alloc_ok | ev.map_ok
-        taken = _sig(m, Mux(ok, ev.fit_mask, 0), "lines_taken")
-        m.d.sync += s.line_free.eq((s.line_free | ev.reap_lines) & ~taken)
+        # The lines placed now are taken a clock later, from the registered start (the
+        # accept is one more input of the lowest-start tree's last level) and length.
+        m.d.sync += [s.line_free.eq(ev.free_now | ev.reap_lines),
+                     ev.take_start.eq(Mux(ok, ev.fit_start, 0)),
+                     ev.take_need.eq(ev.fit_need)]
         # Their count, so that ``status`` needs no population count of the bitmap (only
         # a multiplexer waits for the accept decision).
         count = s.free_line_count
