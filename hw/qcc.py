@@ -213,7 +213,9 @@ How it is built, and why
   less ALLOC's push (golden decision 17: a record ALLOC pushes is offered a clock
   later; its accept comes late in the clock); the decision only corrects them for
   its own FIFO's pop (``emptied_*``: that pop empties the type's latest stage, so the
-  second latest is offered) before the round robin. The FIFOs' flags → ``waiting``
+  second latest is offered). Only the type decided last can be emptied so, and the
+  round robin tries it last, so the round robin runs on the registered offers and
+  ``emptied`` only withdraws that type's win (no second latest stage either). The FIFOs' flags → ``waiting``
   → the latest stage → the round robin → ``decided_*`` had been one path (the routed
   worst, 15.0 ns). The decided FIFO is also held as a one-hot
   over (type, stage) (``dec_hot``), so that the next decision and the pops read one
@@ -394,7 +396,11 @@ How it is built, and why
   is offered a clock later), both are off the worst path: 256 records take 24871 LUT4
   and the small build routes at 66.2 / 66.2 MHz at seeds 1 / 2, its worst path
   ALLOC's first fit (``cmd.lines`` → the runs of free lines → the lowest start →
-  ``line_free``, 15.11 ns). README, block 2; ``docs/qcc.md``.
+  ``line_free``, 15.11 ns). With the first fit's lines taken a clock later from its
+  registered start (contract unchanged), 256 records take 24650 LUT4 and the small
+  build routes at 66.57 MHz at seed 1, its worst path the issue decision (the decided
+  FIFO's ``one`` → ``emptied`` → the offers → the round robin → ``decided_stage``,
+  15.02 ns). README, block 2; ``docs/qcc.md``.
 
 Decisions beyond the golden model
 ---------------------------------
@@ -1311,28 +1317,34 @@ class QCC(wiring.Component):
         """
         name = k.name.lower()
         cand1, cand2, any1 = self._candidates(m, s, ev, k)
-        latest, offers, records = [], [], []
+        # Only the type decided last (``rr``, whose FIFO ``dec_hot`` names) can have its
+        # latest stage emptied by this clock's pop, and the round robin tries that type
+        # last: so the round robin runs on the registered offers (``any1``) and
+        # ``emptied`` only withdraws that type's win when its second latest stage is
+        # not waiting either. (``emptied`` → the offers → the round robin → the
+        # decision was one path, the routed worst, 15.02 ns.)
+        latest, records, withdrawn = [], [], []
         for t in range(N_TYPES):
             fifos, hot = s.fifo[t], s.dec_hot[k][t]
             emptied = _sig(m, _any(hot[i] & cand1[t][i] & fifos[i].one
                                    for i in range(MAX_STAGES)), f"emptied_{name}_{t}")
             latest.append(_sig(m, Mux(emptied, cand2[t], cand1[t]), f"latest_{name}_{t}"))
-            offers.append(Mux(emptied, cand2[t].any(), any1[t]))
+            withdrawn.append(emptied & ~cand2[t].any())
             # (the latest FIFO's head after this clock's pop)
             records.append(_read(latest[t], [Mux(hot[i], fifos[i].second, fifos[i].head)
                                              for i in range(MAX_STAGES)]))
-        offers = _sig(m, Cat(offers), f"offers_{name}")
-        winner = _round_robin(m, offers, s.rr[k], f"winner_{name}")
+        early = _round_robin(m, Cat(any1), s.rr[k], f"winner_{name}_early")
+        winner = _sig(m, early & ~Cat(withdrawn), f"winner_{name}")
         hots = [_sig(m, Mux(winner[t], latest[t], 0), f"deciding_{name}_{t}")
                 for t in range(N_TYPES)]
         deciding = ~s.dec_valid[k] | ev.carry[k]
         with m.If(deciding):
-            m.d.sync += [s.dec_valid[k].eq(offers.any()),
+            m.d.sync += [s.dec_valid[k].eq(winner.any()),
                          s.dec_record[k].eq(_read(winner, records)),
                          s.dec_type[k].eq(_encode(winner, 3)),
                          s.dec_stage[k].eq(_encode(_tree(lambda a, b: a | b, hots), 3))]
             m.d.sync += [s.dec_hot[k][t].eq(hots[t]) for t in range(N_TYPES)]
-            with m.If(offers.any()):
+            with m.If(winner.any()):
                 m.d.sync += s.rr[k].eq(_encode(winner, 3))
 
     def _candidates(self, m, s, ev, k):
