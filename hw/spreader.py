@@ -125,7 +125,8 @@ Decisions
 7. :class:`SpreaderQCC` is the co-simulation design with real QCCs (``hw/qcc.py``): its
    docstring says how requests, answers, releases, completions and status map onto the
    QCC's commands, responses, issues and status. Each allocation request there costs
-   two clocks per tried EU (the QCC answers one clock after its command), and no ALLOC
+   three clocks per tried EU (the QCC responds one clock after its command, and the
+   adapter registers the response as the answer: issue 15), and no ALLOC
    goes to an EU while one of its entity completions waits to reach the spreader, because
    the QCC reuses the number of an entity without ``hold`` in the clock after its last
    stage completes (the spreader would see an answer naming an entity still in flight).
@@ -185,9 +186,9 @@ Decisions
 10. Status debit (``debit_held``, default False; the golden model's rule 3): stage P's
    first-request scan counts R's request out of its EU's status only in the request's
    first clock (``q_first``: the request register was loaded at the last edge). The
-   QCC behind :class:`SpreaderQCC` answers a clock after its ALLOC and shows the
-   allocation in its counts from that clock, so debiting the held request again
-   counted it twice and made a QCC with one free entity look full (pixel packets
+   QCC behind :class:`SpreaderQCC` shows the allocation in its counts from the clock
+   after its ALLOC (its answer comes a clock later still), so debiting the held request
+   again counted it twice and made a QCC with one free entity look full (pixel packets
    spilled from their triangle's QCC: locality 0.57 -> 0.61 on the bench's mesh scene).
 11. Stage P's registers (issue 12; contract unchanged): R's request size is a pass
    register (``r_size``, before a select of the held packets by ``r_stream``); the
