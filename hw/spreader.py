@@ -2341,8 +2341,9 @@ class SpreaderQCC(wiring.Component):
         return f
 
     def _commands(self, m, q, a, sp, e, rel_v, rel_ent, blocked, Op, Code):
-        """EU ``e``'s command port: RELEASE first, else the spreader's ALLOC; returns
-        the conditions that set ``adapter_error``."""
+        """EU ``e``'s command port: RELEASE first, else the spreader's ALLOC, and the
+        registered answer; returns ``sent`` (the request's ALLOC taken, not yet
+        answered) and the conditions that set ``adapter_error``."""
         c, r = q.cmd, q.resp
         wait = Signal(name=f"wait{e}")     # a command taken, its response not yet come
         sent = Signal(name=f"sent{e}")     # the request's ALLOC taken, its answer not given
