@@ -112,6 +112,11 @@ vdt_records, pt_records, fifo_depth : int
     The spreader's. Defaults 8, 4, 2.
 latency : int
     Reset stage latency (both kinds), 0..255 clocks. Default 2.
+raster_latency, raster_lanes : int
+    The block rasterizer's ``latency`` (7, or 8 or 9 with an MSAA mode in ``modes``: its
+    extra stages for the FPGA) and ``lanes`` per edge (16, or 4 or 8 with an MSAA mode;
+    ``hw.raster.BlockRasterizer``), passed through ``hw.raster.RasterPipeline``. They
+    change the rasterizer's timing and area, never its packets. Defaults 7 and 16.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -541,7 +546,7 @@ class Frontend(wiring.Component):
 
     def __init__(self, *, n_eus=4, width=128, height=128, modes=(1, 2, 4, 8, 16),
                  prid_bits=8, records=8, entities=8, lines=16, vdt_records=8, pt_records=4,
-                 fifo_depth=2, latency=2):
+                 fifo_depth=2, latency=2, raster_latency=7, raster_lanes=16):
         self.n_eus = check_int("n_eus", n_eus, 1, 16)
         self.width = check_pow2("width", width, 16, 2048)
         self.height = check_pow2("height", height, 16, 2048)
@@ -549,6 +554,8 @@ class Frontend(wiring.Component):
         self.prid_bits = check_int("prid_bits", prid_bits, 2, 16)
         check_int("records", records, 4, 256)
         self.latency = check_int("latency", latency, 0, 255)
+        self.raster_latency, self.raster_lanes = self._check_raster(raster_latency,
+                                                                    raster_lanes)
         self.max_samples = max(self.modes)
         # int_bits: the frame's right and bottom edges (width.0) must be representable
         self.int_bits = max(5, _log2(max(width, height)) + 1)
@@ -564,7 +571,9 @@ class Frontend(wiring.Component):
         self.parser = CommandParser(modes=self.modes, prid_bits=prid_bits,
                                     coord_limit=self.coord_limit)
         self.raster = raster_block.RasterPipeline(edges=3, modes=self.modes, subpix=SUBPIX,
-                                                  int_bits=self.int_bits, tag_bits=1, packets=1)
+                                                  int_bits=self.int_bits, tag_bits=1, packets=1,
+                                                  latency=self.raster_latency,
+                                                  lanes=self.raster_lanes)
         self.sq = SpreaderQCC(n_eus=n_eus, records=records, entities=entities, lines=lines,
                               vdt_records=vdt_records, pt_records=pt_records,
                               fifo_depth=fifo_depth)
@@ -591,6 +600,21 @@ class Frontend(wiring.Component):
             "done_tap": tap["done_tap"],
             "in_tap": Out(3),
         })
+
+    def _check_raster(self, latency, lanes):
+        """``raster_latency`` 7..9 and ``raster_lanes`` 4, 8 or 16, the values other than
+        7 and 16 only with an MSAA mode (the block rasterizer's rules, named here by the
+        front end's parameters)."""
+        check_int("raster_latency", latency, 7, 9)
+        check_pow2("raster_lanes", lanes, 4, raster_block.LANES)
+        if max(self.modes) == 1:
+            if latency != 7:
+                raise ValueError(f"raster_latency must be 7 in a build without an MSAA "
+                                 f"mode, not {latency}")
+            if lanes != raster_block.LANES:
+                raise ValueError(f"raster_lanes must be 16 in a build without an MSAA "
+                                 f"mode, not {lanes}")
+        return latency, lanes
 
     def elaborate(self, platform):
         m = Module()

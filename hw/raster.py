@@ -2282,6 +2282,9 @@ class RasterPipeline(_Format, wiring.Component):
         As :class:`BlockRasterizer`.
     packets : int
         Packets per output word (:class:`PixelPacker`).
+    latency : int
+        The block rasterizer's latency (:class:`BlockRasterizer`; 7, or 8 or 9 in a
+        build with an MSAA mode: its extra stages for the FPGA). Default 7.
     lanes : int
         The block rasterizer's lanes per edge (:class:`BlockRasterizer`; 16, or 4 or 8
         in a build with an MSAA mode).
@@ -2298,14 +2301,14 @@ class RasterPipeline(_Format, wiring.Component):
     """
 
     def __init__(self, *, edges=4, modes=SAMPLE_COUNTS, subpix=8, int_bits=12, tag_bits=16,
-                 packets=16, lanes=LANES):
+                 packets=16, latency=7, lanes=LANES):
         self._format(edges, modes, subpix, int_bits, tag_bits)
         self.packets = check_int("packets", packets, 1, 16)
         kwargs = dict(edges=edges, modes=modes, subpix=subpix, int_bits=int_bits,
                       tag_bits=tag_bits)
         self.setup = TriangleSetup(**kwargs)
         self.traversal = BlockTraversal(**kwargs)
-        self.block = BlockRasterizer(**kwargs, lanes=lanes)
+        self.block = BlockRasterizer(**kwargs, latency=latency, lanes=lanes)   # checks them
         self.packer = PixelPacker(**kwargs, packets=packets)
         super().__init__({
             "i": In(stream.Signature(self.primitive_layout())),

@@ -125,7 +125,8 @@ Decisions
 7. :class:`SpreaderQCC` is the co-simulation design with real QCCs (``hw/qcc.py``): its
    docstring says how requests, answers, releases, completions and status map onto the
    QCC's commands, responses, issues and status. Each allocation request there costs
-   two clocks per tried EU (the QCC answers one clock after its command), and no ALLOC
+   three clocks per tried EU (the QCC responds one clock after its command, and the
+   adapter registers the response as the answer: issue 15), and no ALLOC
    goes to an EU while one of its entity completions waits to reach the spreader, because
    the QCC reuses the number of an entity without ``hold`` in the clock after its last
    stage completes (the spreader would see an answer naming an entity still in flight).
@@ -185,9 +186,9 @@ Decisions
 10. Status debit (``debit_held``, default False; the golden model's rule 3): stage P's
    first-request scan counts R's request out of its EU's status only in the request's
    first clock (``q_first``: the request register was loaded at the last edge). The
-   QCC behind :class:`SpreaderQCC` answers a clock after its ALLOC and shows the
-   allocation in its counts from that clock, so debiting the held request again
-   counted it twice and made a QCC with one free entity look full (pixel packets
+   QCC behind :class:`SpreaderQCC` shows the allocation in its counts from the clock
+   after its ALLOC (its answer comes a clock later still), so debiting the held request
+   again counted it twice and made a QCC with one free entity look full (pixel packets
    spilled from their triangle's QCC: locality 0.57 -> 0.61 on the bench's mesh scene).
 11. Stage P's registers (issue 12; contract unchanged): R's request size is a pass
    register (``r_size``, before a select of the held packets by ``r_stream``); the
@@ -2128,20 +2129,25 @@ class SpreaderQCC(wiring.Component):
       while first fit fails, which deadlocked a packet waiting on lines held by the
       data of its own triangle). Less one record, one entity and the request's lines
       while a request is held past its first clock and its ALLOC not yet taken (a
-      RELEASE or a queued completion went first): the spreader counts its request out
-      only in the request's first clock (``debit_held=False``) and the QCC shows an
-      ALLOC only from the clock after it took it, so without this the spreader's next
-      scan counted lines the held request was about to take (with a QCC that accepts
-      on ``free_run`` alone, a refusal after a passing check; README, block 3).
+      RELEASE, a queued completion or an unanswered command went first): the spreader
+      counts its request out only in the request's first clock (``debit_held=False``)
+      and the QCC shows an ALLOC only from the clock after it took it, so without this
+      the spreader's next scan counted lines the held request was about to take (with
+      a QCC that accepts on ``free_run`` alone, a refusal after a passing check;
+      README, block 3).
     * An allocation request becomes the QCC command ``ALLOC`` (``etype`` = the request's
       type, the numbers agree: vertex 0, triangle 1, pixel 2, patch 3; ``lines`` = the
-      packet's size; ``hold`` = the request's ``hold``, 0 only for pixel packets). The
-      QCC answers one clock later; that response is the answer: ``alloc[e].ready`` = 1,
-      ``accept[e]`` = (code is OK), ``entity[e]`` = the response's entity. NO_RECORD,
-      NO_ENTITY and NO_LINES (e.g. enough lines but no contiguous run) are refusals, so
-      the spreader tries its next candidate. An allocation therefore costs two clocks
-      per tried EU (request, then answer), which the spreader's contract allows (it
-      holds the request until it is answered).
+      packet's size; ``hold`` = the request's ``hold``, 0 only for pixel packets), sent
+      once per request. The QCC responds one clock later, and the adapter registers
+      that response: the answer comes two clocks after the ALLOC, ``alloc[e].ready`` =
+      1, ``accept[e]`` = (code is OK), ``entity[e]`` = the response's entity, all from
+      flip-flops (issue 15: the spreader's accept, which chooses every register of its
+      stage R, no longer starts at the QCC's response queue and the route from the far
+      QCC). NO_RECORD, NO_ENTITY and NO_LINES (e.g. enough lines but no contiguous run)
+      are refusals, so the spreader tries its next candidate. An allocation therefore
+      costs three clocks per tried EU (request and ALLOC, response, answer), which the
+      spreader's contract allows (it holds the request until it is answered); the
+      golden model is :class:`golden.spreader.QCCEU` (``ANSWER_DELAY``).
     * A command is offered only while none is outstanding (one response per command,
       in order); the release of the spreader (``release``, one stream, routed by its
       ``eu`` into a one-entry register per EU) has priority over an allocation and
@@ -2268,9 +2274,10 @@ class SpreaderQCC(wiring.Component):
             eq = [self._completions(m, q, e, kind) for kind in ("n", "m")]
             queues += eq
             blocked = eq[0].r_rdy | eq[1].r_rdy
-            bad += self._commands(m, q, sp.alloc[e], sp, e, rel_v[e], rel_ent[e], blocked,
-                                  Op, Code)
-            self._status(m, q, sp.alloc[e], sp.status[e], e, Op)
+            sent, errs = self._commands(m, q, sp.alloc[e], sp, e, rel_v[e], rel_ent[e],
+                                        blocked, Op, Code)
+            bad += errs
+            self._status(m, q, sp.alloc[e], sp.status[e], e, sent)
             m.d.comb += [self.status_tap[e].eq(sp.status[e]),
                          self.qcc_error[e].eq(q.status.error)]
 
@@ -2293,24 +2300,20 @@ class SpreaderQCC(wiring.Component):
             m.d.sync += adapter_error.eq(1)
         return m
 
-    def _status(self, m, q, a, st, e, Op):
+    def _status(self, m, q, a, st, e, sent):
         """EU ``e``'s status as the spreader reads it: the QCC's, less a held request
-        whose ALLOC the QCC has not taken yet. The spreader counts its request out of
-        the EU's status only in the request's first clock (its ``debit_held=False``); the
-        QCC shows an ALLOC from the clock after it took it. An ALLOC sent later than the
-        request's first clock (a RELEASE or a completion went first) would otherwise be
-        counted nowhere in between, and a check that passed on those lines would meet a
-        refusal (with a QCC that accepts on ``free_run``, the one refusal it can make)."""
-        c = q.cmd
+        whose ALLOC the QCC has not taken yet (``sent``: taken in an earlier clock). The
+        spreader counts its request out of the EU's status only in the request's first
+        clock (its ``debit_held=False``); the QCC shows an ALLOC from the clock after it
+        took it. An ALLOC sent later than the request's first clock (a RELEASE or a
+        completion went first, or the command before it was not answered yet) would
+        otherwise be counted nowhere in between, and a check that passed on those lines
+        would meet a refusal (with a QCC that accepts on ``free_run``, the one refusal it
+        can make)."""
         asked = Signal(name=f"asked{e}")    # the request was driven in the clock before
-        taken = Signal(name=f"taken{e}")    # its ALLOC was taken in an earlier clock
         m.d.sync += asked.eq(a.valid & ~a.ready)
-        with m.If(a.ready):
-            m.d.sync += taken.eq(0)
-        with m.Elif(c.valid & c.ready & (c.payload.op == Op.ALLOC)):
-            m.d.sync += taken.eq(1)
         pending = Signal(name=f"pending{e}")
-        m.d.comb += pending.eq(asked & ~taken)
+        m.d.comb += pending.eq(asked & ~sent)
         qs, lines = q.status, Mux(pending, a.payload.lines, 0)
 
         def less(count, taken):                 # never below 0
@@ -2338,10 +2341,12 @@ class SpreaderQCC(wiring.Component):
         return f
 
     def _commands(self, m, q, a, sp, e, rel_v, rel_ent, blocked, Op, Code):
-        """EU ``e``'s command port: RELEASE first, else the spreader's ALLOC; returns
-        the conditions that set ``adapter_error``."""
+        """EU ``e``'s command port: RELEASE first, else the spreader's ALLOC, and the
+        registered answer; returns ``sent`` (the request's ALLOC taken, not yet
+        answered) and the conditions that set ``adapter_error``."""
         c, r = q.cmd, q.resp
-        wait = Signal(name=f"wait{e}")
+        wait = Signal(name=f"wait{e}")     # a command taken, its response not yet come
+        sent = Signal(name=f"sent{e}")     # the request's ALLOC taken, its answer not given
         # The payload comes from registers alone (a RELEASE ignores the ALLOC fields, an
         # ALLOC the entity); only ``valid`` waits for the completion queues' levels, so
         # that the QCC's first fit does not start behind them (the board build's
@@ -2351,20 +2356,30 @@ class SpreaderQCC(wiring.Component):
                      c.payload.etype.eq(a.payload.etype),
                      c.payload.hold.eq(a.payload.hold),
                      c.payload.lines.eq(a.payload.lines)]
-        m.d.comb += c.valid.eq(~wait & (rel_v | (a.valid & ~blocked)))
+        m.d.comb += c.valid.eq(~wait & (rel_v | (a.valid & ~sent & ~blocked)))
         with m.If(c.valid & c.ready & rel_v):
             m.d.sync += rel_v.eq(0)
         with m.If(c.valid & c.ready):
             m.d.sync += wait.eq(1)
         with m.Elif(r.valid):
             m.d.sync += wait.eq(0)
-        answer = r.valid & (r.payload.op == Op.ALLOC)
-        m.d.comb += [a.ready.eq(answer), sp.accept[e].eq(r.payload.code == Code.OK),
-                     sp.entity[e].eq(r.payload.entity)]
+        with m.If(a.ready):
+            m.d.sync += sent.eq(0)
+        with m.Elif(c.valid & c.ready & ~rel_v):
+            m.d.sync += sent.eq(1)
+        # The answer is the QCC's response registered: the spreader's accept (stage R's
+        # choice of every register it loads) starts from these flip-flops, not from the
+        # QCC's response queue and the route from the far QCC (issue 15)
+        answer = Signal(name=f"answer{e}")
+        accept = Signal(name=f"accept{e}")
+        entity = Signal(ENTITY_W, name=f"entity{e}")
+        m.d.sync += [answer.eq(r.valid & (r.payload.op == Op.ALLOC)),
+                     accept.eq(r.payload.code == Code.OK), entity.eq(r.payload.entity)]
+        m.d.comb += [a.ready.eq(answer), sp.accept[e].eq(accept), sp.entity[e].eq(entity)]
         t = self.alloc_tap[e]
         m.d.comb += [t.valid.eq(a.valid), t.ready.eq(a.ready), t.accept.eq(sp.accept[e]),
                      t.entity.eq(sp.entity[e]), t.payload.eq(a.payload)]
-        return [answer & ~a.valid,
+        return sent, [answer & ~a.valid,
                 r.valid & (r.payload.op == Op.RELEASE) & (r.payload.code != Code.OK),
                 r.valid & r.payload.code[3],
                 c.valid & ~c.ready & (c.payload.op == Op.ALLOC)]

@@ -49,6 +49,18 @@ def test_frontend_demo_scene(simulator):
                demo_params(128, 128, 4, 4), testcase=["frontend_demo_scene"], **WIDE_DESIGN)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("simulator", simulators())
+def test_frontend_raster_latency9(simulator):
+    """``make regress``: the small scenes with the block rasterizer of the FPGA's MSAA
+    builds (``raster_latency=9``, ``raster_lanes=8``, issue 16), passed through
+    ``raster.pipeline``: frames bit-equal, scoreboard clean (modes 1, 2 and 4: the
+    malformed test's second frame is at 2x)."""
+    run_cocotb("frontend.frontend", "tb.test_frontend", simulator,
+               {**SMALL, "modes": (1, 2, 4), "raster_latency": 9, "raster_lanes": 8},
+               testcase=TESTS, **WIDE_DESIGN)
+
+
 #: the board top's test build: the board's 4x mode on the small frame, a fast UART
 BOARD_SMALL = {"n_eus": 2, "width": 32, "height": 32, "modes": (4,)}
 BOARD_SEED = 5
@@ -80,6 +92,14 @@ def test_board(simulator):
     ({"prid_bits": 1}, ValueError, r"prid_bits must be an integer from 2 to 16, not 1"),
     ({"latency": "2"}, TypeError, r"latency must be an integer from 0 to 255, not '2'"),
     ({"records": 2}, ValueError, r"records must be an integer from 4 to 256, not 2"),
+    ({"raster_latency": 10}, ValueError,
+     r"raster_latency must be an integer from 7 to 9, not 10"),
+    ({"raster_lanes": 6}, ValueError,
+     r"raster_lanes must be a power of two from 4 to 16, not 6"),
+    ({"modes": (1,), "raster_latency": 9}, ValueError,
+     r"raster_latency must be 7 in a build without an MSAA mode, not 9"),
+    ({"modes": (1,), "raster_lanes": 8}, ValueError,
+     r"raster_lanes must be 16 in a build without an MSAA mode, not 8"),
 ])
 def test_parameter_errors(kwargs, error, message):
     from hw.frontend import Frontend

@@ -51,6 +51,10 @@ SLOW_BUILDS = {
     # the block rasterizer with 8 lanes (16x in two batches a span)
     "pipeline_lanes8": ("raster.pipeline", {**SMALL, "packets": 4, "lanes": 8},
                         PIPELINE_TESTS),
+    # the FPGA's MSAA build of the block rasterizer (issue 16), as the front end takes it
+    "pipeline_latency9_lanes8": ("raster.pipeline", {**SMALL, "packets": 4, "modes": (1, 4),
+                                                     "latency": 9, "lanes": 8},
+                                 PIPELINE_TESTS),
     # 9 integer bits: a 256-pixel frame's right and bottom edges (256.0) must be
     # representable, or the mesh's last column and row of samples stay uncovered.
     "pipeline_256": ("raster.pipeline", {"int_bits": 9, "subpix": 4, "tag_bits": 12},
@@ -102,6 +106,21 @@ def test_packets_parameter(design):
     from hw.raster import DESIGNS
     with pytest.raises(ValueError, match=r"packets must be an integer from 1 to 16, not 0"):
         DESIGNS[design](packets=0)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"latency": 10}, r"latency must be an integer from 7 to 9, not 10"),
+    ({"modes": (1,), "latency": 8}, r"latency must be 7 in a build without an MSAA mode"),
+    ({"lanes": 6}, r"lanes must be a power of two from 4 to 16, not 6"),
+])
+def test_block_parameters(kwargs, message):
+    """The pipeline passes ``latency`` and ``lanes`` to its block rasterizer, which
+    checks them (issue 15: the front end's rasterizer at ``latency=9, lanes=8``)."""
+    from hw.raster import RasterPipeline
+    with pytest.raises(ValueError, match=message):
+        RasterPipeline(**kwargs)
+    p = RasterPipeline(modes=(1, 4), latency=9, lanes=8)
+    assert (p.block.latency, p.block.lanes) == (9, 8)
 
 
 # ---------------------------------------------------------------- formats

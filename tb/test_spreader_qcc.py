@@ -20,7 +20,10 @@ had room, a move command per
 allocation, every completion before reuse, every held entity released exactly once
 after its users; plus, at the end, every QCC back to its full free counts (all records,
 entity numbers and lines returned), no QCC or adapter error, the spreader's error flag
-clear, and progress within a bounded number of clocks (no deadlock).
+clear, and progress within a bounded number of clocks (no deadlock). The adapter's
+answer is the QCC's response registered (issue 15, :class:`golden.spreader.QCCEU`'s
+``ANSWER_DELAY``): no request is answered before its third clock, and a request whose
+ALLOC goes in its first clock is answered in its third.
 """
 
 import dataclasses
@@ -28,8 +31,8 @@ import dataclasses
 import cocotb
 import pytest
 
-from golden.spreader import (Config, EType, EUStatus, Scoreboard, Spreader, Workload,
-                             held_room_minima)
+from golden.spreader import (QCCEU, Config, EType, EUStatus, Scoreboard, Spreader,
+                             Workload, held_room_minima)
 from hw.spreader import SpreaderQCC
 from tb.harness import WIDE_DESIGN, params, run_cocotb, simulators, split_simulators, start
 from tb.test_spreader import (PORTS, SOAK_ENV, PortCodec, mesh_scene, min_config,
@@ -198,6 +201,11 @@ class QCCProcessors:
         assert all(st == self.full for st in self.status), \
             f"{run.name}: QCC resources not returned {self.status}"
         stats = Scoreboard(Spreader(**self.sp_params), run.res.workload).check(run.res)
+        # the adapter's answer is the QCC's response registered (issue 15): never before
+        # the request's third clock, and in it when nothing went first
+        waits = [r.end - r.start for r in run.res.requests]
+        assert min(waits) == QCCEU.ANSWER_DELAY, \
+            f"{run.name}: answers {min(waits)} clocks after the request's first, not 2"
         n_issues = sum(p.issued for p in self.procs)
         dut._log.info("%s: %d stage issues completed, %d releases", run.name, n_issues,
                       len(run.res.release))

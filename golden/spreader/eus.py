@@ -276,21 +276,27 @@ class RandomEU(_EUBase):
 
 
 class QCCEU(_EUBase):
-    """A :class:`golden.qcc.QCCModel` acting as an EU.
+    """A :class:`golden.qcc.QCCModel` acting as an EU, behind the adapter of
+    ``hw.spreader.SpreaderQCC``.
 
     The allocation request becomes the QCC's ALLOC (etype, lines) in the clock it is
-    presented (the QCC decides from its state ``S_t``, so N = 0), unless a RELEASE is
-    waiting: the ``cmd`` port then carries the RELEASE first and the request is
-    answered a clock later. In that later clock the status it reports counts the held
-    request out (one record, one entity and its lines, as the RTL adapter of
-    ``hw.spreader.SpreaderQCC`` does): the spreader debits a request only in its first
-    clock, and the QCC shows it only from the clock after its ALLOC. Every entity is allocated with ``hold`` so that its number
-    stays in use until the spreader has taken its completion; the adapter itself
-    releases the ones the spreader did not ask to hold. Stage issues are completed by
-    processors with random latencies; an entity is complete when it reaches
-    ``DONE_STAGE``. ``status`` is the QCC's, with its longest run of contiguous free
-    lines (``free_run``) as ``free_lines``: a minimum check that passes means the ALLOC
-    finds its lines.
+    presented, unless the command port is busy: a RELEASE is waiting (it goes first),
+    or a command went to the QCC in the clock before (the adapter offers a command only
+    when the one before has been answered, and the QCC answers a clock after it took
+    it). The answer is given :data:`ANSWER_DELAY` (2) clocks after the ALLOC: the QCC's
+    response comes a clock after it, and the adapter registers it, so the spreader's
+    accept starts from flip-flops (issue 15; before, the response was the answer, one
+    clock after the ALLOC). The request is answered once: no second ALLOC is sent for it
+    while its answer is on its way. In a clock the request is held past its first clock
+    and its ALLOC not yet sent, the status it reports counts the held request out (one
+    record, one entity and its lines, as the RTL adapter does): the spreader debits a
+    request only in its first clock, and the QCC shows it only from the clock after its
+    ALLOC. Every entity is allocated with ``hold`` so that its number stays in use until
+    the spreader has taken its completion; the adapter itself releases the ones the
+    spreader did not ask to hold. Stage issues are completed by processors with random
+    latencies; an entity is complete when it reaches ``DONE_STAGE``. ``status`` is the
+    QCC's, with its longest run of contiguous free lines (``free_run``) as
+    ``free_lines``: a minimum check that passes means the ALLOC finds its lines.
 
     Parameters
     ----------
@@ -301,6 +307,10 @@ class QCCEU(_EUBase):
     work : (int, int)
         Inclusive range of clocks from an issue to its completion.
     """
+
+    #: Clocks from an ALLOC sent to the QCC to its answer on the spreader's ``alloc[e]``
+    #: (a subclass may set 0: the answer in the ALLOC's clock, the model before issue 15)
+    ANSWER_DELAY = 2
 
     def __init__(self, qcc, rng, work=(1, 4)):
         from golden import qcc as _q
@@ -314,7 +324,9 @@ class QCCEU(_EUBase):
         self._seq = 0
         self._ran = False
         self.responses = []
-        self._held = None           # a request held over a RELEASE, its ALLOC not sent
+        self._held = None           # a request held past its first clock, its ALLOC not sent
+        self._reply = None          # (due clock, Answer) of the ALLOC sent, not yet answered
+        self._port_free = 0         # first clock the adapter may send a command again
 
     def status(self):
         st = self.qcc.status()       # free lines as the longest contiguous run (first fit)
@@ -340,20 +352,32 @@ class QCCEU(_EUBase):
             if ent in self.live and info is not None and info[0]["stage"] == q.DONE_STAGE:
                 self._finish(ent)
         if cmd is not None:
+            self._port_free = self.t + 2    # its response comes in the next clock
             self.responses.append((self.t, cmd, res.resp))
             if res.resp.error:
                 self.errors.append((self.t, "QCC refused a command as bad input", cmd, res.resp))
         self._ran = True
         return res
 
-    def answer(self, req):
-        if self._rel and not self._ran:
+    def _release_now(self):
+        """Send a waiting RELEASE if the command port is free this clock."""
+        if self._rel and not self._ran and self.t >= self._port_free:
             self._clock(self._q.Command.release(self._rel.popleft()))
-            self._asked_now = True
-            self._held = req
+
+    def answer(self, req):
+        self._asked_now = True
+        if self._reply is None:                 # its ALLOC not sent yet
+            self._release_now()                 # a RELEASE goes before the ALLOC
+            if self._ran or self.t < self._port_free:
+                self._held = req                # counted out of the status from next clock
+                return None
+            self._held = None
+            self._reply = (self.t + self.ANSWER_DELAY, self._decide(req))
+        due, ans = self._reply                  # answered when due
+        if self.t < due:
             return None
-        self._held = None
-        return super().answer(req)
+        self._reply = None
+        return ans
 
     def _decide(self, req):
         res = self._clock(self._q.Command.alloc(req.etype, req.lines, True))
@@ -366,13 +390,15 @@ class QCCEU(_EUBase):
         self._rel.append(entity)
 
     def tick(self):
+        self._release_now()
         if not self._ran:
-            self._clock(self._q.Command.release(self._rel.popleft()) if self._rel else None)
+            self._clock(None)
         self._ran = False
         super().tick()
 
     def idle(self):
-        return super().idle() and not self._rel and self.qcc.idle()
+        return (super().idle() and not self._rel and self._reply is None
+                and self.qcc.idle())
 
 
 class DoneMerger:

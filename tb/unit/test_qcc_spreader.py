@@ -14,8 +14,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from golden.qcc import MAX_BUF_LINES, Code, QCCModel
-from golden.spreader import (Config, EType, EUStatus, Feeder, QCCEU, Scoreboard, Spreader,
+from golden.qcc import MAX_BUF_LINES, Code, Op, QCCModel
+from golden.spreader import (AllocRequest, Config, EType, EUStatus, Feeder, QCCEU, Scoreboard, Spreader,
                              Workload, held_room_minima, synthetic_workload)
 
 
@@ -27,10 +27,17 @@ class CountingQCCEU(QCCEU):
         return EUStatus(st.free_records, st.free_entities, st.free_lines)
 
 
-class HeldUncountedQCCEU(QCCEU):
-    """The adapter as it was before issue 12's held-request count: a request held
-    over a RELEASE is in neither the spreader's debit (first clock only) nor the
-    status until its ALLOC is taken."""
+class UnregisteredQCCEU(QCCEU):
+    """The adapter's answer as it was before issue 15 in this model: in the clock of
+    its ALLOC (the answer was not registered)."""
+
+    ANSWER_DELAY = 0
+
+
+class HeldUncountedQCCEU(UnregisteredQCCEU):
+    """The adapter as it was before issue 12's held-request count (and issue 15): a
+    request held over a RELEASE is in neither the spreader's debit (first clock only)
+    nor the status until its ALLOC is taken."""
 
     def status(self):
         st = self.qcc.status()
@@ -86,20 +93,22 @@ def test_scattered_free_lines_deadlock_is_gone():
     (golden decision 14), with the default candidate rotation, the adapter that
     counts out a request held over a RELEASE and the scans reading the status of the
     clock before (rule 3) and the QCC's completion pushes and ALLOC's pushes offered a
-    clock later (golden decisions 16 and 17; seeds 1 and 7 did before those changes,
-    18 before the registered scan, 34 before the reaper and the commit stage, 5 before
+    clock later (golden decisions 16 and 17) and the adapter's answer registered, two
+    clocks after the ALLOC (issue 15; seeds 1 and 7 did before those changes, 18
+    before the registered scan, 34 before the reaper and the commit stage, 5 before
     decision 13, 1 before decision 14, 12 before the registered status, 0 before
-    decisions 16 and 17; with these hand-picked minima many seeds deadlock with
-    ``free_run`` too, which the rule of ``test_mixed_sizes_with_held_room_minima``
-    avoids: of seeds 0-39, 23 deadlock with the count, 12 of them on scattered lines
-    as below, and only 25 of those 12 completes with ``free_run``)."""
+    decisions 16 and 17, 25 before the registered answer; with these hand-picked minima
+    many seeds deadlock with ``free_run`` too, which the rule of
+    ``test_mixed_sizes_with_held_room_minima`` avoids: of seeds 0-39, 19 deadlock with
+    the count, 12 of them on scattered lines as below, and only 27 and 30 of those 12
+    complete with ``free_run``)."""
     eus = []
     with pytest.raises(RuntimeError, match="deadlock"):
-        run(25, CountingQCCEU, **SMALL, made=eus)
+        run(27, CountingQCCEU, **SMALL, made=eus)
     refused = [(eu.qcc.status(), c.lines) for eu in eus for _, c, r in eu.responses
                if r.code == Code.NO_LINES]
     assert len(refused) > 100 and any(st.free_lines >= n > st.free_run for st, n in refused)
-    stats, eus = run(25, QCCEU, **SMALL)
+    stats, eus = run(27, QCCEU, **SMALL)
     assert stats.refusals == 0 and stats.allocations > 90
 
 
@@ -141,9 +150,60 @@ def test_request_held_over_a_release_is_counted(seed, old):
     pushes a clock later, golden decisions 16 and 17; now 10, 27 and 35).
     With the held request counted out of the status, none. (The fast run checks the
     fixed adapter on seed 10; ``make regress`` also replays the old failure, ``old``. The
-    fast case replaced ``test_mixed_sizes_with_held_room_minima``'s seed 0, now slow.)"""
+    fast case replaced ``test_mixed_sizes_with_held_room_minima``'s seed 0, now slow.)
+    The old failure is replayed with the answer in the ALLOC's clock, as it was before
+    issue 15 (:class:`UnregisteredQCCEU`; seeds 10 and 27 still replay it, and the
+    counted adapter at that timing refuses none); with the answer registered two
+    clocks after the ALLOC the next request's scan reads a status that already shows
+    the ALLOC, so the count is defence in depth there (the uncounted adapter with the
+    registered answer refused none in seeds 10, 16, 17, 22, 27 and 29)."""
     if old:
         stats, _ = run(seed, HeldUncountedQCCEU, **SMALL)
         assert stats.refusals > 0
+        stats, _ = run(seed, UnregisteredQCCEU, **SMALL)
+        assert stats.refusals == 0
     stats, _ = run(seed, QCCEU, **SMALL)
     assert stats.refusals == 0 and stats.allocations > 90
+
+
+def _answers(eu, req, clocks):
+    """Drive ``req`` to ``eu`` every clock until it is answered (at most ``clocks``),
+    as the spreader does; returns (clock of the answer, answer, the status of each
+    clock: the EU's and the QCC's own)."""
+    seen = []
+    for _ in range(clocks):
+        own = eu.qcc.status()
+        seen.append((tuple(eu.status()), (own.free_records, own.free_entities, own.free_run)))
+        ans = eu.answer(req)
+        t = eu.t
+        eu.tick()
+        if ans is not None:
+            return t, ans, seen
+    raise AssertionError(f"no answer in {clocks} clocks")
+
+
+def test_answer_is_the_qcc_response_registered():
+    """Issue 15: the adapter registers the QCC's response, so an ALLOC sent in the
+    request's first clock is answered two clocks later (it was the clock after), the
+    ALLOC is sent once, and the next command waits for its response. A RELEASE that
+    waits goes first: then the ALLOC goes two clocks later (the RELEASE's response
+    first), the held request counted out of the status until it goes, and the answer
+    two clocks after it."""
+    eu = QCCEU(QCCModel(records=4, entities=4, lines=8), 0)
+    req = AllocRequest(EType.VERTEX, 3, 1, 0)
+    t, ans, _ = _answers(eu, req, 8)
+    assert t == 2 and ans.accept            # 0 before issue 15 (N = 0 in the model)
+    allocs = [(c, r) for c, cmd, r in eu.responses if r.op == Op.ALLOC]
+    assert [c for c, _ in allocs] == [0] and allocs[0][1].entity == ans.entity
+    for _ in range(40):             # its stages complete (processors of 1..4 clocks)
+        eu.status()
+        eu.tick()
+    eu._rel.append(ans.entity)      # the adapter releases an entity it held for itself
+    start = eu.t
+    t, ans2, seen = _answers(eu, AllocRequest(EType.PIXEL, 2, 0, 1), 10)
+    cmds = [(c - start, cmd.op) for c, cmd, _ in eu.responses if c >= start]
+    assert cmds == [(0, Op.RELEASE), (2, Op.ALLOC)] and t - start == 4 and ans2.accept
+    # counted out of the status (1 record, 1 entity, its 2 lines) in the clocks it is
+    # held past its first, its ALLOC not yet sent; from the clock after, the QCC's own
+    held = [tuple(o - d for o, d in zip(own, (1, 1, 2))) for _, own in seen]
+    assert [st for st, _ in seen] == [seen[0][1], held[1], held[2], seen[3][1], seen[4][1]]
