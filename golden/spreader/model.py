@@ -182,6 +182,9 @@ class Spreader(Codec):
                                             # the accept of the clock before
         self._dstage = None                 # the completion stage (D): (type, record) of
                                             # the completion of the clock before
+        # the release engine's choice registers (rule 6): per table, the record its
+        # scan chose in an earlier clock, offered to the ``release`` FIFO (None: empty)
+        self._rel = {"v": None, "p": None}
         self._held = [None] * 4             # per stream: the packet taken, not yet consumed
         self._shown = [None] * 4            # per stream: the head shown and not taken
         self.error = False
@@ -267,6 +270,9 @@ class Spreader(Codec):
                 assert self.v_valid[rec] and not self.v_done[rec]
                 assert (self.v_eu[rec], self.v_ent[rec]) == (eu, ent)
         assert (pix == self.p_pix).all(), "pixel counts out of step"
+        # a chosen record stays releasable until it is released (rule 6)
+        for k, r in self._rel.items():
+            assert r is None or self._releasable(k)[r], f"chosen {k} record {r} not releasable"
 
 
     def _check_packet(self, s, p):
@@ -653,12 +659,15 @@ class Spreader(Codec):
             else:
                 writes.append(lambda key=key: self._complete(key))
 
-        # -- release engine (reads S_t)
+        # -- release engine (rule 6): the choice registers offer (the VDT's first), each
+        #    table's scan chooses its next record from S_t, the offered one left out
         rel = None
         if self._fifo["release"].room():
-            rel = self._pick_release()
+            rel = next(((k, r) for k, r in self._rel.items() if r is not None), None)
             if rel is not None:
                 writes.append(lambda rel=rel: self._release(rel))
+        chosen = {k: self._pick_release(k, self._rel[k]) for k in ("v", "p")}
+        writes.append(lambda rel=rel, chosen=chosen: self._choose(rel, chosen))
 
         # -- configuration
         if cfg is not None:
@@ -822,17 +831,33 @@ class Spreader(Codec):
         else:
             self.p_pix[rec] -= 1
 
-    def _pick_release(self):
-        ok = self.v_valid & self.v_done & self.v_closed & (self.v_refs == 0)
-        if ok.any():
-            partner = np.roll(ok, -1)                     # ok[r + 1]
-            cand = ok & (~self.v_patch | ((self.v_half == 0) & partner))
-            if cand.any():
-                return ("v", int(np.argmax(cand)))
-        ok = self.p_valid & self.p_done & self.p_closed & (self.p_pix == 0)
-        if ok.any():
-            return ("p", int(np.argmax(ok)))
-        return None
+    def _releasable(self, kind):
+        """Per record of the VDT (``kind`` "v") or the PT ("p") in ``S_t``: releasable
+        (rule 6; a patch at its first record, when both of its records are)."""
+        if kind == "v":
+            ok = self.v_valid & self.v_done & self.v_closed & (self.v_refs == 0)
+            return ok & (~self.v_patch | ((self.v_half == 0) & np.roll(ok, -1)))
+        return self.p_valid & self.p_done & self.p_closed & (self.p_pix == 0)
+
+    def _pick_release(self, kind, offered):
+        """The lowest releasable record of ``kind`` other than ``offered`` (the record in
+        the table's choice register); None if none."""
+        ok = self._releasable(kind)
+        if offered is not None:
+            ok[offered] = False
+        return int(np.argmax(ok)) if ok.any() else None
+
+    def _choose(self, rel, chosen):
+        """Edge: a choice register takes its scan's record when it is empty or its
+        record was released at this edge, else keeps its record."""
+        for k in self._rel:
+            if self._rel[k] is None or rel is not None and rel[0] == k:
+                self._rel[k] = chosen[k]
+
+    def releasing(self):
+        """``{"v": record or None, "p": record or None}``: the release engine's choice
+        registers (rule 6), the records offered to the ``release`` FIFO this clock."""
+        return dict(self._rel)
 
     def _release(self, rel):
         kind, r = rel
