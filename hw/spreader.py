@@ -25,7 +25,8 @@ its own signature:
 * :class:`StatusScan`: stage R's scan after a refusal (the next candidate in that order
   whose status meets the minimum);
 * :class:`VertexTable` (VDT) and :class:`PrimitiveTable` (PT), each with its release
-  scan; the spreader merges their release streams (VDT first, the release engine);
+  scan and choice register (decision 23); the spreader merges their release streams
+  (VDT first, the release engine);
 * :class:`InFlightTable`: ``(eu, entity) -> (type, record)`` of the entities in flight;
 * :class:`ErrorReporter`: the ``err`` reports in precedence, ``error`` and ``lost``,
   into the error FIFO, a :class:`StagedFIFO` (decision 18).
@@ -78,7 +79,7 @@ Decisions
    scan reads every clock stay flip-flops: vectors of valid, done, closed, patch, half
    bits and the reference / pixel counters, each written through one decoded one-hot
    per write site (no ``Array``-indexed writes). The release scan finds the lowest
-   releasable record with a carry chain (``x & -x``) and an OR-tree encoder. The
+   releasable record with a tree of 2:1 choices (:func:`_lowest`). The
    Verilog at the defaults (256/256 records) is 0.84 MB (87 MB before).
 3. The in-flight table ``(eu, entity) -> (type, record)`` is a memory of ``N*256`` words
    with one write port (written on accept) and an asynchronous read port (the
@@ -342,6 +343,17 @@ Decisions
    heads no timed path); ``spreader.spreader_qcc`` at the front end's parameters:
    61.88 MHz at seed 1 (54.48 before), its worst path now stage R's accept; 8 EUs:
    41.17 MHz at seed 1 (43.53 before), its worst path stage R's accept.
+23. The release choice registered (issue 12; contract changed, the golden model's rule
+   6 first): at the default tables (256/256) the routed critical path was the release
+   engine's, a VDT record's bits -> the VDT scan's lowest record (a 256-bit priority
+   encoder) -> the VDT's ``valid`` -> the PT's ``ready`` -> the PT's freed one-hot ->
+   the PT's and VDT's bits and counters. Each table now has a choice register
+   (:func:`_release_choice`: valid and record number) that its scan loads with the
+   lowest releasable record, the register's own record left out, when the register is
+   empty or its record is taken; the release stream is offered from the register (the
+   word read at its record, the one-hot decoded from it), so the PT's ``ready``, the
+   FIFO push and both freed one-hots come from registers and the scans end in the
+   registers. A record leaves a clock later than before; one per clock still.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -444,8 +456,8 @@ def _decode(enables, indices, n):
 
 
 def _lowest(m, bits, n, width, name):
-    """``(one-hot of the lowest set bit of bits, its index)``: a priority encoder as a
-    tree of 2:1 choices (depth ``log2 n``), not a chain over ``n`` entries."""
+    """``(any, index)`` of the lowest set bit of ``bits``: a priority encoder as a tree
+    of 2:1 choices (depth ``log2 n``), not a chain over ``n`` entries."""
     def encode(lo, hi):
         """``(any, index - lo)`` of the lowest set bit of ``bits[lo:hi]``."""
         if hi - lo == 1:
@@ -458,12 +470,23 @@ def _lowest(m, bits, n, width, name):
         m.d.comb += [any_.eq(a_lo | a_hi),
                      index.eq(Mux(a_lo, i_lo, Cat(i_hi, Const(1, 1))))]
         return any_, index
-    index = Signal(max(1, width), name=f"{name}_index")
-    if width:
-        m.d.comb += index.eq(encode(0, n)[1])
-    low = Signal(n, name=f"{name}_low")
-    m.d.comb += low.eq(Mux(bits.any(), _onehot(index[:width], n) if width else 1, 0))
-    return low, index
+    any_, index = encode(0, n)
+    return any_, (index if width else Const(0, 1))
+
+
+def _release_choice(m, releasable, n, width, taken):
+    """A table's release choice register (decision 23; the golden model's rule 6).
+
+    The scan's lowest releasable record, the offered one left out, is loaded when the
+    register is empty or its record is ``taken`` at this edge; the register offers its
+    record from the next clock. Returns ``(valid, record, low)``: the register, and
+    ``low`` its record's one-hot (0 while empty), decoded from the register."""
+    valid, rec, low = Signal(name="chosen"), Signal(max(1, width), name="chosen_rec"), Signal(n)
+    m.d.comb += low.eq(Mux(valid, _onehot(rec[:width], n) if width else 1, 0))
+    any_, index = _lowest(m, releasable & ~low, n, width, "release")
+    with m.If(~valid | taken):
+        m.d.sync += [valid.eq(any_), rec.eq(index)]
+    return valid, rec, low
 
 
 class VertexTable(wiring.Component):
@@ -481,8 +504,8 @@ class VertexTable(wiring.Component):
     patch packets), ``look_addr[i]``/``look[i]`` (the three vertex lookups of a
     triangle), ``alloc`` (write a vertex group, or both groups of a patch), ``close``
     (a triangle's ``last`` bits), ``refs`` (reference count increments and decrements),
-    ``done`` (a vertex or patch entity completed) and ``release`` (the lowest releasable
-    record; taking it frees the record).
+    ``done`` (a vertex or patch entity completed) and ``release`` (the record of the
+    choice register, decision 23; taking it frees the record).
     """
 
     def __init__(self, *, records, index_bits):
@@ -568,17 +591,18 @@ class VertexTable(wiring.Component):
             # a patch is released at its first record when both of its records are ready
             cand.eq(ok & (~patch | (~half & Cat(ok[1:], ok[0])))),
         ]
-        low, sel = _lowest(m, cand, V, R, "release")
-        w = read(sel, 3)
+        # the release offered from the choice register (decision 23), its word read at
+        # the register's record; a patch frees its second record too
         rl = self.release
-        m.d.comb += [rl.valid.eq(cand.any()), rl.payload.eu.eq(w.eu),
+        chosen, sel, low = _release_choice(m, cand, V, R, rl.ready)
+        w, first_of_patch, freed = read(sel, 3), Signal(V), Signal(V)
+        m.d.comb += [first_of_patch.eq(low & patch),
+                     rl.valid.eq(chosen), rl.payload.eu.eq(w.eu),
                      rl.payload.entity.eq(w.entity),
-                     rl.payload.etype.eq(Mux(patch.bit_select(sel, 1), PAT, VTX)),
-                     rl.payload.rec.eq(sel)]
-        freed = Signal(V)
-        m.d.comb += freed.eq(Mux(rl.valid & rl.ready,
-                                 low | Mux(patch.bit_select(sel, 1), Cat(low[-1], low[:-1]), 0),
-                                 0))
+                     rl.payload.etype.eq(Mux(first_of_patch.any(), PAT, VTX)),
+                     rl.payload.rec.eq(sel),
+                     freed.eq(Mux(rl.ready, low | Cat(first_of_patch[-1],
+                                                      first_of_patch[:-1]), 0))]
 
         m.d.sync += [
             valid.eq((valid | written) & ~freed),
@@ -616,7 +640,7 @@ class PrimitiveTable(wiring.Component):
     lookup starts from flip-flops; decision 17), ``refs_addr``/``refs`` (the VDT
     records of a completed triangle), ``alloc`` (a triangle accepted), ``close`` (an end marker or a last pixel
     packet), ``pixels`` (a pixel packet accepted / completed), ``done`` (a triangle
-    completed) and ``release`` (the lowest releasable record).
+    completed) and ``release`` (the record of the choice register, decision 23).
     """
 
     def __init__(self, *, records, prid_bits, vdt_records):
@@ -708,14 +732,13 @@ class PrimitiveTable(wiring.Component):
             dec.eq(Mux(self.pix_dec.en, onehot(self.pix_dec.rec), 0)),
             ok.eq(valid & done & closed & pix_zero),
         ]
-        low, sel = _lowest(m, ok, P, self.rbits, "release")
-        w = read(sel)
         rl = self.release
-        m.d.comb += [rl.valid.eq(ok.any()), rl.payload.eu.eq(w.eu),
+        chosen, sel, low = _release_choice(m, ok, P, self.rbits, rl.ready)
+        w, freed = read(sel), Signal(P)
+        m.d.comb += [rl.valid.eq(chosen), rl.payload.eu.eq(w.eu),
                      rl.payload.entity.eq(w.entity), rl.payload.etype.eq(TRI),
-                     rl.payload.rec.eq(sel if self.rbits else 0)]
-        freed = Signal(P)
-        m.d.comb += freed.eq(Mux(rl.valid & rl.ready, low, 0))
+                     rl.payload.rec.eq(sel if self.rbits else 0),
+                     freed.eq(Mux(rl.ready, low, 0))]
         m.d.sync += [
             valid.eq((valid | written) & ~freed),
             done.eq(((done & ~written) | done_set) & ~freed),
