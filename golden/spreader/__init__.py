@@ -202,9 +202,12 @@ its own clock (rule 3), and no table write depends on an answer of its own clock
    table effects come a clock later, from **stage D** (issue 12: the lookup's result is
    a register, so no in-flight select lies ahead of the tables' counters) at the edge
    ending t+1, after C's writes of that edge: vertex/patch ``vdone``; triangle
-   ``tdone`` and one reference less on each distinct VDT record it named; pixel one
-   pixel packet less in flight on its PT record. So the release scans see a
-   completion from t+2 (its record leaves at the edge ending t+3 at the earliest,
+   ``tdone``; pixel one pixel packet less in flight on its PT record. A triangle's
+   references (one less on each distinct VDT record it named) drop a clock later, at
+   the edge ending t+2, from **stage E** (issue 12: the VDT records read from the
+   triangle's PT record in D's clock go into registers, so no table read lies ahead
+   of the VDT's reference counters). So the release scans see a completion from t+2,
+   a triangle's references from t+3 (a record leaves a clock after the scans see it,
    rule 6). (No record can change in between: a record is released only
    after its ``vdone``/``tdone`` and with no reference or pixel packet left, and the
    counters take an increment and a decrement of one edge together.)

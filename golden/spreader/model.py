@@ -182,6 +182,8 @@ class Spreader(Codec):
                                             # the accept of the clock before
         self._dstage = None                 # the completion stage (D): (type, record) of
                                             # the completion of the clock before
+        self._estage = ()                   # stage E: the VDT records whose reference the
+                                            # triangle completed two clocks before drops
         # the release engine's choice registers (rule 6): per table, the record its
         # scan chose in an earlier clock, offered to the ``release`` FIFO (None: empty)
         self._rel = {"v": None, "p": None}
@@ -223,7 +225,7 @@ class Spreader(Codec):
         """No record held, nothing in flight, no packet inside, all FIFOs empty."""
         return (not self.v_valid.any() and not self.p_valid.any() and not self._ift
                 and self._pass is None and not any(self._held) and self._cstage is None
-                and self._dstage is None
+                and self._dstage is None and not self._estage
                 and not any(f.q for f in self._fifo.values()))
 
     def idle_allocator(self):
@@ -256,6 +258,8 @@ class Spreader(Codec):
             if self.p_valid[q] and not self.p_done[q]:
                 for r in self.p_vrecs[q]:
                     refs[r] += 1
+        for r in self._estage:
+            refs[r] += 1                        # its decrement comes at the next edge
         assert (refs == self.v_refs).all(), "VDT reference counts out of step"
         pix = np.zeros(self.pt_records, np.int64)
         if self._dstage is not None and self._dstage[0] == EType.PIXEL:
@@ -585,6 +589,10 @@ class Spreader(Codec):
         #    (first: a completion of that entity in this clock comes after it)
         if self._cstage is not None:
             writes.append(self._write_tables)
+        # -- stage E: the references of the triangle completed two clocks before (ahead
+        #    of D, which loads E's next records at this edge)
+        if self._estage:
+            writes.append(self._drop_refs)
         # -- stage D: the table effects of the completion of the clock before
         if self._dstage is not None:
             writes.append(self._complete_tables)
@@ -817,8 +825,8 @@ class Spreader(Codec):
         self._dstage = self._ift.pop(key)
 
     def _complete_tables(self):
-        """Edge after the completion (stage D): ``vdone``/``tdone``, the triangle's
-        references, the pixel packets in flight."""
+        """Edge after the completion (stage D): ``vdone``/``tdone``, the pixel packets
+        in flight; a triangle's VDT records go to stage E."""
         (t, rec), self._dstage = self._dstage, None
         if t == EType.VERTEX:
             self.v_done[rec] = True
@@ -826,10 +834,16 @@ class Spreader(Codec):
             self.v_done[rec] = self.v_done[(rec + 1) % self.vdt_records] = True
         elif t == EType.TRIANGLE:
             self.p_done[rec] = True
-            for r in self.p_vrecs[rec]:
-                self.v_refs[r] -= 1
+            self._estage = tuple(self.p_vrecs[rec])
         else:
             self.p_pix[rec] -= 1
+
+    def _drop_refs(self):
+        """Edge two clocks after a triangle's completion (stage E): one reference less
+        on each distinct VDT record it named."""
+        for r in self._estage:
+            self.v_refs[r] -= 1
+        self._estage = ()
 
     def _releasable(self, kind):
         """Per record of the VDT (``kind`` "v") or the PT ("p") in ``S_t``: releasable

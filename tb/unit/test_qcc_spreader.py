@@ -86,22 +86,23 @@ def test_scattered_free_lines_deadlock_is_gone():
     (golden decision 14), with the default candidate rotation, the adapter that
     counts out a request held over a RELEASE and the scans reading the status of the
     clock before (rule 3) and the QCC's completion pushes and ALLOC's pushes offered a
-    clock later (golden decisions 16 and 17) and the release chosen into a register a
-    clock before it leaves (rule 6; seeds 1 and 7 did before those changes,
+    clock later (golden decisions 16 and 17), the release chosen into a register a
+    clock before it leaves (rule 6) and a triangle's references dropped a clock after
+    its completion's other effects (rule 5, stage E; seeds 1 and 7 did before those changes,
     18 before the registered scan, 34 before the reaper and the commit stage, 5 before
     decision 13, 1 before decision 14, 12 before the registered status, 0 before
-    decisions 16 and 17, 25 before the release's choice register; with these
-    hand-picked minima many seeds deadlock with ``free_run`` too, which the rule of
-    ``test_mixed_sizes_with_held_room_minima`` avoids: of seeds 0-39, 20 deadlock with
-    the count, 12 of them on scattered lines as below, and only 12 of those 12
-    completes with ``free_run``)."""
+    decisions 16 and 17, 25 before the release's choice register, 12 before stage E;
+    with these hand-picked minima many seeds deadlock with ``free_run`` too, which the
+    rule of ``test_mixed_sizes_with_held_room_minima`` avoids: of seeds 0-39, 21
+    deadlock with the count, 13 of them on scattered lines as below, and only 5, 16
+    and 32 of those 13 complete with ``free_run``)."""
     eus = []
     with pytest.raises(RuntimeError, match="deadlock"):
-        run(12, CountingQCCEU, **SMALL, made=eus)
+        run(5, CountingQCCEU, **SMALL, made=eus)
     refused = [(eu.qcc.status(), c.lines) for eu in eus for _, c, r in eu.responses
                if r.code == Code.NO_LINES]
     assert len(refused) > 100 and any(st.free_lines >= n > st.free_run for st, n in refused)
-    stats, eus = run(12, QCCEU, **SMALL)
+    stats, eus = run(5, QCCEU, **SMALL)
     assert stats.refusals == 0 and stats.allocations > 90
 
 
@@ -129,8 +130,8 @@ def test_held_room_minima_grades_the_chain_of_holds():
         held_room_minima(16)
 
 
-@pytest.mark.parametrize("seed, old", [(3, False), pytest.param(3, True, marks=pytest.mark.slow),
-                                       pytest.param(74, True, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("seed, old", [(5, False), pytest.param(5, True, marks=pytest.mark.slow),
+                                       pytest.param(52, True, marks=pytest.mark.slow)])
 def test_request_held_over_a_release_is_counted(seed, old):
     """Regression (issue 12): with a QCC that accepts on ``free_run`` alone (golden
     decision 14; before it, a test-only variant of the model), a request the adapter holds over a RELEASE was counted
@@ -141,9 +142,10 @@ def test_request_held_over_a_release_is_counted(seed, old):
     the mixed-size and small shapes before stage D moved the completions' timing; 35
     before the scans read the status of the clock before; 2 and 8 before the QCC's
     pushes a clock later, golden decisions 16 and 17; 10, 27 and 35 before the release
-    chosen into a register, rule 6; now 3 of 0-39 and 74 of 40-119).
+    chosen into a register, rule 6; 3 and 74 before stage E, rule 5; now 5 of 0-39 and
+    52 and 74 of 40-119).
     With the held request counted out of the status, none. (The fast run checks the
-    fixed adapter on seed 3; ``make regress`` also replays the old failure, ``old``. The
+    fixed adapter on seed 5; ``make regress`` also replays the old failure, ``old``. The
     fast case replaced ``test_mixed_sizes_with_held_room_minima``'s seed 0, now slow.)"""
     if old:
         stats, _ = run(seed, HeldUncountedQCCEU, **SMALL)

@@ -559,7 +559,7 @@ def test_vertex_group_released_after_done_closed_and_unreferenced():
     sp.cycle(done=Done(0, 5))                                        # vertex done
     assert drain(sp, 4)["release"] == []                             # still referenced
     sp.cycle(done=Done(1, 6))                                        # triangle done
-    out = drain(sp, 4)
+    out = drain(sp, 5)
     assert out["release"] == [ReleaseCmd(0, 5, V, 0)]
     assert not sp.vdt(0)["valid"] and sp.pt(3)["valid"]             # primitive still open
     sp.cycle(heads(p=PixelPacket(3, mask=0, last=True, size=0)))     # end marker
@@ -631,33 +631,38 @@ def test_release_is_chosen_into_a_register_and_offered_a_clock_later():
 
 
 def test_release_registers_offer_vdt_first_and_hold_while_the_fifo_is_full():
-    """Rule 6: each table's scan leaves its offered record out (two VDT records leave
-    on consecutive clocks), the VDT's choice register goes before the PT's, and a
-    register keeps its record while the ``release`` FIFO is full."""
-    sp = small(fifo_depth=2)
+    """Rule 6: a choice register keeps its record while the ``release`` FIFO is full,
+    and when both registers hold a record the VDT's goes first; rule 5: a completed
+    triangle's references drop at the edge ending t+2 (stage E), a clock after its
+    ``tdone``."""
+    sp = small(fifo_depth=1)
     place(sp, V, VertexPacket(0, count=4), 0, 5)                       # VDT record 0
     place(sp, V, VertexPacket(8, noref=True), 0, 6)                    # VDT record 1
     place(sp, T, TrianglePacket(2, (0, 1, 2), last=0b001), 1, 7)       # closes record 0
     sp.cycle(heads(p=PixelPacket(2, mask=0, last=True, size=0)))       # closes PT 2
     drain(sp, 4)
-    sp.cycle(done=Done(0, 5))
-    sp.cycle(done=Done(0, 6))                          # record 1 releasable from t+1
-    sp.cycle(done=Done(1, 7))                          # clock t: record 0, PT 2 from t+2
     hold = dict(ready=(True, True, False, True))
-    regs, outs = [], []
-    for k in range(1, 8):
+    sp.cycle(done=Done(0, 6), **hold)                  # record 1 releasable from t
+    sp.cycle(done=Done(0, 5), **hold)
+    sp.cycle(done=Done(1, 7), **hold)                  # clock t
+    regs, outs, refs = [], [], []
+    for k in range(1, 10):
         outs.append(sp.cycle(**(hold if k <= 4 else {})).release)
         regs.append(sp.releasing())
+        refs.append(sp.vdt(0)["refs"])
         sp.check()
-    assert regs == [{"v": 1, "p": None},      # t+1: record 1 chosen
-                    {"v": 0, "p": 2},         # t+2: 1 pushed, 0 chosen beside it, PT 2
-                    {"v": None, "p": 2},      # t+3: 0 pushed, PT 2 waits for the VDT's
-                    {"v": None, "p": 2},      # t+4: FIFO full (2 entries), PT 2 kept
-                    {"v": None, "p": 2},      # t+5: full in S_t (a pop frees it at the edge)
-                    {"v": None, "p": None},   # t+6: PT 2 pushed
+    assert refs == [1, 0, 0, 0, 0, 0, 0, 0, 0]   # stage E: dropped at the edge ending t+2
+    assert regs == [{"v": None, "p": None},   # t+1: 1 pushed (the FIFO now full)
+                    {"v": None, "p": 2},      # t+2: PT 2 chosen (tdone at the edge of t+1)
+                    {"v": 0, "p": 2},         # t+3: record 0 chosen (refs 0 from t+3)
+                    {"v": 0, "p": 2},         # t+4: FIFO full, both kept
+                    {"v": 0, "p": 2},         # t+5: 1 popped; full in S_t
+                    {"v": None, "p": 2},      # t+6: record 0 pushed, the VDT's first
+                    {"v": None, "p": 2},      # t+7: 0 popped; full in S_t
+                    {"v": None, "p": None},   # t+8: PT 2 pushed
                     {"v": None, "p": None}]
-    assert outs == [None, None, None, None, ReleaseCmd(0, 6, V, 1), ReleaseCmd(0, 5, V, 0),
-                    ReleaseCmd(1, 7, T, 2)]
+    assert outs == [None, None, None, None, ReleaseCmd(0, 6, V, 1), None,
+                    ReleaseCmd(0, 5, V, 0), None, ReleaseCmd(1, 7, T, 2)]
 
 
 def test_occupied_record_waits_then_allocates():
