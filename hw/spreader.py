@@ -354,6 +354,13 @@ Decisions
    word read at its record, the one-hot decoded from it), so the PT's ``ready``, the
    FIFO push and both freed one-hots come from registers and the scans end in the
    registers. A record leaves a clock later than before; one per clock still.
+24. Stage E (issue 12; contract changed, the golden model's rule 5 first): a completed
+   triangle's VDT records (the PT's ``mem_vr`` word at D's record, a LUT-RAM read)
+   went through the VDT's three decoders into its reference counters in D's clock;
+   they now go into registers (``e_dec``, ``e_vr``) and the counters drop a clock
+   later, so every input of the per-record counters (C's and E's records, the freed
+   one-hot) is a register or a decode of one. A VDT record held by a triangle is
+   released a clock later.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -1986,10 +1993,11 @@ class Spreader(wiring.Component):
     def _completion(self, m, s, vdt, ptab, ift):
         """A completion (``done``, ``ready`` = 1): its entity's in-flight entry is
         cleared and looked up into stage D's registers; an unknown one is reported.
-        Stage D, the clock after: the record marked done, a completed triangle's
-        references taken off its VDT records, a pixel packet's count taken off its PT
-        record (rule 5: from registers, so the in-flight select of the done's entity
-        does not reach the tables' counters)."""
+        Stage D, the clock after: the record marked done, a pixel packet's count taken
+        off its PT record (rule 5: from registers, so the in-flight select of the done's
+        entity does not reach the tables' counters), a completed triangle's VDT records
+        read from its PT word into stage E's registers; stage E, the clock after that:
+        their references taken off (decision 24)."""
         dn, PR, VR = self.done.payload, max(1, self.pbits), max(1, self.vbits)
         known, in_c = Signal(), Signal()
         # an entity accepted in the clock before is known from stage C (its in-flight
@@ -2012,9 +2020,12 @@ class Spreader(wiring.Component):
             ptab.done.en.eq(s.d_tri), ptab.done.rec.eq(s.d_rec[:PR]),
             ptab.pix_dec.en.eq(s.d_pix), ptab.pix_dec.rec.eq(s.d_rec[:PR]),
             ptab.refs_addr.eq(s.d_rec[:PR]),
-            vdt.refs.dec.eq(Mux(s.d_tri, ptab.refs.vrn, 0)),
         ]
-        m.d.comb += [vdt.refs.dec_rec[i].eq(ptab.refs.vr[i]) for i in range(3)]
+        # stage E (decision 24): D's triangle's VDT records, read from the PT's word in
+        # D's clock, into registers; their reference counters drop at the next edge
+        m.d.sync += [s.e_dec.eq(Mux(s.d_tri, ptab.refs.vrn, 0)), s.e_vr.eq(ptab.refs.vr)]
+        m.d.comb += vdt.refs.dec.eq(s.e_dec)
+        m.d.comb += [vdt.refs.dec_rec[i].eq(s.e_vr[i]) for i in range(3)]
         r = s.done_report
         m.d.comb += [r.en.eq(self.done.valid & ~known), r.code.eq(Err.UNKNOWN_DONE),
                      r.src.eq(Src.DONE), r.eu.eq(dn.eu), r.detail.eq(dn.entity)]
@@ -2101,6 +2112,10 @@ class _State:
         self.d_vdone, self.d_patch, self.d_tri, self.d_pix = (
             Signal(name=n) for n in ("d_vdone", "d_patch", "d_tri", "d_pix"))
         self.d_rec = Signal(8)
+        # stage E: the VDT records of the triangle D completed in the clock before,
+        # their references dropped at this edge (decision 24)
+        self.e_dec = Signal(3)
+        self.e_vr = Signal(data.ArrayLayout(VR, 3))
         # stage P
         # held and not R's packet: a register (equal to ``held_v`` less R's stream while
         # R is active), so that stage P's sources do not wait for a compare of R's stream
