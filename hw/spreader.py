@@ -77,8 +77,9 @@ Decisions
    read ports (LUT-RAM; the VDT in an even and an odd bank, so that a patch writes its
    two records in one clock through one write port per bank). Only the bits the release
    scan reads every clock stay flip-flops: vectors of valid, done, closed, patch, half
-   bits and the reference / pixel counters, each written through one decoded one-hot
-   per write site (no ``Array``-indexed writes). The release scan finds the lowest
+   bits and the reference counters (the pixel counts moved to LUT-RAM, decision 25),
+   each written through one decoded one-hot per write site (no ``Array``-indexed
+   writes). The release scan finds the lowest
    releasable record with a tree of 2:1 choices (:func:`_lowest`). The
    Verilog at the defaults (256/256 records) is 0.84 MB (87 MB before).
 3. The in-flight table ``(eu, entity) -> (type, record)`` is a memory of ``N*256`` words
@@ -271,7 +272,8 @@ Decisions
    the counters' own reset (the routed critical path at 4 EUs after decision 15). Each
    counter's "is zero" is now a register (``refs_zero``, ``pix_zero``), updated with
    the counter: 1 on a release, ``count == all ones`` on an increment, ``count == 1``
-   on a decrement (compares of the register, in parallel with the scan).
+   on a decrement (compares of the register, in parallel with the scan; ``pix_zero``
+   since decision 25 from the PT's two counts).
 17. A parked pixel packet's PT lookup a clock ahead (issue 12; contract unchanged): the
    lookup of a pixel packet's triangle (tag, EU, entity: a LUT-RAM read) was made after
    the source select (``parked`` -> the PT address -> the read -> the triangle's EU ->
@@ -361,6 +363,18 @@ Decisions
    later, so every input of the per-record counters (C's and E's records, the freed
    one-hot) is a register or a decode of one. A VDT record held by a triangle is
    released a clock later.
+25. The tables' counters smaller (issue 12, area; contract unchanged): at 256/256 the
+   tables took 70 % of the ECP5-85F's LUT4, most of it per record. The PT's 256 pixel
+   counters (13 flip-flops, an incrementer, a decrementer and their choice each) are
+   two LUT-RAMs of 13-bit counts modulo ``2**13`` (:data:`PIX_W`): the pixel packets
+   accepted (written by C) and completed (written by D), one write port each; a
+   record has none in flight when its two counts are equal, so only ``pix_zero`` stays
+   a flip-flop per record, set from compares of the counts read at C's and D's
+   records (a record that takes both in one clock keeps its bit); released records
+   need no clear, as they leave with equal counts. The VDT's reference counters (up to
+   three increments and three decrements a clock, which one write port per memory
+   cannot take) stay flip-flops, each with one adder (+1, or -1 as all ones) instead
+   of an incrementer, a decrementer and a choice.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -376,6 +390,7 @@ __all__ = ["Spreader", "VertexTable", "PrimitiveTable", "SpreaderQCC", "EType", 
            "Kind", "Ref", "CfgOp", "Outcome", "DESIGNS"]
 
 MAX_EUS, GROUP = 16, 8
+PIX_W = 13      # the PT's pixel packet counts, modulo 2**PIX_W (> N * 256 in flight)
 EU_W, ENTITY_W, SEQ_W, SIZE_W, ELEM_W, CODE_W = 4, 8, 16, 4, 4, 4
 
 
@@ -624,20 +639,20 @@ class VertexTable(wiring.Component):
         for r in range(V):
             with m.If(freed[r]):
                 m.d.sync += [refs[r].eq(0), refs_zero[r].eq(1)]
-            with m.Elif(inc[r] & ~dec[r]):
-                m.d.sync += [refs[r].eq(refs[r] + 1), refs_zero[r].eq(refs[r].all())]
-            with m.Elif(dec[r] & ~inc[r]):
-                m.d.sync += [refs[r].eq(refs[r] - 1), refs_zero[r].eq(refs[r] == 1)]
+            with m.Elif(inc[r] ^ dec[r]):
+                # one adder for both steps (+1, or -1 as all ones), not two and a choice
+                m.d.sync += [refs[r].eq(refs[r] + Cat(1, dec[r].replicate(8))),
+                             refs_zero[r].eq(Mux(dec[r], refs[r] == 1, refs[r].all()))]
         return m
 
 
 class PrimitiveTable(wiring.Component):
     """The primitive table (PT): one record per triangle in flight.
 
-    Write-once fields (tag, EU, entity, the triangle's distinct VDT records) are one
-    LUT-RAM; valid, done and closed are flip-flop vectors and the pixel packets in flight
-    are counters (each with its "is zero" bit a register), updated through decoded
-    one-hots.
+    Write-once fields (tag, EU, entity, the triangle's distinct VDT records) are
+    LUT-RAM; valid, done and closed are flip-flop vectors updated through decoded
+    one-hots; the pixel packets in flight are two LUT-RAMs of counts (accepted,
+    completed) with a flip-flop per record for "none in flight" (decision 25).
 
     Ports: ``busy_addr``/``busy`` (valid bit: a triangle's wait), ``look_addr``/``look``
     (the input head's pixel packet's triangle), ``held_addr``/``held_look`` (the held
@@ -678,8 +693,8 @@ class PrimitiveTable(wiring.Component):
         m = Module()
         P, R = self.records, max(1, self.rbits)
         valid, done, closed = (Signal(P, name=n) for n in ("valid", "done", "closed"))
-        pix = [Signal(13, name=f"pix{q}") for q in range(P)]
-        pix_zero = Signal(P, init=(1 << P) - 1)     # ``pix[q] == 0``, a register
+        # no pixel packet of the record in flight (decision 25), a register
+        pix_zero = Signal(P, init=(1 << P) - 1)
         m.submodules.mem = mem = Memory(shape=self.loc, depth=P, init=[])
         m.submodules.mem_vr = mem_vr = Memory(shape=self.vrs, depth=P, init=[])
         wp, wp_vr = mem.write_port(), mem_vr.write_port()
@@ -751,14 +766,32 @@ class PrimitiveTable(wiring.Component):
             done.eq(((done & ~written) | done_set) & ~freed),
             closed.eq(((closed & ~written) | closing) & ~freed),
         ]
-        for q in range(P):
-            with m.If(freed[q]):
-                m.d.sync += [pix[q].eq(0), pix_zero[q].eq(1)]
-            with m.Elif(inc[q] & ~dec[q]):
-                m.d.sync += [pix[q].eq(pix[q] + 1), pix_zero[q].eq(pix[q].all())]
-            with m.Elif(dec[q] & ~inc[q]):
-                m.d.sync += [pix[q].eq(pix[q] - 1), pix_zero[q].eq(pix[q] == 1)]
+        self._pixels(m, pix_zero, inc, dec, read)
         return m
+
+    def _pixels(self, m, pix_zero, inc, dec, read):
+        """The pixel packets in flight per record (decision 25): the packets accepted
+        and the packets completed, counted modulo ``2**PIX_W`` in two LUT-RAMs of one
+        write port each (a record has none in flight when the two are equal: both are
+        0 at reset, and a record is released only when they are equal, so they need no
+        clear); ``pix_zero`` follows the one or two records written in a clock."""
+        counts = {n: Memory(shape=PIX_W, depth=self.records, init=[]) for n in ("acc", "cmp")}
+        m.submodules.pix_acc, m.submodules.pix_cmp = counts["acc"], counts["cmp"]
+        ci, di = self.pix_inc, self.pix_dec
+        acc_c, cmp_c = read(ci.rec, counts["acc"]), read(ci.rec, counts["cmp"])
+        acc_d, cmp_d = read(di.rec, counts["acc"]), read(di.rec, counts["cmp"])
+        acc_next, cmp_next = Signal(PIX_W), Signal(PIX_W)
+        m.d.comb += [acc_next.eq(acc_c + 1), cmp_next.eq(cmp_d + 1)]
+        for name, port, data in (("acc", ci, acc_next), ("cmp", di, cmp_next)):
+            wp = counts[name].write_port()
+            m.d.comb += [wp.en.eq(port.en), wp.addr.eq(port.rec[:self.rbits]),
+                         wp.data.eq(data)]
+        # a record that takes both an accept and a completion keeps its bit
+        only_inc, only_dec = Signal(self.records), Signal(self.records)
+        m.d.comb += [only_inc.eq(inc & ~dec), only_dec.eq(dec & ~inc)]
+        m.d.sync += pix_zero.eq((pix_zero & ~(only_inc | only_dec))
+                                | Mux(acc_next == cmp_c, only_inc, 0)
+                                | Mux(acc_d == cmp_next, only_dec, 0))
 
 
 LOC = data.StructLayout({"eu": EU_W, "entity": ENTITY_W, "elem": ELEM_W})
