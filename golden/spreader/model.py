@@ -110,7 +110,8 @@ class Spreader(Codec):
     -----
     Drive it with :meth:`cycle` (one clock) or :meth:`run` (a closed loop with EU
     models and a :class:`Feeder`). State is read through :meth:`vdt`, :meth:`pt`,
-    :meth:`in_flight`, :meth:`config` and :meth:`check`. :attr:`scan_status` is the
+    :meth:`in_flight`, :meth:`config`, :meth:`releasing` (the release engine's choice
+    registers, rule 6) and :meth:`check`. :attr:`scan_status` is the
     scans' status register (rule 3: each EU's status of the clock before, debited;
     every EU empty at reset); a testbench whose RTL loads it at an edge before the
     model's first clock sets it to what the RTL loaded (:meth:`run` from reset loads
