@@ -25,7 +25,8 @@ its own signature:
 * :class:`StatusScan`: stage R's scan after a refusal (the next candidate in that order
   whose status meets the minimum);
 * :class:`VertexTable` (VDT) and :class:`PrimitiveTable` (PT), each with its release
-  scan; the spreader merges their release streams (VDT first, the release engine);
+  scan and choice register (decision 23); the spreader merges their release streams
+  (VDT first, the release engine);
 * :class:`InFlightTable`: ``(eu, entity) -> (type, record)`` of the entities in flight;
 * :class:`ErrorReporter`: the ``err`` reports in precedence, ``error`` and ``lost``,
   into the error FIFO, a :class:`StagedFIFO` (decision 18).
@@ -76,9 +77,10 @@ Decisions
    read ports (LUT-RAM; the VDT in an even and an odd bank, so that a patch writes its
    two records in one clock through one write port per bank). Only the bits the release
    scan reads every clock stay flip-flops: vectors of valid, done, closed, patch, half
-   bits and the reference / pixel counters, each written through one decoded one-hot
-   per write site (no ``Array``-indexed writes). The release scan finds the lowest
-   releasable record with a carry chain (``x & -x``) and an OR-tree encoder. The
+   bits and the reference counters (the pixel counts moved to LUT-RAM, decision 25),
+   each written through one decoded one-hot per write site (no ``Array``-indexed
+   writes). The release scan finds the lowest
+   releasable record with a tree of 2:1 choices (:func:`_lowest`). The
    Verilog at the defaults (256/256 records) is 0.84 MB (87 MB before).
 3. The in-flight table ``(eu, entity) -> (type, record)`` is a memory of ``N*256`` words
    with one write port (written on accept) and an asynchronous read port (the
@@ -271,7 +273,8 @@ Decisions
    the counters' own reset (the routed critical path at 4 EUs after decision 15). Each
    counter's "is zero" is now a register (``refs_zero``, ``pix_zero``), updated with
    the counter: 1 on a release, ``count == all ones`` on an increment, ``count == 1``
-   on a decrement (compares of the register, in parallel with the scan).
+   on a decrement (compares of the register, in parallel with the scan; ``pix_zero``
+   since decision 25 from the PT's two counts).
 17. A parked pixel packet's PT lookup a clock ahead (issue 12; contract unchanged): the
    lookup of a pixel packet's triangle (tag, EU, entity: a LUT-RAM read) was made after
    the source select (``parked`` -> the PT address -> the read -> the triangle's EU ->
@@ -343,6 +346,36 @@ Decisions
    heads no timed path); ``spreader.spreader_qcc`` at the front end's parameters:
    61.88 MHz at seed 1 (54.48 before), its worst path now stage R's accept; 8 EUs:
    41.17 MHz at seed 1 (43.53 before), its worst path stage R's accept.
+23. The release choice registered (issue 12; contract changed, the golden model's rule
+   6 first): at the default tables (256/256) the routed critical path was the release
+   engine's, a VDT record's bits -> the VDT scan's lowest record (a 256-bit priority
+   encoder) -> the VDT's ``valid`` -> the PT's ``ready`` -> the PT's freed one-hot ->
+   the PT's and VDT's bits and counters. Each table now has a choice register
+   (:func:`_release_choice`: valid and record number) that its scan loads with the
+   lowest releasable record, the register's own record left out, when the register is
+   empty or its record is taken; the release stream is offered from the register (the
+   word read at its record, the one-hot decoded from it), so the PT's ``ready``, the
+   FIFO push and both freed one-hots come from registers and the scans end in the
+   registers. A record leaves a clock later than before; one per clock still.
+24. Stage E (issue 12; contract changed, the golden model's rule 5 first): a completed
+   triangle's VDT records (the PT's ``mem_vr`` word at D's record, a LUT-RAM read)
+   went through the VDT's three decoders into its reference counters in D's clock;
+   they now go into registers (``e_dec``, ``e_vr``) and the counters drop a clock
+   later, so every input of the per-record counters (C's and E's records, the freed
+   one-hot) is a register or a decode of one. A VDT record held by a triangle is
+   released a clock later.
+25. The tables' counters smaller (issue 12, area; contract unchanged): at 256/256 the
+   tables took 70 % of the ECP5-85F's LUT4, most of it per record. The PT's 256 pixel
+   counters (13 flip-flops, an incrementer, a decrementer and their choice each) are
+   two LUT-RAMs of 13-bit counts modulo ``2**13`` (:data:`PIX_W`): the pixel packets
+   accepted (written by C) and completed (written by D), one write port each; a
+   record has none in flight when its two counts are equal, so only ``pix_zero`` stays
+   a flip-flop per record, set from compares of the counts read at C's and D's
+   records (a record that takes both in one clock keeps its bit); released records
+   need no clear, as they leave with equal counts. The VDT's reference counters (up to
+   three increments and three decrements a clock, which one write port per memory
+   cannot take) stay flip-flops, each with one adder (+1, or -1 as all ones) instead
+   of an incrementer, a decrementer and a choice.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -358,6 +391,7 @@ __all__ = ["Spreader", "VertexTable", "PrimitiveTable", "SpreaderQCC", "EType", 
            "Kind", "Ref", "CfgOp", "Outcome", "DESIGNS"]
 
 MAX_EUS, GROUP = 16, 8
+PIX_W = 13      # the PT's pixel packet counts, modulo 2**PIX_W (> N * 256 in flight)
 EU_W, ENTITY_W, SEQ_W, SIZE_W, ELEM_W, CODE_W = 4, 8, 16, 4, 4, 4
 
 
@@ -445,8 +479,8 @@ def _decode(enables, indices, n):
 
 
 def _lowest(m, bits, n, width, name):
-    """``(one-hot of the lowest set bit of bits, its index)``: a priority encoder as a
-    tree of 2:1 choices (depth ``log2 n``), not a chain over ``n`` entries."""
+    """``(any, index)`` of the lowest set bit of ``bits``: a priority encoder as a tree
+    of 2:1 choices (depth ``log2 n``), not a chain over ``n`` entries."""
     def encode(lo, hi):
         """``(any, index - lo)`` of the lowest set bit of ``bits[lo:hi]``."""
         if hi - lo == 1:
@@ -459,12 +493,23 @@ def _lowest(m, bits, n, width, name):
         m.d.comb += [any_.eq(a_lo | a_hi),
                      index.eq(Mux(a_lo, i_lo, Cat(i_hi, Const(1, 1))))]
         return any_, index
-    index = Signal(max(1, width), name=f"{name}_index")
-    if width:
-        m.d.comb += index.eq(encode(0, n)[1])
-    low = Signal(n, name=f"{name}_low")
-    m.d.comb += low.eq(Mux(bits.any(), _onehot(index[:width], n) if width else 1, 0))
-    return low, index
+    any_, index = encode(0, n)
+    return any_, (index if width else Const(0, 1))
+
+
+def _release_choice(m, releasable, n, width, taken):
+    """A table's release choice register (decision 23; the golden model's rule 6).
+
+    The scan's lowest releasable record, the offered one left out, is loaded when the
+    register is empty or its record is ``taken`` at this edge; the register offers its
+    record from the next clock. Returns ``(valid, record, low)``: the register, and
+    ``low`` its record's one-hot (0 while empty), decoded from the register."""
+    valid, rec, low = Signal(name="chosen"), Signal(max(1, width), name="chosen_rec"), Signal(n)
+    m.d.comb += low.eq(Mux(valid, _onehot(rec[:width], n) if width else 1, 0))
+    any_, index = _lowest(m, releasable & ~low, n, width, "release")
+    with m.If(~valid | taken):
+        m.d.sync += [valid.eq(any_), rec.eq(index)]
+    return valid, rec, low
 
 
 class VertexTable(wiring.Component):
@@ -482,8 +527,8 @@ class VertexTable(wiring.Component):
     patch packets), ``look_addr[i]``/``look[i]`` (the three vertex lookups of a
     triangle), ``alloc`` (write a vertex group, or both groups of a patch), ``close``
     (a triangle's ``last`` bits), ``refs`` (reference count increments and decrements),
-    ``done`` (a vertex or patch entity completed) and ``release`` (the lowest releasable
-    record; taking it frees the record).
+    ``done`` (a vertex or patch entity completed) and ``release`` (the record of the
+    choice register, decision 23; taking it frees the record).
     """
 
     def __init__(self, *, records, index_bits):
@@ -569,17 +614,18 @@ class VertexTable(wiring.Component):
             # a patch is released at its first record when both of its records are ready
             cand.eq(ok & (~patch | (~half & Cat(ok[1:], ok[0])))),
         ]
-        low, sel = _lowest(m, cand, V, R, "release")
-        w = read(sel, 3)
+        # the release offered from the choice register (decision 23), its word read at
+        # the register's record; a patch frees its second record too
         rl = self.release
-        m.d.comb += [rl.valid.eq(cand.any()), rl.payload.eu.eq(w.eu),
+        chosen, sel, low = _release_choice(m, cand, V, R, rl.ready)
+        w, first_of_patch, freed = read(sel, 3), Signal(V), Signal(V)
+        m.d.comb += [first_of_patch.eq(low & patch),
+                     rl.valid.eq(chosen), rl.payload.eu.eq(w.eu),
                      rl.payload.entity.eq(w.entity),
-                     rl.payload.etype.eq(Mux(patch.bit_select(sel, 1), PAT, VTX)),
-                     rl.payload.rec.eq(sel)]
-        freed = Signal(V)
-        m.d.comb += freed.eq(Mux(rl.valid & rl.ready,
-                                 low | Mux(patch.bit_select(sel, 1), Cat(low[-1], low[:-1]), 0),
-                                 0))
+                     rl.payload.etype.eq(Mux(first_of_patch.any(), PAT, VTX)),
+                     rl.payload.rec.eq(sel),
+                     freed.eq(Mux(rl.ready, low | Cat(first_of_patch[-1],
+                                                      first_of_patch[:-1]), 0))]
 
         m.d.sync += [
             valid.eq((valid | written) & ~freed),
@@ -594,20 +640,20 @@ class VertexTable(wiring.Component):
         for r in range(V):
             with m.If(freed[r]):
                 m.d.sync += [refs[r].eq(0), refs_zero[r].eq(1)]
-            with m.Elif(inc[r] & ~dec[r]):
-                m.d.sync += [refs[r].eq(refs[r] + 1), refs_zero[r].eq(refs[r].all())]
-            with m.Elif(dec[r] & ~inc[r]):
-                m.d.sync += [refs[r].eq(refs[r] - 1), refs_zero[r].eq(refs[r] == 1)]
+            with m.Elif(inc[r] ^ dec[r]):
+                # one adder for both steps (+1, or -1 as all ones), not two and a choice
+                m.d.sync += [refs[r].eq(refs[r] + Cat(1, dec[r].replicate(8))),
+                             refs_zero[r].eq(Mux(dec[r], refs[r] == 1, refs[r].all()))]
         return m
 
 
 class PrimitiveTable(wiring.Component):
     """The primitive table (PT): one record per triangle in flight.
 
-    Write-once fields (tag, EU, entity, the triangle's distinct VDT records) are one
-    LUT-RAM; valid, done and closed are flip-flop vectors and the pixel packets in flight
-    are counters (each with its "is zero" bit a register), updated through decoded
-    one-hots.
+    Write-once fields (tag, EU, entity, the triangle's distinct VDT records) are
+    LUT-RAM; valid, done and closed are flip-flop vectors updated through decoded
+    one-hots; the pixel packets in flight are two LUT-RAMs of counts (accepted,
+    completed) with a flip-flop per record for "none in flight" (decision 25).
 
     Ports: ``busy_addr``/``busy`` (valid bit: a triangle's wait), ``look_addr``/``look``
     (the input head's pixel packet's triangle), ``held_addr``/``held_look`` (the held
@@ -617,7 +663,7 @@ class PrimitiveTable(wiring.Component):
     lookup starts from flip-flops; decision 17), ``refs_addr``/``refs`` (the VDT
     records of a completed triangle), ``alloc`` (a triangle accepted), ``close`` (an end marker or a last pixel
     packet), ``pixels`` (a pixel packet accepted / completed), ``done`` (a triangle
-    completed) and ``release`` (the lowest releasable record).
+    completed) and ``release`` (the record of the choice register, decision 23).
     """
 
     def __init__(self, *, records, prid_bits, vdt_records):
@@ -648,8 +694,8 @@ class PrimitiveTable(wiring.Component):
         m = Module()
         P, R = self.records, max(1, self.rbits)
         valid, done, closed = (Signal(P, name=n) for n in ("valid", "done", "closed"))
-        pix = [Signal(13, name=f"pix{q}") for q in range(P)]
-        pix_zero = Signal(P, init=(1 << P) - 1)     # ``pix[q] == 0``, a register
+        # no pixel packet of the record in flight (decision 25), a register
+        pix_zero = Signal(P, init=(1 << P) - 1)
         m.submodules.mem = mem = Memory(shape=self.loc, depth=P, init=[])
         m.submodules.mem_vr = mem_vr = Memory(shape=self.vrs, depth=P, init=[])
         wp, wp_vr = mem.write_port(), mem_vr.write_port()
@@ -709,27 +755,44 @@ class PrimitiveTable(wiring.Component):
             dec.eq(Mux(self.pix_dec.en, onehot(self.pix_dec.rec), 0)),
             ok.eq(valid & done & closed & pix_zero),
         ]
-        low, sel = _lowest(m, ok, P, self.rbits, "release")
-        w = read(sel)
         rl = self.release
-        m.d.comb += [rl.valid.eq(ok.any()), rl.payload.eu.eq(w.eu),
+        chosen, sel, low = _release_choice(m, ok, P, self.rbits, rl.ready)
+        w, freed = read(sel), Signal(P)
+        m.d.comb += [rl.valid.eq(chosen), rl.payload.eu.eq(w.eu),
                      rl.payload.entity.eq(w.entity), rl.payload.etype.eq(TRI),
-                     rl.payload.rec.eq(sel if self.rbits else 0)]
-        freed = Signal(P)
-        m.d.comb += freed.eq(Mux(rl.valid & rl.ready, low, 0))
+                     rl.payload.rec.eq(sel if self.rbits else 0),
+                     freed.eq(Mux(rl.ready, low, 0))]
         m.d.sync += [
             valid.eq((valid | written) & ~freed),
             done.eq(((done & ~written) | done_set) & ~freed),
             closed.eq(((closed & ~written) | closing) & ~freed),
         ]
-        for q in range(P):
-            with m.If(freed[q]):
-                m.d.sync += [pix[q].eq(0), pix_zero[q].eq(1)]
-            with m.Elif(inc[q] & ~dec[q]):
-                m.d.sync += [pix[q].eq(pix[q] + 1), pix_zero[q].eq(pix[q].all())]
-            with m.Elif(dec[q] & ~inc[q]):
-                m.d.sync += [pix[q].eq(pix[q] - 1), pix_zero[q].eq(pix[q] == 1)]
+        self._pixels(m, pix_zero, inc, dec, read)
         return m
+
+    def _pixels(self, m, pix_zero, inc, dec, read):
+        """The pixel packets in flight per record (decision 25): the packets accepted
+        and the packets completed, counted modulo ``2**PIX_W`` in two LUT-RAMs of one
+        write port each (a record has none in flight when the two are equal: both are
+        0 at reset, and a record is released only when they are equal, so they need no
+        clear); ``pix_zero`` follows the one or two records written in a clock."""
+        counts = {n: Memory(shape=PIX_W, depth=self.records, init=[]) for n in ("acc", "cmp")}
+        m.submodules.pix_acc, m.submodules.pix_cmp = counts["acc"], counts["cmp"]
+        ci, di = self.pix_inc, self.pix_dec
+        acc_c, cmp_c = read(ci.rec, counts["acc"]), read(ci.rec, counts["cmp"])
+        acc_d, cmp_d = read(di.rec, counts["acc"]), read(di.rec, counts["cmp"])
+        acc_next, cmp_next = Signal(PIX_W), Signal(PIX_W)
+        m.d.comb += [acc_next.eq(acc_c + 1), cmp_next.eq(cmp_d + 1)]
+        for name, port, data in (("acc", ci, acc_next), ("cmp", di, cmp_next)):
+            wp = counts[name].write_port()
+            m.d.comb += [wp.en.eq(port.en), wp.addr.eq(port.rec[:self.rbits]),
+                         wp.data.eq(data)]
+        # a record that takes both an accept and a completion keeps its bit
+        only_inc, only_dec = Signal(self.records), Signal(self.records)
+        m.d.comb += [only_inc.eq(inc & ~dec), only_dec.eq(dec & ~inc)]
+        m.d.sync += pix_zero.eq((pix_zero & ~(only_inc | only_dec))
+                                | Mux(acc_next == cmp_c, only_inc, 0)
+                                | Mux(acc_d == cmp_next, only_dec, 0))
 
 
 LOC = data.StructLayout({"eu": EU_W, "entity": ENTITY_W, "elem": ELEM_W})
@@ -1964,10 +2027,11 @@ class Spreader(wiring.Component):
     def _completion(self, m, s, vdt, ptab, ift):
         """A completion (``done``, ``ready`` = 1): its entity's in-flight entry is
         cleared and looked up into stage D's registers; an unknown one is reported.
-        Stage D, the clock after: the record marked done, a completed triangle's
-        references taken off its VDT records, a pixel packet's count taken off its PT
-        record (rule 5: from registers, so the in-flight select of the done's entity
-        does not reach the tables' counters)."""
+        Stage D, the clock after: the record marked done, a pixel packet's count taken
+        off its PT record (rule 5: from registers, so the in-flight select of the done's
+        entity does not reach the tables' counters), a completed triangle's VDT records
+        read from its PT word into stage E's registers; stage E, the clock after that:
+        their references taken off (decision 24)."""
         dn, PR, VR = self.done.payload, max(1, self.pbits), max(1, self.vbits)
         known, in_c = Signal(), Signal()
         # an entity accepted in the clock before is known from stage C (its in-flight
@@ -1990,9 +2054,12 @@ class Spreader(wiring.Component):
             ptab.done.en.eq(s.d_tri), ptab.done.rec.eq(s.d_rec[:PR]),
             ptab.pix_dec.en.eq(s.d_pix), ptab.pix_dec.rec.eq(s.d_rec[:PR]),
             ptab.refs_addr.eq(s.d_rec[:PR]),
-            vdt.refs.dec.eq(Mux(s.d_tri, ptab.refs.vrn, 0)),
         ]
-        m.d.comb += [vdt.refs.dec_rec[i].eq(ptab.refs.vr[i]) for i in range(3)]
+        # stage E (decision 24): D's triangle's VDT records, read from the PT's word in
+        # D's clock, into registers; their reference counters drop at the next edge
+        m.d.sync += [s.e_dec.eq(Mux(s.d_tri, ptab.refs.vrn, 0)), s.e_vr.eq(ptab.refs.vr)]
+        m.d.comb += vdt.refs.dec.eq(s.e_dec)
+        m.d.comb += [vdt.refs.dec_rec[i].eq(s.e_vr[i]) for i in range(3)]
         r = s.done_report
         m.d.comb += [r.en.eq(self.done.valid & ~known), r.code.eq(Err.UNKNOWN_DONE),
                      r.src.eq(Src.DONE), r.eu.eq(dn.eu), r.detail.eq(dn.entity)]
@@ -2079,6 +2146,10 @@ class _State:
         self.d_vdone, self.d_patch, self.d_tri, self.d_pix = (
             Signal(name=n) for n in ("d_vdone", "d_patch", "d_tri", "d_pix"))
         self.d_rec = Signal(8)
+        # stage E: the VDT records of the triangle D completed in the clock before,
+        # their references dropped at this edge (decision 24)
+        self.e_dec = Signal(3)
+        self.e_vr = Signal(data.ArrayLayout(VR, 3))
         # stage P
         # held and not R's packet: a register (equal to ``held_v`` less R's stream while
         # R is active), so that stage P's sources do not wait for a compare of R's stream

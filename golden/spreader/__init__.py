@@ -202,15 +202,30 @@ its own clock (rule 3), and no table write depends on an answer of its own clock
    table effects come a clock later, from **stage D** (issue 12: the lookup's result is
    a register, so no in-flight select lies ahead of the tables' counters) at the edge
    ending t+1, after C's writes of that edge: vertex/patch ``vdone``; triangle
-   ``tdone`` and one reference less on each distinct VDT record it named; pixel one
-   pixel packet less in flight on its PT record. So the release engine sees a
-   completion from t+2. (No record can change in between: a record is released only
+   ``tdone``; pixel one pixel packet less in flight on its PT record. A triangle's
+   references (one less on each distinct VDT record it named) drop a clock later, at
+   the edge ending t+2, from **stage E** (issue 12: the VDT records read from the
+   triangle's PT record in D's clock go into registers, so no table read lies ahead
+   of the VDT's reference counters). So the release scans see a completion from t+2,
+   a triangle's references from t+3 (a record leaves a clock after the scans see it,
+   rule 6). (No record can change in between: a record is released only
    after its ``vdone``/``tdone`` and with no reference or pixel packet left, and the
    counters take an increment and a decrement of one edge together.)
-6. **Release engine**: when the ``release`` FIFO has a free entry in ``S_t``, it frees
-   one record per clock: the lowest VDT record that is valid, ``vdone``, closed and
-   unreferenced (a patch: both its records, checked at its first), else the lowest PT
-   record that is valid, ``tdone``, closed and has no pixel packet in flight. A vertex
+6. **Release engine** (issue 12: a choice register per table, so that no scan lies
+   between the tables' bits and the release's ``ready``, the FIFO push and the freed
+   records): a VDT record is releasable when it is valid, ``vdone``, closed and
+   unreferenced (a patch: both its records, at its first), a PT record when it is
+   valid, ``tdone``, closed and has no pixel packet in flight. In clock t each table's
+   scan reads ``S_t`` and chooses its lowest releasable record other than the one in
+   its choice register; the register takes that choice at the edge ending t when it
+   is empty or its record is released at that edge, else keeps its record. When the
+   ``release`` FIFO has a free entry in ``S_t``, the VDT's register's record is
+   released at the edge ending t (pushed, freed), else the PT's. So a record
+   releasable from t is pushed at the edge ending t+1 at the earliest (one clock later
+   than a release straight from the scan), still one record per clock, the VDT's
+   first; a chosen record stays releasable until it is released (nothing un-closes,
+   un-completes or references a closed record). :meth:`Spreader.releasing` shows the
+   registers. A vertex
    group is closed by ``noref`` or by the ``last`` bit of a triangle that is allocated;
    a primitive by its ``last`` pixel packet or end marker. (A record a pass can still
    name is never releasable: a closed record is "unknown" to lookups, and the packet

@@ -110,7 +110,8 @@ class Spreader(Codec):
     -----
     Drive it with :meth:`cycle` (one clock) or :meth:`run` (a closed loop with EU
     models and a :class:`Feeder`). State is read through :meth:`vdt`, :meth:`pt`,
-    :meth:`in_flight`, :meth:`config` and :meth:`check`. :attr:`scan_status` is the
+    :meth:`in_flight`, :meth:`config`, :meth:`releasing` (the release engine's choice
+    registers, rule 6) and :meth:`check`. :attr:`scan_status` is the
     scans' status register (rule 3: each EU's status of the clock before, debited;
     every EU empty at reset); a testbench whose RTL loads it at an edge before the
     model's first clock sets it to what the RTL loaded (:meth:`run` from reset loads
@@ -182,6 +183,11 @@ class Spreader(Codec):
                                             # the accept of the clock before
         self._dstage = None                 # the completion stage (D): (type, record) of
                                             # the completion of the clock before
+        self._estage = ()                   # stage E: the VDT records whose reference the
+                                            # triangle completed two clocks before drops
+        # the release engine's choice registers (rule 6): per table, the record its
+        # scan chose in an earlier clock, offered to the ``release`` FIFO (None: empty)
+        self._rel = {"v": None, "p": None}
         self._held = [None] * 4             # per stream: the packet taken, not yet consumed
         self._shown = [None] * 4            # per stream: the head shown and not taken
         self.error = False
@@ -220,7 +226,7 @@ class Spreader(Codec):
         """No record held, nothing in flight, no packet inside, all FIFOs empty."""
         return (not self.v_valid.any() and not self.p_valid.any() and not self._ift
                 and self._pass is None and not any(self._held) and self._cstage is None
-                and self._dstage is None
+                and self._dstage is None and not self._estage
                 and not any(f.q for f in self._fifo.values()))
 
     def idle_allocator(self):
@@ -253,6 +259,8 @@ class Spreader(Codec):
             if self.p_valid[q] and not self.p_done[q]:
                 for r in self.p_vrecs[q]:
                     refs[r] += 1
+        for r in self._estage:
+            refs[r] += 1                        # its decrement comes at the next edge
         assert (refs == self.v_refs).all(), "VDT reference counts out of step"
         pix = np.zeros(self.pt_records, np.int64)
         if self._dstage is not None and self._dstage[0] == EType.PIXEL:
@@ -267,6 +275,9 @@ class Spreader(Codec):
                 assert self.v_valid[rec] and not self.v_done[rec]
                 assert (self.v_eu[rec], self.v_ent[rec]) == (eu, ent)
         assert (pix == self.p_pix).all(), "pixel counts out of step"
+        # a chosen record stays releasable until it is released (rule 6)
+        for k, r in self._rel.items():
+            assert r is None or self._releasable(k)[r], f"chosen {k} record {r} not releasable"
 
 
     def _check_packet(self, s, p):
@@ -579,6 +590,10 @@ class Spreader(Codec):
         #    (first: a completion of that entity in this clock comes after it)
         if self._cstage is not None:
             writes.append(self._write_tables)
+        # -- stage E: the references of the triangle completed two clocks before (ahead
+        #    of D, which loads E's next records at this edge)
+        if self._estage:
+            writes.append(self._drop_refs)
         # -- stage D: the table effects of the completion of the clock before
         if self._dstage is not None:
             writes.append(self._complete_tables)
@@ -653,12 +668,15 @@ class Spreader(Codec):
             else:
                 writes.append(lambda key=key: self._complete(key))
 
-        # -- release engine (reads S_t)
+        # -- release engine (rule 6): the choice registers offer (the VDT's first), each
+        #    table's scan chooses its next record from S_t, the offered one left out
         rel = None
         if self._fifo["release"].room():
-            rel = self._pick_release()
+            rel = next(((k, r) for k, r in self._rel.items() if r is not None), None)
             if rel is not None:
                 writes.append(lambda rel=rel: self._release(rel))
+        chosen = {k: self._pick_release(k, self._rel[k]) for k in ("v", "p")}
+        writes.append(lambda rel=rel, chosen=chosen: self._choose(rel, chosen))
 
         # -- configuration
         if cfg is not None:
@@ -808,8 +826,8 @@ class Spreader(Codec):
         self._dstage = self._ift.pop(key)
 
     def _complete_tables(self):
-        """Edge after the completion (stage D): ``vdone``/``tdone``, the triangle's
-        references, the pixel packets in flight."""
+        """Edge after the completion (stage D): ``vdone``/``tdone``, the pixel packets
+        in flight; a triangle's VDT records go to stage E."""
         (t, rec), self._dstage = self._dstage, None
         if t == EType.VERTEX:
             self.v_done[rec] = True
@@ -817,22 +835,44 @@ class Spreader(Codec):
             self.v_done[rec] = self.v_done[(rec + 1) % self.vdt_records] = True
         elif t == EType.TRIANGLE:
             self.p_done[rec] = True
-            for r in self.p_vrecs[rec]:
-                self.v_refs[r] -= 1
+            self._estage = tuple(self.p_vrecs[rec])
         else:
             self.p_pix[rec] -= 1
 
-    def _pick_release(self):
-        ok = self.v_valid & self.v_done & self.v_closed & (self.v_refs == 0)
-        if ok.any():
-            partner = np.roll(ok, -1)                     # ok[r + 1]
-            cand = ok & (~self.v_patch | ((self.v_half == 0) & partner))
-            if cand.any():
-                return ("v", int(np.argmax(cand)))
-        ok = self.p_valid & self.p_done & self.p_closed & (self.p_pix == 0)
-        if ok.any():
-            return ("p", int(np.argmax(ok)))
-        return None
+    def _drop_refs(self):
+        """Edge two clocks after a triangle's completion (stage E): one reference less
+        on each distinct VDT record it named."""
+        for r in self._estage:
+            self.v_refs[r] -= 1
+        self._estage = ()
+
+    def _releasable(self, kind):
+        """Per record of the VDT (``kind`` "v") or the PT ("p") in ``S_t``: releasable
+        (rule 6; a patch at its first record, when both of its records are)."""
+        if kind == "v":
+            ok = self.v_valid & self.v_done & self.v_closed & (self.v_refs == 0)
+            return ok & (~self.v_patch | ((self.v_half == 0) & np.roll(ok, -1)))
+        return self.p_valid & self.p_done & self.p_closed & (self.p_pix == 0)
+
+    def _pick_release(self, kind, offered):
+        """The lowest releasable record of ``kind`` other than ``offered`` (the record in
+        the table's choice register); None if none."""
+        ok = self._releasable(kind)
+        if offered is not None:
+            ok[offered] = False
+        return int(np.argmax(ok)) if ok.any() else None
+
+    def _choose(self, rel, chosen):
+        """Edge: a choice register takes its scan's record when it is empty or its
+        record was released at this edge, else keeps its record."""
+        for k in self._rel:
+            if self._rel[k] is None or rel is not None and rel[0] == k:
+                self._rel[k] = chosen[k]
+
+    def releasing(self):
+        """``{"v": record or None, "p": record or None}``: the release engine's choice
+        registers (rule 6), the records offered to the ``release`` FIFO this clock."""
+        return dict(self._rel)
 
     def _release(self, rel):
         kind, r = rel

@@ -557,13 +557,13 @@ def test_vertex_group_released_after_done_closed_and_unreferenced():
     place(sp, T, TrianglePacket(3, (0, 1, 2), last=0b001), 1, 6)   # closes group 0
     assert sp.vdt(0)["refs"] == 1 and sp.vdt(0)["closed"]
     sp.cycle(done=Done(0, 5))                                        # vertex done
-    assert drain(sp, 3)["release"] == []                             # still referenced
+    assert drain(sp, 4)["release"] == []                             # still referenced
     sp.cycle(done=Done(1, 6))                                        # triangle done
-    out = drain(sp, 3)
+    out = drain(sp, 5)
     assert out["release"] == [ReleaseCmd(0, 5, V, 0)]
     assert not sp.vdt(0)["valid"] and sp.pt(3)["valid"]             # primitive still open
     sp.cycle(heads(p=PixelPacket(3, mask=0, last=True, size=0)))     # end marker
-    out = drain(sp, 3)
+    out = drain(sp, 4)
     assert out["release"] == [ReleaseCmd(1, 6, T, 3)]
     assert out["log"][-1] == (Kind.CLOSE, P, 0, 1, 6, Ref.NONE, 1, 0, Err.NONE)
     sp.check()
@@ -589,9 +589,9 @@ def test_primitive_kept_until_its_pixels_are_done():
     assert sp.pt(4)["pixels"] == 2 and sp.pt(4)["closed"]
     sp.cycle(done=Done(0, 2))
     sp.cycle(done=Done(1, 3))
-    assert drain(sp, 3)["release"] == []
+    assert drain(sp, 4)["release"] == []
     sp.cycle(done=Done(2, 3))
-    assert drain(sp, 3)["release"] == [ReleaseCmd(0, 2, T, 4)]
+    assert drain(sp, 4)["release"] == [ReleaseCmd(0, 2, T, 4)]
     sp.check()
 
 
@@ -602,7 +602,7 @@ def test_patch_takes_two_groups_and_is_released_whole():
     mv = drain(sp, 2)["move"][0]
     assert (mv.index, mv.count, mv.size) == (24, 16, 3)
     sp.cycle(done=Done(2, 7))
-    assert drain(sp, 3)["release"] == [ReleaseCmd(2, 7, PA, 3)]
+    assert drain(sp, 4)["release"] == [ReleaseCmd(2, 7, PA, 3)]
     assert not sp.vdt(3)["valid"] and not sp.vdt(4)["valid"]
 
 
@@ -614,6 +614,57 @@ def test_patch_control_points_referenced_by_a_triangle():
     assert mv.src == (Loc(1, 7, 0), Loc(1, 7, 9), Loc(1, 7, 15)) and mv.ref == Ref.LOCAL
 
 
+def test_release_is_chosen_into_a_register_and_offered_a_clock_later():
+    """Rule 6: a completion in clock t is seen by the scans from t+2; the record is
+    chosen into its table's choice register at the edge ending t+2 and pushed from it at
+    the edge ending t+3, so it is on ``release`` in t+4 (t+3 before the choice
+    register)."""
+    sp = small()
+    place(sp, V, VertexPacket(8, noref=True), 0, 6)
+    sp.cycle(done=Done(0, 6))                                          # clock t
+    outs = []
+    for k in range(1, 6):
+        outs.append(sp.cycle().release)
+        assert sp.releasing()["v"] == (1 if k == 2 else None), k        # after t+k
+    assert outs == [None, None, None, ReleaseCmd(0, 6, V, 1), None]
+    assert not sp.vdt(1)["valid"]
+
+
+def test_release_registers_offer_vdt_first_and_hold_while_the_fifo_is_full():
+    """Rule 6: a choice register keeps its record while the ``release`` FIFO is full,
+    and when both registers hold a record the VDT's goes first; rule 5: a completed
+    triangle's references drop at the edge ending t+2 (stage E), a clock after its
+    ``tdone``."""
+    sp = small(fifo_depth=1)
+    place(sp, V, VertexPacket(0, count=4), 0, 5)                       # VDT record 0
+    place(sp, V, VertexPacket(8, noref=True), 0, 6)                    # VDT record 1
+    place(sp, T, TrianglePacket(2, (0, 1, 2), last=0b001), 1, 7)       # closes record 0
+    sp.cycle(heads(p=PixelPacket(2, mask=0, last=True, size=0)))       # closes PT 2
+    drain(sp, 4)
+    hold = dict(ready=(True, True, False, True))
+    sp.cycle(done=Done(0, 6), **hold)                  # record 1 releasable from t
+    sp.cycle(done=Done(0, 5), **hold)
+    sp.cycle(done=Done(1, 7), **hold)                  # clock t
+    regs, outs, refs = [], [], []
+    for k in range(1, 10):
+        outs.append(sp.cycle(**(hold if k <= 4 else {})).release)
+        regs.append(sp.releasing())
+        refs.append(sp.vdt(0)["refs"])
+        sp.check()
+    assert refs == [1, 0, 0, 0, 0, 0, 0, 0, 0]   # stage E: dropped at the edge ending t+2
+    assert regs == [{"v": None, "p": None},   # t+1: 1 pushed (the FIFO now full)
+                    {"v": None, "p": 2},      # t+2: PT 2 chosen (tdone at the edge of t+1)
+                    {"v": 0, "p": 2},         # t+3: record 0 chosen (refs 0 from t+3)
+                    {"v": 0, "p": 2},         # t+4: FIFO full, both kept
+                    {"v": 0, "p": 2},         # t+5: 1 popped; full in S_t
+                    {"v": None, "p": 2},      # t+6: record 0 pushed, the VDT's first
+                    {"v": None, "p": 2},      # t+7: 0 popped; full in S_t
+                    {"v": None, "p": None},   # t+8: PT 2 pushed
+                    {"v": None, "p": None}]
+    assert outs == [None, None, None, None, ReleaseCmd(0, 6, V, 1), None,
+                    ReleaseCmd(0, 5, V, 0), None, ReleaseCmd(1, 7, T, 2)]
+
+
 def test_occupied_record_waits_then_allocates():
     sp = small()                                       # VDT 16 records: group 16 -> rec 0
     place(sp, V, VertexPacket(0, noref=True), 0, 1)
@@ -622,7 +673,7 @@ def test_occupied_record_waits_then_allocates():
         r = sp.cycle(respond=accept(2))
         assert r.consumed is None and r.request is None
     sp.cycle(done=Done(0, 1), respond=accept(2))
-    out = [sp.cycle(respond=accept(2)) for _ in range(5)]
+    out = [sp.cycle(respond=accept(2)) for _ in range(7)]
     released = [i for i, r in enumerate(out) if r.release is not None]
     consumed = [i for i, r in enumerate(out) if r.consumed is not None]
     assert [out[i].release for i in released] == [ReleaseCmd(0, 1, V, 0)]
