@@ -290,7 +290,10 @@ Decisions
    last. The PT's write-once fields are two memories (tag, EU, entity; the triangle's
    VDT records), so the added read port copies only the first.
    ``tb/unit/test_spreader_sim.py`` checks the register against a mirror of the PT's
-   writes in every clock.
+   writes in every clock. The same for a parked triangle's three VDT lookups at
+   256/256 (words in registers that follow the held packet, the allocation forwarded,
+   no read port added; commit ``efb4903``) placed at 26.72 MHz against 27.56 (seed 1,
+   not routed) with 2,270 more TRELLIS_COMB, and was not kept (docs/spreader.md).
 18. The error FIFO's write side ends in a register (issue 12; contract unchanged):
    :class:`StagedFIFO` shows at its ports what a ``SyncFIFO`` of the same depth shows,
    clock for clock, but a write loads a staging register (the newest entry) that moves
@@ -376,20 +379,6 @@ Decisions
    three increments and three decrements a clock, which one write port per memory
    cannot take) stay flip-flops, each with one adder (+1, or -1 as all ones) instead
    of an incrementer, a decrementer and a choice.
-26. A parked triangle's VDT lookups from registers (issue 12; contract unchanged): the
-   three lookups of a triangle (the LUT-RAM words: tag, EU, entity, vertex count; the
-   valid, closed and half bits) were made after the source select (``parked`` -> the
-   VDT addresses -> a 256-deep LUT-RAM read -> the holders' EUs -> the candidate order
-   -> ``alloc[0].valid``: the routed critical path at 256/256, 4 EUs, after decision
-   25). As for the PT (decision 17), the VDT keeps the held triangle's three words in
-   registers (``VertexTable.held_look``): the word of the packet held after the edge,
-   the held one's (kept, with that edge's allocation forwarded: a patch writes two
-   records) or the input head's (read at the lookup ports, which now read from the
-   input's port alone), each a register, and ``held_next`` (the accept decides it)
-   registered and choosing after the edge. No read port is added: the held word
-   follows itself. Its valid, closed and half bits are read from the flip-flops at
-   the held triangle's records (registers). The input head's lookups, and the compares
-   of the close hazards, are made for both sources and ``parked`` chooses last.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -556,8 +545,6 @@ class VertexTable(wiring.Component):
         super().__init__({
             "busy_addr": In(R).array(3), "busy": Out(1).array(3),
             "look_addr": In(R).array(3), "look": Out(self.entry).array(3),
-            "held_addr": In(R).array(3), "held_next": In(1),
-            "held_look": Out(self.entry).array(3),
             "alloc": In(data.StructLayout({"en": 1, "patch": 1, "rec": R, "tag": T,
                                            "tag1": T, "eu": EU_W, "entity": ENTITY_W,
                                            "count": 4, "noref": 1})),
@@ -592,42 +579,19 @@ class VertexTable(wiring.Component):
 
         for i in range(3):
             m.d.comb += self.busy[i].eq(valid.bit_select(self.busy_addr[i], 1))
-        # allocation: record rec (half 0) and, for a patch, rec + 1 (half 1)
-        al = self.alloc
-        rec1 = Signal(R)
-        m.d.comb += rec1.eq(al.rec + 1)
-
-        def entry(lk, a, w):
+        for i in range(3):
+            a, lk = self.look_addr[i], self.look[i]
+            w = read(a, i)
             m.d.comb += [lk.valid.eq(valid.bit_select(a, 1)),
                          lk.closed.eq(closed.bit_select(a, 1)),
                          lk.half.eq(half.bit_select(a, 1)),
                          lk.tag.eq(w.tag), lk.eu.eq(w.eu), lk.entity.eq(w.entity),
                          lk.count.eq(w.count)]
 
-        def fwd(w, a):
-            """Word ``w`` of record ``a`` after this edge's allocation."""
-            new = Signal(self.word)
-            m.d.comb += [new.tag.eq(Mux(al.rec == a, al.tag, al.tag1)),
-                         new.eu.eq(al.eu), new.entity.eq(al.entity),
-                         new.count.eq(Mux(al.patch, GROUP, al.count))]
-            hit = al.en & ((al.rec == a) | (al.patch & (rec1 == a)))
-            return Mux(hit, new, w)
-
-        # the held triangle's words (decision 26): registers, the word of the packet
-        # held after the edge, the held one's (kept, with this edge's allocation
-        # forwarded) or the input head's (read at ``look_addr``), ``held_next`` (the
-        # accept decides it) registered and choosing after the edge, as the PT's
-        took = Signal()
-        m.d.sync += took.eq(self.held_next)
-        for i in range(3):
-            a, lk = self.look_addr[i], self.look[i]
-            w = read(a, i)
-            entry(lk, a, w)
-            w_held, w_in, cur = (Signal(self.word, name=f"{n}{i}")
-                                 for n in ("held_word", "in_word", "cur_word"))
-            m.d.comb += cur.eq(Mux(took, w_held, w_in))
-            m.d.sync += [w_held.eq(fwd(cur, self.held_addr[i])), w_in.eq(fwd(w, a))]
-            entry(self.held_look[i], self.held_addr[i], cur)
+        # allocation: record rec (half 0) and, for a patch, rec + 1 (half 1)
+        al = self.alloc
+        rec1 = Signal(R)
+        m.d.comb += rec1.eq(al.rec + 1)
         first, second, written = Signal(V), Signal(V), Signal(V)
         m.d.comb += [first.eq(Mux(al.en, _onehot(al.rec, V), 0)),
                      second.eq(Mux(al.en & al.patch, _onehot(rec1, V), 0)),
@@ -1297,7 +1261,6 @@ class PacketChecks(wiring.Component):
             "c_pat_g1": In(index_bits - 2), "c_is": In(4),
             "vdt_busy_addr": Out(VR).array(3), "vdt_busy": In(1).array(3),
             "vdt_look_addr": Out(VR).array(3), "vdt_look": In(vdt_entry).array(3),
-            "vdt_held_look": In(vdt_entry).array(3),
             "pt_busy_addr": Out(PR), "pt_busy": In(1),
             "pt_look_addr": Out(PR), "pt_look": In(pt_entry), "pt_held_look": In(pt_entry),
             "result": Out(_eval_layout(detail_bits)).array(4),
@@ -1400,32 +1363,20 @@ class PacketChecks(wiring.Component):
         there = [self.held_valid[VTX], self.held_valid[PAT], self.held_valid[PAT],
                  stages[1].is_[VTX], stages[1].is_[PAT], stages[1].is_[PAT]]
         in_idx = [self.in_tri.i0, self.in_tri.i1, self.in_tri.i2]
-        held_idx = [self.held_tri.i0, self.held_tri.i1, self.held_tri.i2]
-        parked = self.parked[TRI]
-
-        def hits(lk, x):
-            return lk.valid & (lk.tag == self.vtag(x)) & ~lk.closed & (x[:3] < lk.count)
-
-        def closes(rec):
-            return Cat(st.is_[TRI] & st.tri.last[j] & (self.vrec(st.tri[f"i{j}"]) == rec)
-                       for st in stages for j in range(3)).any()
-
         for i in range(3):
-            g = in_idx[i][3:]
+            lk, x, g = self.vdt_look[i], idx[i], in_idx[i][3:]
             prov_in = Cat(v & (g == gr) for v, gr in zip(there, groups)).any()
             prov_held = Cat(v & self.held_tri_eq[i][n] for n, v in enumerate(there)).any()
-            # the lookups and the closes for both sources, ``parked`` choosing last: the
-            # input head's from the port, the parked triangle's from the VDT's registers
-            # (``vdt_held_look``, decision 26)
-            look, held, xi, xh = self.vdt_look[i], self.vdt_held_look[i], in_idx[i], held_idx[i]
             m.d.comb += [
-                self.vdt_look_addr[i].eq(self.vrec(xi)), self.tri_recs[i].eq(recs[i]),
-                hit[i].eq(Mux(parked, hits(held, xh), hits(look, xi))),
-                prov[i].eq(Mux(parked, prov_held, prov_in)),
-                closing[i].eq(Mux(parked, closes(self.vrec(xh)), closes(self.vrec(xi)))),
-                self.tri_locs[i].eu.eq(Mux(parked, held.eu, look.eu)),
-                self.tri_locs[i].entity.eq(Mux(parked, held.entity, look.entity)),
-                self.tri_locs[i].elem.eq(Cat(idx[i][:3], Mux(parked, held.half, look.half))),
+                self.vdt_look_addr[i].eq(recs[i]), self.tri_recs[i].eq(recs[i]),
+                hit[i].eq(lk.valid & (lk.tag == self.vtag(x)) & ~lk.closed
+                          & (x[:3] < lk.count)),
+                prov[i].eq(Mux(self.parked[TRI], prov_held, prov_in)),
+                closing[i].eq(Cat(
+                    st.is_[TRI] & st.tri.last[j] & (self.vrec(st.tri[f"i{j}"]) == recs[i])
+                    for st in stages for j in range(3)).any()),
+                self.tri_locs[i].eu.eq(lk.eu), self.tri_locs[i].entity.eq(lk.entity),
+                self.tri_locs[i].elem.eq(Cat(x[:3], lk.half)),
             ]
         m.d.comb += self.tri_distinct.eq(Cat(Const(1, 1), recs[1] != recs[0],
                                              (recs[2] != recs[0]) & (recs[2] != recs[1])))
@@ -1656,7 +1607,6 @@ class Spreader(wiring.Component):
         m.d.comb += [vdt.look_addr[i].eq(chk.vdt_look_addr[i]) for i in range(3)]
         m.d.comb += [chk.vdt_busy[i].eq(vdt.busy[i]) for i in range(3)]
         m.d.comb += [chk.vdt_look[i].eq(vdt.look[i]) for i in range(3)]
-        m.d.comb += [chk.vdt_held_look[i].eq(vdt.held_look[i]) for i in range(3)]
         m.d.comb += [ptab.busy_addr.eq(chk.pt_busy_addr), chk.pt_busy.eq(ptab.busy),
                      ptab.look_addr.eq(chk.pt_look_addr), chk.pt_look.eq(ptab.look),
                      chk.pt_held_look.eq(ptab.held_look)]
@@ -1670,7 +1620,7 @@ class Spreader(wiring.Component):
         m.d.comb += [scan.status[e].eq(s.st[e]) for e in range(N)]
         self._stage_p(m, s, cfg, chk, arb, cands)
         self._stage_r(m, s, scan, ift)
-        self._advance(m, s, fifos, cfg, chk, arb, scan, vdt, ptab)
+        self._advance(m, s, fifos, cfg, chk, arb, scan, ptab)
         self._commit(m, s, fifos, ptab, rot)
         self._commit_stage(m, s, vdt, ptab, ift)
         self._completion(m, s, vdt, ptab, ift)
@@ -1848,7 +1798,7 @@ class Spreader(wiring.Component):
         m.d.comb += [r.en.eq(s.consume_err), r.code.eq(ev.code), r.src.eq(s.r_stream),
                      r.seq.eq(s.cur_seq), r.detail.eq(ev.detail)]
 
-    def _advance(self, m, s, fifos, cfg, chk, arb, scan, vdt, ptab):
+    def _advance(self, m, s, fifos, cfg, chk, arb, scan, ptab):
         """P -> R: a pass enters R (``load``) when R is free at the edge, the log and move
         FIFOs keep a free entry after this clock's pushes, and it does not overtake R's
         own packet; it brings its first request (P's scan). A refusal loads the request
@@ -1961,10 +1911,6 @@ class Spreader(wiring.Component):
         keep0 = s.active & (s.r_stream == PIX) & ~c0
         m.d.comb += [ptab.held_addr.eq(s.held[PIX].prid[:max(1, self.pbits)]),
                      ptab.held_next.eq(s.parked[PIX] | (~acc & keep0))]
-        # the held triangle's VDT words likewise (decision 26)
-        keep0 = s.active & (s.r_stream == TRI) & ~c0
-        m.d.comb += [vdt.held_addr[i].eq(chk.vrec(s.held[TRI][f"i{i}"])) for i in range(3)]
-        m.d.comb += vdt.held_next.eq(s.parked[TRI] | (~acc & keep0))
 
     def _provider_compares(self, m, s, acc, c0):
         """The held triangle's and pixel packet's provider compares (decision 15), from
