@@ -2254,11 +2254,12 @@ class SpreaderQCC(wiring.Component):
       response's entity unregistered as well (``entity_ahead[e]``, a clock ahead of
       ``entity[e]``), and the spreader's bad-answer check (the entity still in flight)
       is looked up in that clock and registered, so that the accept starts from
-      flip-flops alone (issue 15). NO_RECORD, NO_ENTITY and NO_LINES (e.g. enough lines but no contiguous run)
-      are refusals, so the spreader tries its next candidate. An allocation therefore
-      costs three clocks per tried EU (request and ALLOC, response, answer), which the
-      spreader's contract allows (it holds the request until it is answered); the
-      golden model is :class:`golden.spreader.QCCEU` (``ANSWER_DELAY``).
+      flip-flops alone (issue 15). NO_RECORD, NO_ENTITY and NO_LINES (e.g. enough
+      lines but no contiguous run) are refusals, so the spreader tries its next
+      candidate. An allocation therefore costs three clocks per tried EU (request and
+      ALLOC, response, answer), which the spreader's contract allows (it holds the
+      request until it is answered); the golden model is
+      :class:`golden.spreader.QCCEU` (``ANSWER_DELAY``).
     * A command is offered only while none is outstanding (one response per command,
       in order); the release of the spreader (``release``, one stream, routed by its
       ``eu`` into a one-entry register per EU) has priority over an allocation and
