@@ -1487,6 +1487,14 @@ class Spreader(wiring.Component):
         least ``local_records`` free records (in the status stage P's scan reads);
         one with fewer keeps its place in the walk. 0 .. ``eu_records``, default 0
         (off).
+    answer_ahead : bool
+        The EUs name the entity of each answer a clock ahead (True: the port
+        ``entity_ahead[e]`` of clock t equals ``entity[e]`` of clock t + 1, as
+        :class:`SpreaderQCC`'s registered answer gives it), so that the bad-answer
+        check (the entity still in flight) is made a clock early and registered, this
+        clock's table changes forwarded: the check's outcome is the same, clock for
+        clock; or not (False, default: the check reads ``entity[e]``). An RTL option
+        only: the golden model has no such parameter.
 
     Raises
     ------
@@ -1497,7 +1505,7 @@ class Spreader(wiring.Component):
     def __init__(self, *, n_eus=4, vdt_records=256, pt_records=256, index_bits=16,
                  prid_bits=16, coord_bits=12, max_lines=8, eu_records=256, eu_lines=256,
                  starve_limit=8, fifo_depth=4, rotate=True, debit_held=False, patience=0,
-                 local_records=0):
+                 local_records=0, answer_ahead=False):
         self.n_eus = check_int("n_eus", n_eus, 1, MAX_EUS)
         self.vdt_records = check_pow2("vdt_records", vdt_records, 2, 256)
         self.pt_records = check_pow2("pt_records", pt_records, 1, 256)
@@ -1519,6 +1527,9 @@ class Spreader(wiring.Component):
         self.debit_held = debit_held
         self.patience = check_int("patience", patience, 0, SAT)
         self.local_records = check_int("local_records", local_records, 0, eu_records)
+        if not isinstance(answer_ahead, bool):
+            raise TypeError(f"answer_ahead must be a bool, not {answer_ahead!r}")
+        self.answer_ahead = answer_ahead
         I, R, C = index_bits, prid_bits, coord_bits
         SR, SL = eu_records.bit_length(), eu_lines.bit_length()
         D = max(I, R, 12)
@@ -1551,7 +1562,8 @@ class Spreader(wiring.Component):
                                       "detail": D}),
         }
         L = self.lay
-        super().__init__({
+        ahead = {"entity_ahead": In(ENTITY_W).array(n_eus)} if answer_ahead else {}
+        super().__init__(ahead | {
             "i_vtx": In(stream.Signature(L["i_vtx"])),
             "i_tri": In(stream.Signature(L["i_tri"])),
             "i_pix": In(stream.Signature(L["i_pix"])),
@@ -1771,16 +1783,14 @@ class Spreader(wiring.Component):
         m.d.comb += s.scan_none.eq(s.active & (s.r_ev.outcome == Outcome.ALLOC) & ~s.q_v.any())
         # the answer of the EU asked (at most one ``alloc[e]`` is valid), decided per EU
         # in parallel from the request register
-        # an entity is in flight in the in-flight table or in C (accepted the clock before)
-        taken, busy, bad, ok = Signal(N), Signal(N), Signal(N), Signal(N)
+        taken, bad, ok = Signal(N), Signal(N), Signal(N)
+        busy = self._answer_busy(m, s, ift)
         for e in range(N):
             a = self.alloc[e]
             m.d.comb += [a.valid.eq(s.q_v[e]), a.payload.etype.eq(s.r_stream),
                          a.payload.lines.eq(s.r_size), a.payload.hold.eq(s.r_stream != PIX),
-                         a.payload.seq.eq(s.cur_seq), ift.answer[e].eq(self.entity[e]),
+                         a.payload.seq.eq(s.cur_seq),
                          taken[e].eq(a.valid & a.ready),
-                         busy[e].eq(ift.answer_busy[e] | (s.c_valid & (s.c_eu == e)
-                                                          & (s.c_ent == self.entity[e]))),
                          bad[e].eq(self.accept[e] & busy[e]),
                          ok[e].eq(self.accept[e] & ~busy[e])]
         m.d.comb += s.ent_in.eq(Array(self.entity)[s.q_eu])
@@ -1797,6 +1807,32 @@ class Spreader(wiring.Component):
         r = s.pkt_report
         m.d.comb += [r.en.eq(s.consume_err), r.code.eq(ev.code), r.src.eq(s.r_stream),
                      r.seq.eq(s.cur_seq), r.detail.eq(ev.detail)]
+
+    def _answer_busy(self, m, s, ift):
+        """Per EU, the entity its answer names is in flight: in the in-flight table or
+        in C (accepted the clock before). With ``answer_ahead`` the same bit from a
+        register (issue 15: stage R's accept starts at a flip-flop, not at the entity's
+        select from the table): loaded from ``entity_ahead`` looked up in the table a
+        clock early, with that clock's changes forwarded -- C's entry written (unless
+        the completion of that clock clears it, as in the table), a completion's entry
+        cleared, and R's accept of that clock (in C in the answer's clock)."""
+        N = self.n_eus
+        busy = Signal(N, name="answer_busy")
+        if not self.answer_ahead:
+            for e in range(N):
+                m.d.comb += [ift.answer[e].eq(self.entity[e]),
+                             busy[e].eq(ift.answer_busy[e] | (s.c_valid & (s.c_eu == e)
+                                                              & (s.c_ent == self.entity[e])))]
+            return busy
+        rec, q = ift.record, ift.query
+        for e in range(N):
+            ent = self.entity_ahead[e]
+            written = rec.en & (rec.eu == e) & (rec.entity == ent)
+            cleared = ift.clear & (q.eu == e) & (q.entity == ent)
+            enters_c = s.accepted & (s.q_eu == e) & (s.ent_in == ent)
+            m.d.comb += ift.answer[e].eq(ent)
+            m.d.sync += busy[e].eq(((ift.answer_busy[e] | written) & ~cleared) | enters_c)
+        return busy
 
     def _advance(self, m, s, fifos, cfg, chk, arb, scan, ptab):
         """P -> R: a pass enters R (``load``) when R is free at the edge, the log and move
@@ -2217,11 +2253,16 @@ class SpreaderQCC(wiring.Component):
       1, ``accept[e]`` = (code is OK), ``entity[e]`` = the response's entity, all from
       flip-flops (issue 15: the spreader's accept, which chooses every register of its
       stage R, no longer starts at the QCC's response queue and the route from the far
-      QCC). NO_RECORD, NO_ENTITY and NO_LINES (e.g. enough lines but no contiguous run)
-      are refusals, so the spreader tries its next candidate. An allocation therefore
-      costs three clocks per tried EU (request and ALLOC, response, answer), which the
-      spreader's contract allows (it holds the request until it is answered); the
-      golden model is :class:`golden.spreader.QCCEU` (``ANSWER_DELAY``).
+      QCC). The spreader is built with ``answer_ahead``: the adapter hands it the
+      response's entity unregistered as well (``entity_ahead[e]``, a clock ahead of
+      ``entity[e]``), and the spreader's bad-answer check (the entity still in flight)
+      is looked up in that clock and registered, so that the accept starts from
+      flip-flops alone (issue 15). NO_RECORD, NO_ENTITY and NO_LINES (e.g. enough
+      lines but no contiguous run) are refusals, so the spreader tries its next
+      candidate. An allocation therefore costs three clocks per tried EU (request and
+      ALLOC, response, answer), which the spreader's contract allows (it holds the
+      request until it is answered); the golden model is
+      :class:`golden.spreader.QCCEU` (``ANSWER_DELAY``).
     * A command is offered only while none is outstanding (one response per command,
       in order); the release of the spreader (``release``, one stream, routed by its
       ``eu`` into a one-entry register per EU) has priority over an allocation and
@@ -2290,7 +2331,7 @@ class SpreaderQCC(wiring.Component):
             "fifo_depth": fifo_depth, "starve_limit": starve_limit, "rotate": rotate,
             "patience": patience, "local_records": local_records}
         self._qccs = [QCC(**self.qcc_params) for _ in range(n_eus)]   # validates them
-        self._spreader = Spreader(**self.spreader_params)
+        self._spreader = Spreader(**self.spreader_params, answer_ahead=True)
         L = self._spreader.lay
         self.lay = L
         tap = data.StructLayout({"valid": 1, "ready": 1, "accept": 1, "entity": ENTITY_W,
@@ -2449,7 +2490,8 @@ class SpreaderQCC(wiring.Component):
         entity = Signal(ENTITY_W, name=f"entity{e}")
         m.d.sync += [answer.eq(r.valid & (r.payload.op == Op.ALLOC)),
                      accept.eq(r.payload.code == Code.OK), entity.eq(r.payload.entity)]
-        m.d.comb += [a.ready.eq(answer), sp.accept[e].eq(accept), sp.entity[e].eq(entity)]
+        m.d.comb += [a.ready.eq(answer), sp.accept[e].eq(accept), sp.entity[e].eq(entity),
+                     sp.entity_ahead[e].eq(r.payload.entity)]
         t = self.alloc_tap[e]
         m.d.comb += [t.valid.eq(a.valid), t.ready.eq(a.ready), t.accept.eq(sp.accept[e]),
                      t.entity.eq(sp.entity[e]), t.payload.eq(a.payload)]

@@ -45,7 +45,7 @@ SOAK_ENV = "FRESCO_SOAK"
 SMALL = {"n_eus": 4, "vdt_records": 8, "pt_records": 4, "eu_records": 32, "eu_lines": 64,
          "fifo_depth": 2}
 TESTS = ["random_traffic", "refusing_stretches", "dedicated_eus", "bad_inputs",
-         "scene_traffic"]
+         "edge_answers", "scene_traffic"]
 
 
 # ---------------------------------------------------------------- pytest entry points
@@ -62,6 +62,17 @@ def test_spreader_one_eu(simulator):
                {"n_eus": 1, "vdt_records": 4, "pt_records": 1, "eu_records": 16,
                 "eu_lines": 16, "fifo_depth": 1, "starve_limit": 2},
                testcase=["random_traffic", "bad_inputs"])
+
+
+@pytest.mark.parametrize("simulator", simulators())
+def test_spreader_answer_ahead(simulator):
+    """``answer_ahead`` (the adapter of real QCCs names each answer's entity a clock
+    ahead; the bad-answer check is registered): bad answers, among them entities that
+    enter or leave the in-flight table in the clock between, refused and reported in
+    lock-step with the golden model, which has no such parameter."""
+    run_cocotb("spreader.spreader", "tb.test_spreader", simulator,
+               {**SMALL, "answer_ahead": True},
+               testcase=["random_traffic", "bad_inputs", "edge_answers"])
 
 
 @pytest.mark.parametrize("simulator", split_simulators("icarus"))
@@ -151,7 +162,8 @@ class TbEU:
         self.busy = {}          # entity -> [hold, lines, done]
         self.refusing = False
         self.drive = (0, 0, 0)  # ready, accept, entity this clock
-        self.bad = False
+        self.newest = None      # the entity accepted last
+        self.accepted_at, self.completed_at = {}, {}    # entity -> clock
 
     def status(self):
         used = len(self.busy)
@@ -161,27 +173,37 @@ class TbEU:
         return EUStatus(max(0, self.records - used), max(0, self.entities - used),
                         max(0, self.lines - lines))
 
-    def step(self, blackout=False):
+    def step(self, blackout=False, leaving=None):
         """Choose this clock's ``ready``, ``accept``, ``entity`` (all refuse during a
-        ``blackout``)."""
+        ``blackout``). ``leaving``: an entity completing in the clock before the one
+        this answer is for (answers chosen a clock ahead): a held one is no bad answer
+        to name (it stays unreleased: not in flight, not free), a pixel one is (its
+        number is free again, a good answer, when it comes)."""
         if self.stretch and self.rng.random() < self.stretch:
             self.refusing = not self.refusing
         refusing = self.refusing or blackout
         ready = int(self.rng.random() >= self.not_ready)
         free = [e for e in range(self.entities) if e not in self.busy]
-        self.bad = False
-        running = sorted(x for x, b in self.busy.items() if not b[2])   # in flight
+        running = sorted(x for x, b in self.busy.items()
+                         if not b[2] and not (x == leaving and b[0]))   # in flight
         if self.bad_answer and running and self.rng.random() < self.bad_answer:
-            self.bad = True
-            self.drive = (ready, 1, int(self.rng.choice(running)))
+            # half of them name the entity leaving or the newest (the table's edges)
+            edge = [x for x in (leaving, self.newest) if x in running]
+            pick = edge if edge and self.rng.random() < 0.5 else running
+            self.drive = (ready, 1, int(self.rng.choice(pick)))
         elif free and not refusing and self.rng.random() >= self.refuse:
             self.drive = (ready, 1, free[0])
         else:
             self.drive = (ready, 0, int(self.rng.integers(0, 256)))
         return self.drive
 
+    def in_flight(self, entity):
+        """Allocated and not completed: naming it in an accept is a bad answer."""
+        return entity in self.busy and not self.busy[entity][2]
+
     def accepted(self, entity, req, t, completions):
         self.busy[entity] = [req.hold, req.lines, False]
+        self.newest, self.accepted_at[entity] = entity, t
         lo, hi = self.latency
         completions.append((t + int(self.rng.integers(lo, hi + 1)), entity))
 
@@ -201,6 +223,7 @@ class TbEU:
 
 def _model():
     p = params()
+    p.pop("answer_ahead", None)     # an RTL option: the same contract
     return Spreader(**p)
 
 
@@ -365,8 +388,13 @@ class TbEUs:
 
     outs = OUTS
 
-    def __init__(self, dut, rng, *, eu=None, bad_done=0.0, blackout=0.0):
+    def __init__(self, dut, rng, *, eu=None, bad_done=0.0, blackout=0.0, edges=None):
         self.dut, self.rng = dut, rng
+        # answers to a request naming an entity that entered or left the in-flight table
+        # lately: accepted in the clock before (in C), two clocks before (written into
+        # the table in the clock before), completed in the clock before
+        self.edges = edges if edges is not None else {}
+        self.edges.update({"in C": 0, "written": 0, "completed": 0})
         self.model, self.codec = _model(), PortCodec(params())
         n = self.n = self.model.n_eus
         kw = {"records": min(12, self.model.eu_records),
@@ -378,6 +406,10 @@ class TbEUs:
         self.alloc = [getattr(dut, f"alloc__{e}__valid") for e in range(n)]
         self.alloc_p = [getattr(dut, f"alloc__{e}__payload") for e in range(n)]
         self.alloc_r = [getattr(dut, f"alloc__{e}__ready") for e in range(n)]
+        # ``answer_ahead``: each EU's answer chosen a clock early, its entity driven on
+        # ``entity_ahead`` in that clock
+        self.ahead = [x.step() for x in self.eus] if params().get("answer_ahead") else None
+        self.answers = [x.drive for x in self.eus]
         # the EUs' status from before the first clock, which the spreader's scan
         # register loads at the edge before it (so does the model's)
         self.initial = [EUStatus(x.records, x.entities, x.lines) for x in self.eus]
@@ -408,7 +440,13 @@ class TbEUs:
             st = x.status()
             self.status.append(st)
             getattr(dut, f"status__{e}").value = self.codec.pack("status", st)
-            ready, acc, ent = x.step(self.dark)
+            if self.ahead is None:
+                self.answers[e] = ready, acc, ent = x.step(self.dark)
+            else:
+                leaving = self.done.entity if self.done and self.done.eu == e else None
+                self.answers[e] = ready, acc, ent = self.ahead[e]
+                self.ahead[e] = x.step(self.dark, leaving)
+                getattr(dut, f"entity_ahead__{e}").value = self.ahead[e][2]
             self.alloc_r[e].value = ready
             getattr(dut, f"accept__{e}").value = acc
             getattr(dut, f"entity__{e}").value = ent
@@ -419,7 +457,7 @@ class TbEUs:
         heads = [codec.unpack(p, int(getattr(dut, f"{p}__payload").value))
                  if run.valid(p) else None for p in PORTS]
         readies = [bool(int(getattr(dut, f"{o}__ready").value)) for o in OUTS]
-        answers = [x.drive for x in self.eus]
+        answers = self.answers
 
         def respond(e, q):
             r, a, ent = answers[e]
@@ -443,8 +481,13 @@ class TbEUs:
             e, q = got_req
             r, a, ent = answers[e]
             # an accept naming an entity still in flight is a bad answer, taken as a
-            # refusal (the EU knows when it answered so on purpose)
-            ok = bool(a) and not self.eus[e].bad
+            # refusal (an answer chosen a clock ahead may name one accepted since)
+            ok = bool(a) and not self.eus[e].in_flight(ent)
+            if r and a:
+                x = self.eus[e]
+                self.edges["in C"] += x.accepted_at.get(ent) == t - 1
+                self.edges["written"] += x.accepted_at.get(ent) == t - 2
+                self.edges["completed"] += x.completed_at.get(ent) == t - 1
             run.request(e, q, ent if r else None, ok)
             if r and ok:
                 self.eus[e].accepted(ent, q, t, done := [])
@@ -455,6 +498,7 @@ class TbEUs:
             run.last_progress = t       # a packet consumed, or none waiting
         if self.done is not None and not self.bogus:
             self.eus[self.done.eu].completed(self.done.entity)
+            self.eus[self.done.eu].completed_at[self.done.entity] = t
             run.res.completions.append((t, self.done.eu, self.done.entity))
         if cfg is not None:
             run.res.config.append((t, cfg))
@@ -472,7 +516,7 @@ class TbEUs:
 
 async def run_env(dut, rng, workload, *, config=(), eu=None, gap=0.3, stall=0.3,
                   err_stall=None, bad_done=0.0, blackout=0.0, max_cycles=20000,
-                  stall_cycles=2000, name="run"):
+                  stall_cycles=2000, name="run", edges=None):
     """Run ``workload`` through the RTL with testbench EUs in lock-step with the golden
     model (:class:`TbEUs`); returns ``(RunResult of the RTL's observations, Stats)``.
 
@@ -480,9 +524,10 @@ async def run_env(dut, rng, workload, *, config=(), eu=None, gap=0.3, stall=0.3,
     back-pressure on ``err`` (default ``stall``); ``eu``: keyword arguments of
     :class:`TbEU`; ``bad_done``: probability per clock of a completion for an entity
     that is not in flight; ``blackout``: probability per clock of switching every EU
-    into (or out of) a stretch of refusing everything.
+    into (or out of) a stretch of refusing everything; ``edges``: a dict that receives
+    :class:`TbEUs`'s counts of answers at the in-flight table's edges.
     """
-    eus = TbEUs(dut, rng, eu=eu, bad_done=bad_done, blackout=blackout)
+    eus = TbEUs(dut, rng, eu=eu, bad_done=bad_done, blackout=blackout, edges=edges)
     return await run_spreader(dut, rng, workload, eus, config=config, gap=gap, stall=stall,
                               err_stall=err_stall, max_cycles=max_cycles,
                               stall_cycles=stall_cycles, name=name)
@@ -679,6 +724,22 @@ async def bad_inputs(dut):
     else:   # one entry: a report in the clock after another finds it full (``lost``)
         assert res.lost and len(missing) < len(expected), f"not reported: {missing}"
     # (configuration, completion and answer reports: compared with the model every clock)
+
+
+@cocotb.test()
+async def edge_answers(dut):
+    """Many bad answers, half of them naming the entity completing or the one accepted
+    last; answers naming an entity accepted one or two clocks before (bad: in C, in the
+    table) or completed in the clock before (a pixel entity's: good) each occur, and
+    the RTL refuses, accepts and reports them in lock-step with the golden model."""
+    rng = await start(dut)
+    edges = {}
+    res, _ = await run_env(dut, rng, traffic(rng, 40), config=min_config(),
+                           eu={"bad_answer": 0.3, "latency": (1, 3), "not_ready": 0.1},
+                           err_stall=0.0, name="edge_answers", edges=edges)
+    assert res.error, "error flag not set"
+    assert all(edges.values()), f"an edge never answered: {edges}"
+    dut._log.info(f"answers at the in-flight table's edges: {edges}")
 
 
 @cocotb.test()
