@@ -675,8 +675,10 @@ class Spreader(Codec):
             rel = next(((k, r) for k, r in self._rel.items() if r is not None), None)
             if rel is not None:
                 writes.append(lambda rel=rel: self._release(rel))
-        chosen = {k: self._pick_release(k, self._rel[k]) for k in ("v", "p")}
-        writes.append(lambda rel=rel, chosen=chosen: self._choose(rel, chosen))
+        # a register loads when it is empty or its record leaves at this edge
+        chosen = {k: self._pick_release(k, r) for k, r in self._rel.items()
+                  if r is None or rel is not None and rel[0] == k}
+        writes.append(lambda chosen=chosen: self._rel.update(chosen))
 
         # -- configuration
         if cfg is not None:
@@ -861,13 +863,6 @@ class Spreader(Codec):
         if offered is not None:
             ok[offered] = False
         return int(np.argmax(ok)) if ok.any() else None
-
-    def _choose(self, rel, chosen):
-        """Edge: a choice register takes its scan's record when it is empty or its
-        record was released at this edge, else keeps its record."""
-        for k in self._rel:
-            if self._rel[k] is None or rel is not None and rel[0] == k:
-                self._rel[k] = chosen[k]
 
     def releasing(self):
         """``{"v": record or None, "p": record or None}``: the release engine's choice
