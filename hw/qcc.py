@@ -127,15 +127,12 @@ How it is built, and why
   once for both ports (a read port of its own, addressed by the entity of the
   request that takes the shared reads, below, with its frame registered), so in the
   clock after the search its record is one slot pick from one word. Then the
-  response's buffer is read from the ART by that record (a comb read port); its type
-  and ``hold`` come from ``ent_meta``, per entity number, read with the map word;
-  ``stage`` and ``busy`` are read by the record of the word's frame-0 slot (no slot
-  pick: only a frame-0 record is ever busy or past stage 0, golden decision 4, so a
-  search of another frame shows 0; the slot pick before the stage table's read was
-  the routed worst path, 14.06 ns), ``busy`` from a per-record copy one clock old
-  (``busy_d``) and ``stage`` the table's value now unless a completion of that record
-  was taken in the search's clock (both completions' record and old stage are
-  registered for that). The other fields do not
+  response is read from the RAMs by that record (comb read ports) and
+  ``busy`` from a per-record copy one clock old (``busy_d``); its type and ``hold``
+  come from ``ent_meta``, per entity number, read with the map word; ``stage`` is
+  the table's value now unless a completion of that record was taken in the search's
+  clock (both
+  completions' record and old stage are registered for that). The other fields do not
   change while a record is valid, and a freed record keeps them until it is
   allocated again (only ``valid`` clears; a record is written only while it is the
   lowest free one, from the clock after it was freed), so the response shows the
@@ -310,10 +307,10 @@ How it is built, and why
   input of the tree's last register and the next window, once for each outcome of
   the accept, which only chooses: so the accept's ``free_run >= lines`` compares a
   register with the command's 4 bits. Likewise "a free record exists"
-  (``any_free_record``) is kept a clock ahead: a record that becomes free now, or a
-  free one not taken now (when ALLOC or MAP takes the lowest, a free one besides
-  it, from the lowest's one-hot); "a free entity number exists" is the counter of free
-  numbers ``!= 0``. The accept waits for no priority encoder's tree. First
+  (``any_free_record``) and "a free entity number exists" (``any_free_entity``) are
+  kept a clock ahead, from the counts' next values (the frees of the clock before,
+  golden decision 18, less the one taken now). The accept waits for no priority
+  encoder's tree. First
   fit takes a buffer from the start of a free run, so that is never more than the
   longest run now and the spreader's minimum check stays safe; the cost is a status
   that may under-report for 4 clocks after an ALLOC, MAP or reap, and the stage
@@ -420,6 +417,11 @@ How it is built, and why
   routes at 66.89 / 68.63 MHz at seeds 1 / 2, its worst paths a port's drop of a
   tombstone → ``drop_frees`` → the free-record count (seed 1, 14.95 ns) and ALLOC's
   lowest free entity number → the entity map's write enable (seed 2, 14.57 ns).
+  With the lowest free record and entity number in registers a clock ahead (golden
+  decision 18), the free counts from registered frees and CONFIG's "in flight" flags
+  as registers, 256 records take 24808 LUT4 and the small build routes at 71.11 /
+  69.43 MHz at seeds 1 / 2, its worst paths a search's slot pick → the stage table's
+  read → the response (seed 1, 14.06 ns) and ALLOC's first fit (seed 2, 14.40 ns).
   README, block 2; ``docs/qcc.md``.
 
 Decisions beyond the golden model
@@ -1737,37 +1739,30 @@ class QCC(wiring.Component):
     def _translate_reads(self, m, s, request):
         """What TRANSLATE ``request`` is checked by, read in the clock it is taken into
         registers: whether its buffer is allocated (and not reaped), the buffer's
-        entity (``meta``), whether a command kills that entity in this
-        clock (``killed``, set in :meth:`_update_entities`) and whether the offset is
-        past the buffer's length. Whether that entity was live then is picked a clock
-        later (:meth:`_translate_code`), so that the choice of the request, the RAM
-        read and the pick are not one path."""
+        entity (``meta``) and whether the offset is past the buffer's length. Whether
+        that entity was live then is picked a clock later (:meth:`_translate_code`), so
+        that the choice of the request, the RAM read and the pick are not one path."""
         buf, offset = request.buf, request.offset
         length = s.art_len.read_port(domain="comb")
         owner = s.meta.read_port(domain="comb")
         m.d.comb += [length.addr.eq(self._index(buf)), owner.addr.eq(self._index(buf))]
         t = SimpleNamespace(valid=Signal(name="translate_valid"),
-                            owner=_sig(m, owner.data.entity, "translate_owner_now"),
-                            owner_then=Signal(8, name="translate_owner"),
-                            killed=Signal(name="translate_killed"),
+                            owner=Signal(8, name="translate_owner"),
                             over=Signal(name="translate_over"))
         m.d.sync += [t.valid.eq((buf < self.records)
                                 & self._pick(s.valid, self._index(buf))),
-                     t.owner_then.eq(t.owner),
-                     t.over.eq(offset >= length.data)]
+                     t.owner.eq(owner.data.entity), t.over.eq(offset >= length.data)]
         return t
 
     def _translate_code(self, m, s, ev):
         """Response code of the TRANSLATE taken in the last clock, from its registered
         reads: in use if its buffer was allocated and its entity live in that clock.
-        An entity live then is live now unless a command killed it then (a valid
-        record's entity number is not free, so ALLOC did not take it; a completion's
-        kill of that clock clears ``ent_live`` a clock later, golden decision 15, and
-        one of the clock before was dead then already), registered as ``killed`` in
-        that clock: the entity's comparisons with this clock's kills beside the pick of
-        ``ent_live`` by its number were the routed worst path (14.88 ns)."""
+        An entity live then is live now unless it was killed then (a valid record's
+        entity number is not free, so ALLOC did not take it), so the pick of
+        ``ent_live`` now is corrected by that clock's kills (registered numbers)."""
         t = ev.translate
-        known = t.valid & (self._live(s, t.owner_then) | t.killed)
+        killed_then = _any(flag & (entity == t.owner) for flag, entity in ev.kills)
+        known = t.valid & (self._live(s, t.owner) | killed_then)
         return _sig(m, _first((~known, Code.UNKNOWN), (t.over, Code.RANGE)),
                     "translate_code", 4)
 
@@ -1948,9 +1943,11 @@ class QCC(wiring.Component):
         for term in terms[1:]:
             killed = killed | term
         killed = _sig(m, killed, "killed")
-        # Whether the command kills the entity of the TRANSLATE taken now, for its check
-        # a clock later (:meth:`_translate_code`).
-        m.d.sync += ev.translate.killed.eq(ev.kill_cmd & (c.entity == ev.translate.owner))
+        # This clock's kills, registered by number for the TRANSLATE check a clock later
+        # (the completions' kills are registered already).
+        kill = (Signal(name="kill_cmd_then"), Signal(8, name="kill_cmd_then_entity"))
+        m.d.sync += [kill[0].eq(ev.kill_cmd), kill[1].eq(c.entity)]
+        ev.kills = [kill] + [(d.killed, d.killed_entity) for d in ev.done]
         taken = Mux(ev.alloc_ok, ev.free_ent, 0)
         # The number the reaper frees now cools in the next clock (golden decision 18):
         # registered for the count and the next lowest free number.
@@ -1973,9 +1970,8 @@ class QCC(wiring.Component):
         ok = ev.alloc_ok | ev.map_ok
         # The lines placed now are taken a clock later, from the registered start (the
         # accept is one more input of the lowest-start tree's last level) and length.
-        start = _sig(m, Mux(ok, ev.fit_start, 0), "take_start_next", self.lines)
         m.d.sync += [s.line_free.eq(ev.free_now | ev.reap_lines),
-                     ev.take_start.eq(start),
+                     ev.take_start.eq(Mux(ok, ev.fit_start, 0)),
                      ev.take_need.eq(ev.fit_need)]
         # Their count, so that ``status`` needs no population count of the bitmap (only
         # a multiplexer waits for the accept decision).
@@ -2062,22 +2058,14 @@ class QCC(wiring.Component):
         found = ev.search_map.slot(ev.search_frame, "search")
         art = s.art.read_port(domain="comb")
         m.d.comb += art.addr.eq(found.record)
-        # Only a frame-0 record is ever busy or past stage 0 (golden decision 4), and its
-        # record is a fixed slot of the word: so ``stage`` and ``busy`` are read by
-        # that slot, with no slot pick before the reads (the frame's slot pick → the
-        # stage table's read → the response was the routed worst path, 14.06 ns), and
-        # shown for frame 0 only.
-        first = ev.search_map.slot(Const(0, 4), "search_frame0").record
-        frame0 = _sig(m, ev.search_frame == 0, "search_frame_is0")
         q_reads = _sig(m, pendings[1].valid & (pendings[1].kind != _Pending.DIRECT),
                        "qresp_reads")
         translated = s.art.read_port(domain="comb")
         m.d.comb += translated.addr.eq(Mux(q_reads, pendings[1].buf, pendings[0].buf))
         read = SimpleNamespace(
             hit=found.hit, record=found.record, meta=ev.search_map.meta, art=art.data,
-            stage=_sig(m, Mux(frame0, self._searched_stage(m, s, ev, first, "search"), 0),
-                       "search_stage_shown", 4),
-            busy=_sig(m, frame0 & self._pick(s.busy_d, first), "search_busy"),
+            stage=self._searched_stage(m, s, ev, found.record, "search"),
+            busy=_sig(m, self._pick(s.busy_d, found.record), "search_busy"),
             translated=translated.data)
         for (name, port, _, _, _, _), pending in zip(ports, pendings):
             queue = m.submodules[f"{name}_queue"] = _ResponseQueue(self.response)
