@@ -90,8 +90,8 @@ Decisions
 9. **DELETE** of an entity that is queued kills it (decision 12), and its frame-0
    record stays in its FIFO as a *tombstone* (the others keep their order): it is not
    free for ALLOC or MAP (nor counted in ``free_records``) until both its FIFO's
-   decision has dropped it (decision 7) and the reaper has freed it. DELETE of a busy
-   entity is refused (BUSY), as a completion would come back for a freed record. MAP
+   decision has dropped it (decision 7) and the reaper has freed it, and a cycle more
+   (decision 18). DELETE of a busy entity is refused (BUSY), as a completion would come back for a freed record. MAP
    is allowed at any stage (also busy or held).
 10. **Resource refusals are not errors**: ALLOC/MAP refused for lack of records, entity
     numbers or lines, and a search miss, do not set the error flag. Precedence of the
@@ -110,10 +110,11 @@ Decisions
     it *picks* the lowest-numbered entity that died before this cycle (by its last
     completion: before the cycle before, decision 15); from the next
     cycle it *walks* one of that entity's records a cycle, in frame order; a record
-    walked in cycle t is freed with its lines in cycle t+1 (free from t+2), and with
-    the last one the entity number. So an entity with n records that dies in cycle t
-    while the reaper is idle is picked in t+1, walked in t+2..t+n+1, and its records
-    are free from t+4..t+n+3, its number with the last (before this decision all at
+    walked in cycle t is freed with its lines in cycle t+1 (its lines free from t+2,
+    the record from t+3: decision 18), and with the last one the entity number. So an
+    entity with n records that dies in cycle t while the reaper is idle is picked in
+    t+1, walked in t+2..t+n+1, and its records are free from t+5..t+n+4 (its lines a
+    cycle earlier), its number with the last (before this decision all at
     t+1: an ALLOC sees them 3 cycles later at best, more while several die at once).
     The reaper frees one record a cycle, as many as ``cmd`` can allocate (one ALLOC
     or MAP a cycle), so it does not fall behind on average.
@@ -189,6 +190,22 @@ Decisions
     still issue every clock from deep FIFOs. The cost: a cycle from ALLOC to the first
     issue when the entity finds its stage-0 FIFO empty.
 
+18. **A record or entity number that becomes free is taken a cycle later.** A record
+    the reaper frees (decision 12) or whose tombstone a port drops (decision 9) in
+    cycle t, and an entity number the reaper frees in cycle t, are not in use from
+    t+1 as before, but free for ALLOC and MAP, and counted in ``free_records`` and
+    ``free_entities``, only from t+2 (they *cool* for a cycle: in ``S_{t+1}`` they are
+    neither in use nor free). Which record and number an ALLOC or MAP takes is still
+    the lowest free one (decision 1). So the RTL keeps the lowest free record and the
+    lowest free entity number in registers, computed a clock ahead from the state at
+    the start of the clock (every record not in use, less the one taken in this
+    clock), and the counts from the registered frees: before, the lowest-free trees
+    ran from the records' bits into every table written by the accept (the stage
+    table's read, the entity map's write enable: the routed worst path at one seed,
+    14.57 ns), and a port's drop of a tombstone ran through its record's picks into
+    the count's adder (the worst at the other, 14.95 ns). The cost: a freed record or
+    number waits a cycle more before it is taken again (lines are freed as before).
+
 Response codes (:class:`Code`), with the checks of each request in precedence order:
 
 * CONFIG: BAD_ARG (etype > 4, nstages not in 1..8), BUSY (type in flight), OK.
@@ -254,7 +271,7 @@ rising edge that ends cycle t-1.
   not see this cycle's ALLOC, MAP, DELETE, completion or issue; an entity killed in
   cycle t is gone from t+1 and its records, lines and number are freed by the reaper
   later (decision 12); a record whose tombstone is dropped in cycle t (and already
-  reaped) is free from t+1;
+  reaped) is free from t+2 (decision 18);
   deletions, allocations and completions of cycle t are visible to the decisions of
   cycle t+1, but a completion's push into its next FIFO only to those of t+2
   (decision 16); a completion of a record issued in cycle t is NOT_BUSY (it is not busy in
@@ -666,6 +683,9 @@ class QCCModel:
         self._killed_next = []                  # by a completion now: a cycle later (15)
         self._reaping = None                    # (entity, records left, frame order)
         self._walked = None                     # (record, entity, last): freed next cycle
+        # Records and entity numbers freed in the last cycle: free a cycle later (18).
+        self._cooling = np.zeros(r, bool)
+        self._ent_cooling = np.zeros(self.entities, bool)
         # ``free_run`` (decision 13): the longest free run of S_{t-4} .. S_{t-1} and
         # the lines taken in cycles t-4 .. t-1 (all free, nothing taken before cycle 0).
         self._runs = deque([self.lines] * RUN_DELAY, maxlen=RUN_DELAY)
@@ -703,6 +723,7 @@ class QCCModel:
             if rec is not None:
                 check_field(name, rec, RECORD_W)
         run_now = self._longest_free_run()
+        unused, ent_unused = self._unused(), self._ent_free.copy()
         # 1. Everything that only reads S_t.
         qresp = self._query(query) if query is not None else None
         ncode = self._check_done(ncompl, Kind.NUMERIC) if ncompl is not None else None
@@ -736,6 +757,9 @@ class QCCModel:
             if r is not None:
                 self._tomb[r] = False
         self._reap()
+        # (decision 18: what became free in this cycle cools in the next)
+        self._cooling = self._unused() & ~unused
+        self._ent_cooling = self._ent_free & ~ent_unused
         self._runs.append(run_now)
         self._taken.append(taken)
         for c in (ncode, mcode, getattr(resp, "code", None), getattr(qresp, "code", None)):
@@ -877,8 +901,8 @@ class QCCModel:
     # ================================================================ observation
     def status(self):
         """The ``status`` outputs in the current cycle."""
-        return Status(int((~self._valid & ~self._tomb & ~self._dead).sum()),
-                      int(self._ent_free.sum()),
+        return Status(int((self._unused() & ~self._cooling).sum()),
+                      int((self._ent_free & ~self._ent_cooling).sum()),
                       int(self._line_free.sum()), self._reported_run(), self.error)
 
     def idle(self):
@@ -890,7 +914,8 @@ class QCCModel:
     def reaped(self):
         """True when the reaper has freed every dead entity (decision 12)."""
         return (not self._to_reap and not self._killed and self._reaping is None
-                and self._walked is None)
+                and self._walked is None and not self._cooling.any()
+                and not self._ent_cooling.any())
 
     def program(self, etype):
         """The current stage program of ``etype`` as a tuple of :class:`Stage`."""
@@ -933,7 +958,7 @@ class QCCModel:
         arrays = tuple(tuple(a.tolist()) for a in (
             self._valid, self._entity, self._frame, self._etype, self._stage, self._busy,
             self._hold, self._base, self._len, self._line_free, self._ent_free, self._tomb,
-            self._dead, self._ent_dead))
+            self._dead, self._ent_dead, self._cooling, self._ent_cooling))
         queues = tuple(tuple(tuple(q) for q in qs) for qs in self._queues)
         reaper = (tuple(sorted(self._to_reap)), tuple(sorted(self._killed)),
                   None if self._reaping is None else (self._reaping[0], tuple(self._reaping[1])),
@@ -957,6 +982,8 @@ class QCCModel:
         for r in np.flatnonzero(self._dead):
             assert self._ent_dead[self._entity[r]], f"record {r}: dead, its entity not"
         assert not (self._ent_dead & self._ent_free).any(), "entity both dead and free"
+        assert not (self._cooling & ~self._unused()).any(), "cooling record in use"
+        assert not (self._ent_cooling & ~self._ent_free).any(), "cooling entity in use"
         live = np.flatnonzero(~self._ent_free & ~self._ent_dead)
         for e in live:
             assert (v & (self._entity == e) & (self._frame == 0)).sum() == 1, \
@@ -1043,8 +1070,12 @@ class QCCModel:
         fits = (c[n:] - c[:-n]) == n
         return int(np.argmax(fits)) if fits.any() else None
 
+    def _unused(self):
+        """Records neither valid, dead nor tombstones: free, or cooling (decision 18)."""
+        return ~self._valid & ~self._tomb & ~self._dead
+
     def _free_record(self):
-        free = np.flatnonzero(~self._valid & ~self._tomb & ~self._dead)
+        free = np.flatnonzero(self._unused() & ~self._cooling)
         return int(free[0]) if free.size else None
 
     def _new_record(self, r, entity, frame, etype, hold, base, n):
@@ -1175,7 +1206,7 @@ class QCCModel:
         r = self._free_record()
         if r is None:
             return Response(cmd.op, Code.NO_RECORD)
-        free_e = np.flatnonzero(self._ent_free)
+        free_e = np.flatnonzero(self._ent_free & ~self._ent_cooling)
         if free_e.size == 0:
             return Response(cmd.op, Code.NO_ENTITY)
         if self._reported_run() < n:             # decision 14

@@ -224,11 +224,20 @@ How it is built, and why
   effect on the records (busy, the pop) are a clock apart, the issue path starts from
   the record register (no multiplexer of FIFO heads on it), and a decided FIFO cannot
   run empty nor change its head before its pop (only that pop takes from it).
-* **Allocation.** The lowest free record and entity number come from priority encoders
-  over the free bits (the record's index, which drives the stage-0 FIFOs' write data
-  and the RAMs' write addresses, from a tree of its own, :func:`_lowest_index`, beside
-  the one-hot that drives the records' updates; the ALLOC or MAP response takes it
-  from ``placed_record`` a clock later); the lines from a first fit of the length the
+* **Allocation.** The lowest free record and entity number are registers
+  (``free_record``, ``free_entity``, with "one exists" and the counts), computed a
+  clock ahead (golden decision 18: a record or number freed in a clock is free from
+  the clock after the next, so the next clock's lowest free one is this clock's
+  unless it is taken now or a lower one cools now, and otherwise the lowest of the
+  records not in use now less this clock's: one index tree, :func:`_lowest_index`,
+  from registers, and the accept only chooses, :meth:`QCC._lowest_free_next`); their
+  one-hots, which drive the records' and numbers' updates, are decoded from the
+  registered index. Before, the priority trees over the free bits ran into every
+  table the accept writes (the stage table's read a clock ahead, the entity map's
+  write enable: routed worst paths, 14.6-15.4 ns) and a port's drop of a tombstone
+  into the free-record count's adder (14.95 ns); the frees are now counted from
+  registers. (The ALLOC or MAP response takes the record from ``placed_record`` a
+  clock later.) The lines come from a first fit of the length the
   command asks for (runs of free lines, then the lowest start). The lowest free record and the RAMs
   are written every clock with what ALLOC or MAP would put there (it is free, so
   nothing reads it); only the ``valid`` bits and the first fit's start
@@ -268,14 +277,17 @@ How it is built, and why
   only the issue port's ``valid`` and the busy counters, not every record's state;
   the port's payload loads on every pop (the port is empty or being taken then), so
   ``go`` has one flip-flop per port to drive.
-* **CONFIG's "type in flight" check** reads one counter per type of its busy
-  entities (plus its FIFOs' "not empty" bits) instead of searching every record: an
-  entity becomes busy only by an issue and stops only by an accepted completion, and
-  up to two of each can happen in a clock, so the counter adds the clock's issues of
-  that type and subtracts its accepted completions. The issues are added a clock
-  late (``busy<t>_issued_late``, ORed into the check meanwhile), so that ``go``, the
-  end of the issue path (decision → FIFO head → its ``tomb`` bit), drives registers
-  only, not the counters' adders.
+* **CONFIG's "type in flight" check** reads one register per type (``in_flight_<t>``),
+  computed a clock ahead from one counter per type of its busy entities, its FIFOs'
+  "not empty" flags and its registered pushes, each after this clock's pops, pushes,
+  issues and completions, instead of searching every record: an entity becomes busy
+  only by an issue and stops only by an accepted completion, and up to two of each
+  can happen in a clock, so the counter adds the clock's issues of that type and
+  subtracts its accepted completions. The issues are added a clock late
+  (``busy<t>_issued_late``), so that ``go``, the end of the issue path (decision →
+  FIFO head → its ``tomb`` bit), drives registers only, not the counters' adders. (The
+  flags ORed in CONFIG's clock, a FIFO's flags → the OR → CONFIG's code → its
+  response, were a chain of 12 LUT4.)
 * **Responses** go through a two-entry queue with a bypass; ``cmd.ready`` and
   ``query.ready`` come from registers (and ``cmd``'s ``op``, and whether ``query``
   offers a SEARCH or TRANSLATE), never from ``resp.ready``/``qresp.ready``.
@@ -295,10 +307,10 @@ How it is built, and why
   input of the tree's last register and the next window, once for each outcome of
   the accept, which only chooses: so the accept's ``free_run >= lines`` compares a
   register with the command's 4 bits. Likewise "a free record exists"
-  (``any_free_record``) is kept a clock ahead: a record that becomes free now, or a
-  free one not taken now (when ALLOC or MAP takes the lowest, a free one besides
-  it, from the lowest's one-hot); "a free entity number exists" is the counter of free
-  numbers ``!= 0``. The accept waits for no priority encoder's tree. First
+  (``any_free_record``) and "a free entity number exists" (``any_free_entity``) are
+  kept a clock ahead, from the counts' next values (the frees of the clock before,
+  golden decision 18, less the one taken now). The accept waits for no priority
+  encoder's tree. First
   fit takes a buffer from the start of a free run, so that is never more than the
   longest run now and the spreader's minimum check stays safe; the cost is a status
   that may under-report for 4 clocks after an ALLOC, MAP or reap, and the stage
@@ -405,6 +417,11 @@ How it is built, and why
   routes at 66.89 / 68.63 MHz at seeds 1 / 2, its worst paths a port's drop of a
   tombstone → ``drop_frees`` → the free-record count (seed 1, 14.95 ns) and ALLOC's
   lowest free entity number → the entity map's write enable (seed 2, 14.57 ns).
+  With the lowest free record and entity number in registers a clock ahead (golden
+  decision 18), the free counts from registered frees and CONFIG's "in flight" flags
+  as registers, 256 records take 24808 LUT4 and the small build routes at 71.11 /
+  69.43 MHz at seeds 1 / 2, its worst paths a search's slot pick → the stage table's
+  read → the response (seed 1, 14.06 ns) and ALLOC's first fit (seed 2, 14.40 ns).
   README, block 2; ``docs/qcc.md``.
 
 Decisions beyond the golden model
@@ -1048,6 +1065,7 @@ class QCC(wiring.Component):
         self._command(m, s, ev)
         self._configure(m, s, ev)
         self._fifo_pushes(m, s, ev)
+        self._update_in_flight(m, s, ev)
         self._update_records(m, s, ev)
         self._write_tables(m, s, ev)
         self._update_entities(m, s, ev)
@@ -1119,8 +1137,13 @@ class QCC(wiring.Component):
         s.ent_live = Signal(self.entities)
         s.to_reap = Signal(self.entities)
         s.free_ent_count = Signal(range(self.entities + 1), init=self.entities)
-        # Some record is free (neither valid nor a tombstone), kept a clock ahead.
+        s.any_free_entity = Signal(init=1)      # (the count != 0, kept a clock ahead)
+        # Some record is free (neither valid nor a tombstone, nor freed in the last
+        # clock: golden decision 18), kept a clock ahead; the lowest free record and
+        # entity number, kept a clock ahead (``_lowest_free_next``).
         s.any_free_record = Signal(init=1)
+        s.free_record = Signal(self.index_width, name="free_record")
+        s.free_entity = Signal(max(1, (self.entities - 1).bit_length()), name="free_entity")
         s.free_rec_count = Signal(range(R + 1), init=R, name="free_record_count")
         s.line_free = Signal(self.lines, init=(1 << self.lines) - 1)
         s.free_line_count = Signal(range(self.lines + 1), init=self.lines)
@@ -1156,6 +1179,7 @@ class QCC(wiring.Component):
         s.rr = [Signal(range(N_TYPES), init=N_TYPES - 1, name=f"rr_{k.name.lower()}")
                 for k in Kind]
         s.busy_count = [Signal(range(R + 1), name=f"busy{t}_count") for t in range(N_TYPES)]
+        s.in_flight = [Signal(name=f"in_flight_{t}") for t in range(N_TYPES)]
         s.error = Signal()
         return s
 
@@ -1435,21 +1459,21 @@ class QCC(wiring.Component):
         the command asks for (the accept, golden decision 14); first fit of those lines
         (runs of free lines, then the lowest start), which only places the buffer."""
         L = self.lines
-        # "A free record exists" and "a free entity number exists" from registers: the
-        # first is kept a clock ahead (``_update_records``), the second is the counter
-        # of free numbers; so the accept waits for neither priority encoder's tree.
-        free = _sig(m, ~s.valid & ~s.tomb, "free_record_in")
-        ev.free_rec, _ = _lowest(m, free, "free_record")
-        # Its index from a tree of its own (each node takes its lower or upper half's
-        # index by the lower half's "any"), not by encoding the one-hot, which then
-        # drives only the records' own updates: the index goes to the stage-0 FIFOs'
-        # write data and the RAMs' write addresses (the encoder after the one-hot tree
-        # was on the routed worst path, 16.5 ns).
-        ev.new_record = _sig(m, _lowest_index(m, free, "free_record_index"), "new_record",
-                             8)
+        # The lowest free record and entity number, and whether they exist, are
+        # registers (golden decision 18: what is freed in a clock is taken from the
+        # clock after the next, so they are computed a clock ahead,
+        # ``_lowest_free_next``); their one-hots decoded from the registered index.
+        # So the accept and every table it writes wait for no priority tree (the
+        # lowest-free trees into the stage table's read and the entity map's write
+        # enable were routed worst paths, 14.6-15.4 ns).
         ev.any_rec = s.any_free_record
-        ev.free_ent, _ = _lowest(m, s.ent_free, "free_entity")
-        ev.any_ent = _sig(m, s.free_ent_count != 0, "free_entity_exists")
+        ev.new_record = _sig(m, s.free_record, "new_record", 8)
+        ev.free_rec = _sig(m, Mux(ev.any_rec, _decode(s.free_record, self.records), 0),
+                           "free_record_hot")
+        ev.any_ent = s.any_free_entity
+        ev.alloc_entity = _sig(m, s.free_entity, "alloc_entity", 8)
+        ev.free_ent = _sig(m, Mux(ev.any_ent, _decode(s.free_entity, self.entities), 0),
+                           "free_entity_hot")
         n = self.cmd.payload.lines
         # ``free_run`` (golden decision 13): the longest run ``RUN_DELAY`` clocks ago
         # less ``run_window``, the lines ALLOC and MAP took since, kept in a register
@@ -1532,7 +1556,7 @@ class QCC(wiring.Component):
                              "reap_lines")
         ev.reap_length = _sig(m, Mux(freeing, art.data.length, 0), "reap_length")
         ev.reap_entity = _sig(m, Mux(freed_last, _decode(freed_entity, E), 0), "reap_number")
-        ev.reap_last = freed_last
+        ev.reap_last, ev.reap_freed_entity = freed_last, freed_entity
         ev.reap_freeing, ev.reap_freed = freeing, freed
 
     # ------------------------------------------------------------ commands
@@ -1551,7 +1575,6 @@ class QCC(wiring.Component):
         m.d.comb += self.cmd.ready.eq(ev.room & (~needs_lookup | ev.rec0_ready)
                                       & ~(reads & ev.query_reads))
         ev.is_alloc = _sig(m, c.op == Op.ALLOC, "is_alloc")
-        ev.alloc_entity = _sig(m, _encode(ev.free_ent, 8), "alloc_entity")
         ev.new_entity = _sig(m, Mux(ev.is_alloc, ev.alloc_entity, c.entity), "new_entity")
         ev.new_etype = _sig(m, Mux(ev.is_alloc, c.etype, ev.rec0_etype), "new_etype")
         ev.new_hold = _sig(m, Mux(ev.is_alloc, c.hold, ev.rec0_hold), "new_hold")
@@ -1562,7 +1585,7 @@ class QCC(wiring.Component):
         m.d.comb += [resp.op.eq(c.op), resp.code.eq(code)]
         ev.config_bad = _sig(m, (c.etype >= N_TYPES) | (c.nstages == 0)
                              | (c.nstages > MAX_STAGES), "config_bad")
-        ev.config_busy = _sig(m, Array(self._in_flight(m, s, ev) + [Const(0, 1)] * 3)[c.etype],
+        ev.config_busy = _sig(m, Array(s.in_flight + [Const(0, 1)] * 3)[c.etype],
                               "config_busy")
         with m.Switch(c.op):
             with m.Case(Op.CONFIG):
@@ -1672,28 +1695,46 @@ class QCC(wiring.Component):
                 (~ev.rec0_any, Code.UNKNOWN), ((c.frame == 0) | ev.match_any, Code.MAPPED),
                 (~ev.any_rec, Code.NO_RECORD), (~ev.run_ok, Code.NO_LINES)))
 
-    def _in_flight(self, m, s, ev):
-        """Per type: whether an entity of that type is queued (or being pushed) or busy.
+    def _update_in_flight(self, m, s, ev):
+        """Per type: whether an entity of that type is queued (or being pushed) or busy
+        (``in_flight``, CONFIG's check).
 
         A count of busy entities per type stands in for a search of every record: an
         entity becomes busy only by an issue and stops only by an accepted completion.
         The count adds a clock's issues one clock later (``issued_late``, registered),
         so that ``go`` (the decision, the FIFO head and its tombstone bit) ends in a
-        register; the check ORs in those issues meanwhile. The busy entities of a type
-        are ``busy_count + issued_late``, both never negative (an entity issued in
-        the clock before is still counted in ``issued_late`` when it completes).
+        register. The busy entities of a type are ``busy_count + issued_late``, both
+        never negative (an entity issued in the clock before is still counted in
+        ``issued_late`` when it completes).
+
+        The flags are registers, computed a clock ahead from the next state of what
+        they OR (the FIFOs' flags after this clock's pops and pushes, the pushes
+        registered now, the busy count after this clock's issues and completions), so
+        that CONFIG's check reads a register (a FIFO's flags → the OR → CONFIG's
+        code → its response was a chain of 12 LUT4).
         """
-        flags = []
+        c = self.cmd.payload
         for t in range(N_TYPES):
             busy = s.busy_count[t]
             late = Signal(2, name=f"busy{t}_issued_late")
-            m.d.sync += late.eq(_popcount(Cat(ev.go[k] & (s.dec_type[k] == t) for k in Kind)))
-            done = _popcount(Cat(d.ok & (d.etype == t) for d in ev.done))
+            went = _sig(m, Cat(ev.go[k] & (s.dec_type[k] == t) for k in Kind),
+                        f"busy{t}_went")
+            m.d.sync += late.eq(_popcount(went))
+            done = _sig(m, _popcount(Cat(d.ok & (d.etype == t) for d in ev.done)),
+                        f"busy{t}_done", 2)
             m.d.sync += busy.eq(busy + late - done)
+            # (busy after this clock, but for its issues: ``busy + late - done != 0``,
+            # with ``busy + late`` compared with each value ``done`` can take)
+            held = _sig(m, busy + late, f"busy{t}_held", len(busy) + 1)
+            busy_next = Mux(done == 0, held != 0, Mux(done == 1, held != 1, held != 2))
+            queued_next = []
+            for i, fifo in enumerate(s.fifo[t]):
+                push = (ev.alloc_ok & (c.etype == t)) if i == 0 else s.pushing[t][i]
+                queued_next.append(push | (~fifo.empty & ~(ev.popped[t][i] & fifo.one)))
             # (an entity whose push is registered is queued: golden decision 16)
-            flags.append(_sig(m, _any(ev.nonempty[t]) | _any(s.pushing[t][1:]) | (busy != 0)
-                              | (late != 0), f"in_flight_{t}"))
-        return flags
+            pushing_next = _any(d.advance & (d.etype == t) for d in ev.done)
+            m.d.sync += s.in_flight[t].eq(_any(queued_next) | pushing_next | busy_next
+                                          | went.any())
 
     def _translate_reads(self, m, s, request):
         """What TRANSLATE ``request`` is checked by, read in the clock it is taken into
@@ -1790,16 +1831,29 @@ class QCC(wiring.Component):
         # record, and "a free record exists" next clock is the count's next value
         # != 0, for both outcomes of the accept (which only chooses): from registers,
         # not from the next state of every record.
+        # Those frees are registered (``cooled``): the records cool for a clock (golden
+        # decision 18), and the count and the next lowest free record take them from
+        # registers (a port's drop → its record's picks → the count's adder was the
+        # routed worst path, 14.95 ns).
         reaping = [ev.reap_freeing, ev.reap_freed]
         reap_frees = _sig(m, reaping[0] & ~self._pick(s.tomb, reaping[1]), "reap_frees")
         drop_frees = [_sig(m, ev.drop[k] & (~self._pick(s.valid, ev.head[k])
                                             | (reaping[0] & (reaping[1] == ev.head[k]))),
                            f"drop_frees_{k.name.lower()}") for k in Kind]
+        cooled = []
+        for j, (flag, index) in enumerate(zip((reap_frees, *drop_frees),
+                                              (reaping[1], *ev.head))):
+            cooled.append((Signal(name=f"cooled_record{j}"),
+                           Signal(self.index_width, name=f"cooled_record{j}_index")))
+            m.d.sync += [cooled[j][0].eq(flag), cooled[j][1].eq(index)]
         count = s.free_rec_count
-        freed = _sig(m, count + _popcount(Cat(reap_frees, *drop_frees)), "free_records_freed",
-                     len(count))
+        freed = _sig(m, count + _popcount(Cat(flag for flag, _ in cooled)),
+                     "free_records_freed", len(count))
         m.d.sync += [count.eq(Mux(new_valid, freed - 1, freed)),
-                     s.any_free_record.eq(Mux(new_valid, freed[1:] != 0, freed != 0))]
+                     s.any_free_record.eq(Mux(new_valid, freed[1:] != 0, freed != 0)),
+                     s.free_record.eq(self._lowest_free_next(
+                         m, ~s.valid & ~s.tomb, ev.free_rec, s.free_record, new_valid,
+                         cooled, ev.any_rec, "free_record"))]
         for r in range(R):
             fresh = ev.free_rec[r]
             # A dead record keeps ``busy`` (0: an entity dies only while not busy) until
@@ -1810,6 +1864,23 @@ class QCC(wiring.Component):
                   for k, ((_, busy), d) in enumerate(zip(s.busy_kind, ev.done))),
                 s.tomb_bit[r].eq(Mux(ev.dropped[r], 0, s.tomb_bit[r] | ev.entombed[r])),
             ]
+
+    def _lowest_free_next(self, m, unused, hot, index, taken, cooled, exists, name):
+        """The lowest free entry of the next clock (golden decision 18), from registers
+        but for the late ``taken``.
+
+        ``unused`` (entries not in use now: the free ones and those that cool, freed in
+        the last clock) less this clock's lowest free entry (``index``, its one-hot
+        ``hot``, 0 if ``exists`` is low) is what the next clock can take if the entry
+        is taken now. If it is not, the lowest of the next clock is the same entry
+        unless one that cools now (``cooled``: registered flags and indices) is lower,
+        and then it is the lowest of ``unused`` less that entry too. So one tree over
+        ``unused & ~hot`` serves both, and ``taken`` only chooses.
+        """
+        others = _sig(m, _lowest_index(m, unused & ~hot, f"{name}_others"),
+                      f"{name}_others", len(index))
+        lower = _any(flag & (cooled_index < index) for flag, cooled_index in cooled)
+        return Mux(taken | lower | ~exists, others, index)
 
     def _write_tables(self, m, s, ev):
         """The RAM fields of a record taken by ALLOC or MAP."""
@@ -1878,11 +1949,21 @@ class QCC(wiring.Component):
         m.d.sync += [kill[0].eq(ev.kill_cmd), kill[1].eq(c.entity)]
         ev.kills = [kill] + [(d.killed, d.killed_entity) for d in ev.done]
         taken = Mux(ev.alloc_ok, ev.free_ent, 0)
+        # The number the reaper frees now cools in the next clock (golden decision 18):
+        # registered for the count and the next lowest free number.
+        cooled = (Signal(name="cooled_entity"), Signal(len(s.free_entity),
+                                                        name="cooled_entity_index"))
+        m.d.sync += [cooled[0].eq(ev.reap_last), cooled[1].eq(ev.reap_freed_entity)]
+        freed = _sig(m, s.free_ent_count + cooled[0], "free_entities_freed",
+                     len(s.free_ent_count))
         m.d.sync += [s.ent_live.eq((s.ent_live & ~killed) | taken),
                      s.to_reap.eq((s.to_reap & ~ev.reap_picked) | killed),
                      s.ent_free.eq((s.ent_free & ~taken) | ev.reap_entity),
-                     s.free_ent_count.eq(Mux(ev.alloc_ok, s.free_ent_count - 1 + ev.reap_last,
-                                             s.free_ent_count + ev.reap_last))]
+                     s.free_ent_count.eq(Mux(ev.alloc_ok, freed - 1, freed)),
+                     s.any_free_entity.eq(Mux(ev.alloc_ok, freed[1:] != 0, freed != 0)),
+                     s.free_entity.eq(self._lowest_free_next(
+                         m, s.ent_free, ev.free_ent, s.free_entity, ev.alloc_ok, [cooled],
+                         ev.any_ent, "free_entity"))]
 
     def _update_lines(self, m, s, ev):
         """Lines taken by ALLOC/MAP, lines of a reaped record freed (never the same)."""

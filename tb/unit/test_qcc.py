@@ -310,7 +310,8 @@ def test_delete_frees_everything():
 def test_reaper_frees_one_record_a_clock():
     """Decision 12: killed in cycle t, picked in t+1, one record walked a clock from t+2,
     each freed with its lines in the clock after its walk, the entity number with the
-    last. Records are walked in frame order, not record order."""
+    last; the record and the number count as free a clock after their lines (decision
+    18). Records are walked in frame order, not record order."""
     m = small()
     e = m.allocate(S, 2, hold=True).entity           # record 0, lines 0-1
     m.allocate(S, 1, hold=True)                      # record 1, line 2 (stays)
@@ -327,9 +328,10 @@ def test_reaper_frees_one_record_a_clock():
     assert got == [(4, 6, 25, 25),                   # t+1: picked
                    (4, 6, 25, 25),                   # t+2: frame 0 (record 0) walked
                    (4, 6, 25, 25),                   # t+3: record 0 freed, frame 1 walked
-                   (5, 6, 27, 25),                   # t+4: record 3 freed, frame 2 walked
-                   (6, 6, 30, 25),                   # t+5: record 2 and the entity freed
-                   (7, 7, 31, 25), (7, 7, 31, 25), (7, 7, 31, 25),
+                   (4, 6, 27, 25),                   # t+4: record 3 freed, frame 2 walked
+                   (5, 6, 30, 25),                   # t+5: record 2 and the entity freed
+                   (6, 6, 31, 25),                   # t+6: (record 2, the entity cool)
+                   (7, 7, 31, 25), (7, 7, 31, 25),
                    (7, 7, 31, 28), (7, 7, 31, 29)]
     assert m.reaped() and m.idle()
     m.check()
@@ -344,10 +346,12 @@ def test_reaper_takes_the_lowest_dead_entity_first():
     assert m.release(0).ok                           # t+1: 2 picked; 0 dies
     assert m.release(1).ok                           # t+2: 2 walked, 0 picked; 1 dies
     m.step(n_ready=False, m_ready=False)             # t+3: 2 freed, 0 walked, 1 picked
-    assert m.status()[:3] == (6, 6, 30)
+    assert m.status()[:3] == (5, 5, 30)              # (record and number 2 cool: 18)
     m.step(n_ready=False, m_ready=False)             # t+4: 0 freed, 1 walked
-    assert m.status()[:3] == (7, 7, 31) and m.allocate(S, 1).entity == 0
-    assert reap(m) == 0 and m.status()[:3] == (7, 7, 31)    # 1 freed by that clock
+    assert m.status()[:3] == (6, 6, 31)
+    m.step(n_ready=False, m_ready=False)             # t+5: 1 freed
+    assert m.status()[:3] == (7, 7, 32) and m.allocate(S, 1).entity == 0   # (1 cools)
+    assert reap(m) == 0 and m.status()[:3] == (7, 7, 31)    # 1 free by that clock
 
 
 def test_delete_queued_entity_keeps_fifo_order():
@@ -528,7 +532,7 @@ def test_hold_and_release():
     assert m.status() == (6, 7, 29, 29, False)
     assert m.step() == []
     assert m.release(r.entity) == Response(Op.RELEASE, Code.OK, entity=r.entity)
-    assert reap(m) == 4                              # two records
+    assert reap(m) == 5                              # two records, a clock cooling (18)
     assert settle(m) == (8, 8, 32, 32, False)
     assert m.release(r.entity).code == Code.UNKNOWN and m.error
 
@@ -720,7 +724,7 @@ def test_delete_of_entity_decided_on_but_not_issued():
     assert res.resp.ok and res.issues == [] and m.tombstones() == [0]
     assert m.status()[:3] == (7, 7, 31)               # dead, not yet reaped
     assert m.step() == [] and m.tombstones() == [] and m.decision(M) is None
-    assert reap(m) == 2                               # picked in that step
+    assert reap(m) == 3                               # picked in that step; cooling (18)
     assert settle(m) == (8, 8, 32, 32, False) and m.idle()
 
 
@@ -742,9 +746,35 @@ def test_alloc_does_not_see_resources_freed_in_the_same_cycle():
     assert [i.record for _ in range(3) for i in m.step()] == [r]
     res = m.cycle(cmd=Command.alloc(S, 1), mcompl=r)     # cycle t: the entity dies
     assert res.mcode == Code.OK and res.resp.code == Code.NO_RECORD
-    # (by a completion: decision 15) t+2 picked, t+3 walked, t+4 freed: an ALLOC sees
-    # the record from t+5
-    assert [m.allocate(S, 1).code for _ in range(5)] == [Code.NO_RECORD] * 4 + [Code.OK]
+    # (by a completion: decision 15) t+2 picked, t+3 walked, t+4 freed, t+5 cooling
+    # (decision 18): an ALLOC sees the record from t+6
+    assert [m.allocate(S, 1).code for _ in range(6)] == [Code.NO_RECORD] * 5 + [Code.OK]
+
+
+def test_freed_record_and_number_cool_for_a_cycle():
+    """Decision 18: an entity number the reaper frees in cycle t, and a record whose
+    tombstone is dropped in t (reaped before), are neither in use nor free in t+1 (not
+    counted, not taken) and free from t+2. (Before decision 18: free from t+1.)"""
+    m = small(records=2)
+    e = m.allocate(S, 1).entity                      # entity 0, record 0
+    m.allocate(S, 1)                                 # entity 1, record 1
+    assert m.command(Command.delete(e)).ok           # t0: queued, a tombstone
+    got = []
+    for _ in range(5):                               # status at the start of t0+1..t0+5
+        got.append(m.status()[:2])
+        m.step(n_ready=False, m_ready=False)
+    # picked in t0+1, walked in t0+2, freed in t0+3 with its number, which cools in t0+4;
+    # record 0 stays a tombstone
+    assert got == [(0, 6)] * 4 + [(0, 7)]
+    assert m.tombstones() == [0] and m.decision(M) == (S, 0)
+    res = m.cycle(n_ready=False, m_ready=True)       # t: the tombstone is dropped
+    assert res.issues == [] and m.tombstones() == []
+    assert m.status()[0] == 0                        # t+1: record 0 cools
+    assert m.command(Command.alloc(S, 1)).code == Code.NO_RECORD
+    assert m.status()[0] == 1                        # t+2: free
+    r = m.allocate(S, 1)
+    assert (r.code, r.record, r.entity) == (Code.OK, 0, 0)
+    m.check()
 
 
 def test_completion_kill_reaches_the_reaper_a_cycle_later():
@@ -767,9 +797,9 @@ def test_completion_kill_reaches_the_reaper_a_cycle_later():
     for _ in range(6):                               # status at the start of t+2..t+7
         got.append(tuple(m.status()[:3]))
         m.step(n_ready=False, m_ready=False)
-    # entity 0 picked in t+2, walked in t+3, freed in t+4 (free from t+5); entity 1
-    # picked in t+3, walked in t+4, freed in t+5
-    assert got == [(6, 6, 30)] * 3 + [(7, 7, 31), (8, 8, 32), (8, 8, 32)]
+    # entity 0 picked in t+2, walked in t+3, freed in t+4 (free from t+6: decision 18);
+    # entity 1 picked in t+3, walked in t+4, freed in t+5
+    assert got == [(6, 6, 30)] * 3 + [(6, 6, 31), (7, 7, 32), (8, 8, 32)]
     assert m.reaped()
 
 
@@ -917,7 +947,7 @@ def test_default_size_fill_to_the_brim():
     assert m.status() == (0, 0, 0, 0, False)
     for e in range(256):
         assert m.release(e).ok
-    assert reap(m) == 3                              # one record a clock, 3 behind
+    assert reap(m) == 4                              # one record a clock, 3 behind, 1 cool
     assert settle(m) == (256, 256, 256, 256, False)
     m.check()
 
@@ -968,6 +998,8 @@ class Scoreboard:
         self.to_reap = set()                             # dead, not picked by the reaper
         self.reaping = None                              # (entity, records left)
         self.walked = None                               # (record, entity, last)
+        self.cooling = set()                             # freed last clock (decision 18)
+        self.ent_cooling = set()
         self.seen = set()
         # ``free_run`` (decision 13): the runs of the last RUN_DELAY cycles, the lines
         # taken in each
@@ -980,9 +1012,16 @@ class Scoreboard:
         self.min_free = self.status()
 
     # -- expectations, all from the state at the start of the cycle --------------
+    def unused(self):
+        """Records neither owned nor tombstones: free, or cooling (decision 18)."""
+        return {r for r, o in enumerate(self.owner) if o is None and r not in self.tomb}
+
+    def unused_numbers(self):
+        return set(range(self.entities)) - set(self.live) - set(self.dead)
+
     def status(self):
-        return (sum(o is None and r not in self.tomb for r, o in enumerate(self.owner)),
-                self.entities - len(self.live) - len(self.dead),
+        return (len(self.unused() - self.cooling),
+                len(self.unused_numbers() - self.ent_cooling),
                 self.used.count(False), max(0, self.runs[0] - sum(self.taken)))
 
     def longest(self):
@@ -1057,6 +1096,7 @@ class Scoreboard:
                 self.stats[port, code.name] += 1
         self.min_free = tuple(map(min, self.min_free, self.status()))
         run_now = self.longest()
+        unused, unused_numbers = self.unused(), self.unused_numbers()
         if query is not None:
             assert res.qresp == self.expect_query(query)
         early = cmd is not None and cmd.op in (Op.SEARCH, Op.TRANSLATE)
@@ -1099,6 +1139,9 @@ class Scoreboard:
                 self.complete(rec)
         self.tomb.difference_update(dropped)
         self.reap()
+        # decision 18: freed in this clock, taken from the one after the next
+        self.cooling = self.unused() - unused
+        self.ent_cooling = self.unused_numbers() - unused_numbers
         self.runs.append(run_now)
         self.taken.append(self.taken_now)
         self.taken_now = 0
@@ -1172,11 +1215,9 @@ class Scoreboard:
 
     def command(self, c, resp):
         assert resp.op == c.op
-        free_rec = next((r for r, o in enumerate(self.owner)
-                         if o is None and r not in self.tomb), None)
+        free_rec = min(self.unused() - self.cooling, default=None)
         if c.op == Op.ALLOC:
-            free_ent = next((e for e in range(self.entities)
-                             if e not in self.live and e not in self.dead), None)
+            free_ent = min(self.unused_numbers() - self.ent_cooling, default=None)
             base = self.first_fit(c.lines) if 1 <= c.lines <= 8 else None
             if c.etype >= N_TYPES or not 1 <= c.lines <= 8:
                 exp = Code.BAD_ARG
