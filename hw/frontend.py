@@ -195,8 +195,9 @@ def fb_request_layout(prid_bits, max_samples, record_bits=8):
 class CommandParser(wiring.Component):
     """Primitive-group words (the CSP's output 1) -> FRAME, DRAW and END records.
 
-    One word a clock while the output is free; a DRAW record goes out when its sixth
-    VERTEX is taken. Malformed words (module docstring) are dropped and set ``error``.
+    One word a clock while the output register is empty (``i.ready`` is ``~o.valid``: no
+    path from ``o.ready`` to ``i.ready``); a DRAW record goes out when its sixth VERTEX is
+    taken. Malformed words (module docstring) are dropped and set ``error``.
     The FRAME-inside-a-frame and DRAW-outside-a-frame rules are the top's (it knows the
     frame state); a FRAME with a mode the build lacks is dropped here.
 
@@ -228,7 +229,12 @@ class CommandParser(wiring.Component):
         error = Signal()
         m.d.comb += self.error.eq(error)
 
-        free = ~self.o.valid | self.o.ready
+        # A word is taken only while the output register is empty, so that ``i.ready`` is
+        # a register's inverse: the consumer's ``o.ready`` (the front end's frame and
+        # feeder state) never reaches the CSP's output or the parser's clock enables
+        # (issue 15: that path was the front end's routed critical path). It costs a
+        # clock after each record, one in seven words for a draw.
+        free = ~self.o.valid
         with m.If(self.o.valid & self.o.ready):
             m.d.sync += self.o.valid.eq(0)
         m.d.comb += [self.i.ready.eq(free), self.o.payload.eq(rec)]
@@ -633,7 +639,11 @@ class Frontend(wiring.Component):
 
         # ---- command stream: CSP; state output -> LATENCY; 3D and 2D unsupported
         wiring.connect(m, wiring.flipped(self.i), csp.i[0])
-        wiring.connect(m, csp.o[Group.PRIM], parser.i)
+        # a register stage between the CSP's output buffer and the parser (issue 15: the
+        # two are far apart on the die; both sides of the handshake are registers here)
+        m.submodules.cmd_buf = cmd_buf = sync_block.StreamBuffer(sync_block.stream_word(32))
+        wiring.connect(m, csp.o[Group.PRIM], cmd_buf.i)
+        wiring.connect(m, cmd_buf.o, parser.i)
         for g in (Group.STATE, Group.D3, Group.D2):
             o = csp.o[g]
             m.d.comb += o.ready.eq(1)
@@ -729,10 +739,18 @@ class Frontend(wiring.Component):
 
         # ---- pixel router: packets -> the spreader's pixel packets (+ side data)
         L = sq.lay
-        pix_fifo = SyncFIFO(width=L["i_pix"].size, depth=2)
+        # The rasterizer's words go through a register stage (its ``o.ready`` a register:
+        # the router's room -- the pending FIFO's level, the side FIFO's -- stays out of
+        # the packer's ``free`` and the block rasterizer's flow copies, issue 15), and the
+        # spreader's pixel packets come from one (a two-entry buffer, as the depth-2 FIFO
+        # it replaces clock for clock, but with its outputs in registers, not LUT-RAM).
+        raster_out = sync_block.StreamBuffer(raster.o.payload.shape())
+        pix_buf = sync_block.StreamBuffer(L["i_pix"])
         side = SyncFIFO(width=P + 16 * S, depth=sq.spreader_params["fifo_depth"] + 4)
-        m.submodules.pix_fifo, m.submodules.side = pix_fifo, side
-        word = raster.o.payload
+        m.submodules.raster_out, m.submodules.pix_buf = raster_out, pix_buf
+        m.submodules.side = side
+        wiring.connect(m, raster.o, raster_out.i)
+        word = raster_out.o.payload
         pk = word.packet[0]
         flush = pk.prim[0]
         head_seq, head_prid = pending.r_data[:16], pending.r_data[16:]
@@ -741,14 +759,14 @@ class Frontend(wiring.Component):
                      out.y.eq(Cat(Const(0, 2), pk.span[2:], pk.by)),
                      out.mask.eq(Mux(flush, 0, pk.pixel_mask)), out.last.eq(flush),
                      out.size.eq(~flush)]
-        room = pending.r_rdy & pix_fifo.w_rdy & (flush | side.w_rdy)
-        move_on = raster.o.valid & room
-        m.d.comb += [raster.o.ready.eq(room), pix_fifo.w_en.eq(move_on),
-                     pix_fifo.w_data.eq(out), pending.r_en.eq(move_on & flush),
+        room = pending.r_rdy & pix_buf.i.ready & (flush | side.w_rdy)
+        move_on = raster_out.o.valid & room
+        m.d.comb += [raster_out.o.ready.eq(room), pix_buf.i.valid.eq(move_on),
+                     pix_buf.i.payload.eq(out), pending.r_en.eq(move_on & flush),
                      side.w_en.eq(move_on & ~flush),
                      side.w_data.eq(Cat(head_prid, pk.sample_mask))]
-        m.d.comb += [sq.i_pix.valid.eq(pix_fifo.r_rdy), sq.i_pix.payload.eq(pix_fifo.r_data),
-                     pix_fifo.r_en.eq(sq.i_pix.ready), sq.i_pat.valid.eq(0)]
+        wiring.connect(m, pix_buf.o, sq.i_pix)
+        m.d.comb += sq.i_pat.valid.eq(0)
 
         # ---- move router: a pixel packet's move meets its side data at its EU
         mv = sq.move
@@ -798,8 +816,9 @@ class Frontend(wiring.Component):
         # ---- drained and errors
         full = Cat((st.free_records == self.records) & (st.free_entities == self.entities)
                    & (st.free_lines == self.lines) for st in sq.status_tap)
-        m.d.comb += drained.eq(feeder_idle & ~pending.r_rdy & ~pix_fifo.r_rdy & ~side.r_rdy
-                               & ~mv.valid & ~raster.o.valid & full.all()
+        m.d.comb += drained.eq(feeder_idle & ~pending.r_rdy & ~pix_buf.o.valid & ~side.r_rdy
+                               & ~mv.valid & ~raster.o.valid & ~raster_out.o.valid
+                               & full.all()
                                & Cat(eng.idle for eng in self.engines).all() & fb.idle)
         errs = Cat(csp.error, parser.error, placement_error, raster.error, sq.error,
                    sq.qcc_error.any(), sq.adapter_error)
@@ -814,10 +833,11 @@ class Frontend(wiring.Component):
 
 
 #: The board build's parameters (``make synth``, ``make bitstream``): two EUs, a 64x64
-#: frame at 4x MSAA, the small tables of the tests.
+#: frame at 4x MSAA, the small tables of the tests, and the block rasterizer's FPGA
+#: build (latency 9, 8 lanes per edge: issue 16's faster and smaller setting).
 BOARD_PARAMS = {"n_eus": 2, "width": 64, "height": 64, "modes": (4,), "prid_bits": 8,
                 "records": 8, "entities": 8, "lines": 16, "vdt_records": 8, "pt_records": 4,
-                "fifo_depth": 2, "latency": 2}
+                "fifo_depth": 2, "latency": 2, "raster_latency": 9, "raster_lanes": 8}
 
 # ====================================================================== the board top
 
