@@ -119,7 +119,7 @@ raster_latency, raster_lanes : int
     change the rasterizer's timing and area, never its packets. Defaults 7 and 16.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.memory import Memory
@@ -697,7 +697,17 @@ class Frontend(wiring.Component):
         m.submodules.pending = pending
         draw = Signal.like(rec)
         base = Cat(Const(0, 3), seq[:13])
-        vtx, tri, prim = sq.i_vtx, sq.i_tri, raster.i
+        # The vertex and triangle packets reach the spreader through FIFOs (depth 2): the
+        # spreader's input ``ready`` (its answer and arbiter, deep) ends at their read
+        # pointers, not at the feeder's state, and their valid comes from a level
+        # register beside the spreader, not from the feeder's state (issue 15). The
+        # spreader must have taken the vertex packet before the triangle packet is
+        # offered (the arbiter could take it first), and the triangle before the
+        # rasterizer gets the primitive (its pixel packets name the triangle): each
+        # step waits for the FIFO before it to be empty.
+        vtx, vtx_q = self._queue(m, "vtx_q", sq.i_vtx)
+        tri, tri_q = self._queue(m, "tri_q", sq.i_tri)
+        prim = raster.i
         with m.FSM(name="feeder") as feeder:
             with m.State("IDLE"):
                 m.d.comb += feeder_idle.eq(1)
@@ -707,25 +717,25 @@ class Frontend(wiring.Component):
                     m.d.sync += draw.eq(rec)
                     m.next = "VERTEX"
             with m.State("VERTEX"):
-                m.d.comb += [vtx.valid.eq(1), vtx.payload.base.eq(base),
-                             vtx.payload.count.eq(3), vtx.payload.size.eq(1)]
-                with m.If(vtx.ready):
+                m.d.comb += [vtx_q.w_en.eq(1), vtx.base.eq(base), vtx.count.eq(3),
+                             vtx.size.eq(1)]
+                with m.If(vtx_q.w_rdy):
                     m.next = "TRIANGLE"
             with m.State("TRIANGLE"):
-                m.d.comb += [tri.valid.eq(1), tri.payload.prid.eq(seq),
-                             tri.payload.i0.eq(base), tri.payload.i1.eq(base + 1),
-                             tri.payload.i2.eq(base + 2), tri.payload.size.eq(1),
-                             tri.payload.last.eq(0b111)]
-                with m.If(tri.ready):
+                m.d.comb += [tri_q.w_en.eq(~vtx_q.r_rdy), tri.prid.eq(seq), tri.i0.eq(base),
+                             tri.i1.eq(base + 1), tri.i2.eq(base + 2), tri.size.eq(1),
+                             tri.last.eq(0b111)]
+                with m.If(tri_q.w_en & tri_q.w_rdy):
                     m.next = "PRIMITIVE"
             with m.State("PRIMITIVE"):
-                m.d.comb += prim.valid.eq(1)
+                m.d.comb += prim.valid.eq(~tri_q.r_rdy)
                 for j in range(3):
                     m.d.comb += [prim.payload.v[j].x.eq(draw.v[2 * j]),
                                  prim.payload.v[j].y.eq(draw.v[2 * j + 1])]
                 self._primitive(m, prim.payload, msaa, 0, (self.width, self.height))
-                m.d.comb += [pending.w_en.eq(prim.ready), pending.w_data.eq(Cat(seq, draw.prid))]
-                with m.If(prim.ready):
+                m.d.comb += [pending.w_en.eq(prim.valid & prim.ready),
+                             pending.w_data.eq(Cat(seq, draw.prid))]
+                with m.If(prim.valid & prim.ready):
                     m.next = "FLUSH"
             with m.State("FLUSH"):
                 m.d.comb += prim.valid.eq(1)
@@ -741,31 +751,27 @@ class Frontend(wiring.Component):
         L = sq.lay
         # The rasterizer's words go through a register stage (its ``o.ready`` a register:
         # the router's room -- the pending FIFO's level, the side FIFO's -- stays out of
-        # the packer's ``free`` and the block rasterizer's flow copies, issue 15), and the
-        # spreader's pixel packets come from one (a two-entry buffer, as the depth-2 FIFO
-        # it replaces clock for clock, but with its outputs in registers, not LUT-RAM).
+        # the packer's ``free`` and the block rasterizer's flow copies, issue 15).
         raster_out = sync_block.StreamBuffer(raster.o.payload.shape())
-        pix_buf = sync_block.StreamBuffer(L["i_pix"])
+        pix, pix_fifo = self._queue(m, "pix_fifo", sq.i_pix)
         side = SyncFIFO(width=P + 16 * S, depth=sq.spreader_params["fifo_depth"] + 4)
-        m.submodules.raster_out, m.submodules.pix_buf = raster_out, pix_buf
-        m.submodules.side = side
+        m.submodules.raster_out, m.submodules.side = raster_out, side
         wiring.connect(m, raster.o, raster_out.i)
         word = raster_out.o.payload
         pk = word.packet[0]
         flush = pk.prim[0]
         head_seq, head_prid = pending.r_data[:16], pending.r_data[16:]
-        out = Signal(L["i_pix"])
+        out = pix
         m.d.comb += [out.prid.eq(head_seq), out.x.eq(Cat(Const(0, 2), pk.span[:2], pk.bx)),
                      out.y.eq(Cat(Const(0, 2), pk.span[2:], pk.by)),
                      out.mask.eq(Mux(flush, 0, pk.pixel_mask)), out.last.eq(flush),
                      out.size.eq(~flush)]
-        room = pending.r_rdy & pix_buf.i.ready & (flush | side.w_rdy)
+        room = pending.r_rdy & pix_fifo.w_rdy & (flush | side.w_rdy)
         move_on = raster_out.o.valid & room
-        m.d.comb += [raster_out.o.ready.eq(room), pix_buf.i.valid.eq(move_on),
-                     pix_buf.i.payload.eq(out), pending.r_en.eq(move_on & flush),
+        m.d.comb += [raster_out.o.ready.eq(room), pix_fifo.w_en.eq(move_on),
+                     pending.r_en.eq(move_on & flush),
                      side.w_en.eq(move_on & ~flush),
                      side.w_data.eq(Cat(head_prid, pk.sample_mask))]
-        wiring.connect(m, pix_buf.o, sq.i_pix)
         m.d.comb += sq.i_pat.valid.eq(0)
 
         # ---- move router: a pixel packet's move meets its side data at its EU
@@ -816,7 +822,8 @@ class Frontend(wiring.Component):
         # ---- drained and errors
         full = Cat((st.free_records == self.records) & (st.free_entities == self.entities)
                    & (st.free_lines == self.lines) for st in sq.status_tap)
-        m.d.comb += drained.eq(feeder_idle & ~pending.r_rdy & ~pix_buf.o.valid & ~side.r_rdy
+        m.d.comb += drained.eq(feeder_idle & ~pending.r_rdy & ~pix_fifo.r_rdy & ~side.r_rdy
+                               & ~vtx_q.r_rdy & ~tri_q.r_rdy
                                & ~mv.valid & ~raster.o.valid & ~raster_out.o.valid
                                & full.all()
                                & Cat(eng.idle for eng in self.engines).all() & fb.idle)
@@ -824,6 +831,18 @@ class Frontend(wiring.Component):
                    sq.qcc_error.any(), sq.adapter_error)
         m.d.comb += [self.errors.eq(errs), self.error.eq(errs.any())]
         return m
+
+    @staticmethod
+    def _queue(m, name, sink, depth=2):
+        """A ``SyncFIFO`` named ``name`` that feeds the stream ``sink``; returns the
+        payload to write (a view of its layout) and the FIFO (``w_en``, ``w_rdy``)."""
+        layout = sink.payload.shape()
+        fifo = SyncFIFO(width=Shape.cast(layout).width, depth=depth)
+        m.submodules[name] = fifo
+        payload = Signal(layout, name=f"{name}_w")
+        m.d.comb += [fifo.w_data.eq(payload), sink.valid.eq(fifo.r_rdy),
+                     sink.payload.eq(fifo.r_data), fifo.r_en.eq(sink.ready)]
+        return payload, fifo
 
     def _primitive(self, m, p, msaa, tag, size):
         """The rasterizer's fields of a primitive besides its vertices."""
