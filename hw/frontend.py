@@ -697,38 +697,37 @@ class Frontend(wiring.Component):
         m.submodules.pending = pending
         draw = Signal.like(rec)
         base = Cat(Const(0, 3), seq[:13])
-        # The vertex and triangle packets reach the spreader through FIFOs (depth 2): the
-        # spreader's input ``ready`` (its answer and arbiter, deep) ends at their read
-        # pointers, not at the feeder's state, and their valid comes from a level
-        # register beside the spreader, not from the feeder's state (issue 15). The
-        # spreader must have taken the vertex packet before the triangle packet is
-        # offered (the arbiter could take it first), and the triangle before the
-        # rasterizer gets the primitive (its pixel packets name the triangle): each
-        # step waits for the FIFO before it to be empty.
-        vtx, vtx_q = self._queue(m, "vtx_q", sq.i_vtx)
-        tri, tri_q = self._queue(m, "tri_q", sq.i_tri)
-        prim = raster.i
+        # The vertex and triangle packets are offered from registers (issue 15): a valid
+        # flip-flop each, which the spreader's input ``ready`` (its answer and arbiter,
+        # deep) clears and nothing else reads in that clock, and payloads that are wires
+        # of ``seq`` (it changes only after the triangle was taken). The spreader must
+        # have taken the vertex packet before the triangle packet is offered (its
+        # arbiter could take the triangle first), and the triangle before the rasterizer
+        # gets the primitive (its pixel packets name the triangle): each step waits for
+        # the valid before it to clear.
+        vtx, tri, prim = sq.i_vtx, sq.i_tri, raster.i
+        m.d.comb += [vtx.payload.base.eq(base), vtx.payload.count.eq(3),
+                     vtx.payload.size.eq(1),
+                     tri.payload.prid.eq(seq), tri.payload.i0.eq(base),
+                     tri.payload.i1.eq(base | 1), tri.payload.i2.eq(base | 2),
+                     tri.payload.size.eq(1), tri.payload.last.eq(0b111)]
+        for packet in (vtx, tri):
+            with m.If(packet.ready):
+                m.d.sync += packet.valid.eq(0)
         with m.FSM(name="feeder") as feeder:
             with m.State("IDLE"):
                 m.d.comb += feeder_idle.eq(1)
                 with m.If(frame.ongoing("RUN") & parser.o.valid & (rec.kind == Rec.DRAW)
                           & pending.w_rdy):
                     m.d.comb += parser.o.ready.eq(1)
-                    m.d.sync += draw.eq(rec)
-                    m.next = "VERTEX"
-            with m.State("VERTEX"):
-                m.d.comb += [vtx_q.w_en.eq(1), vtx.base.eq(base), vtx.count.eq(3),
-                             vtx.size.eq(1)]
-                with m.If(vtx_q.w_rdy):
+                    m.d.sync += [draw.eq(rec), vtx.valid.eq(1)]
                     m.next = "TRIANGLE"
             with m.State("TRIANGLE"):
-                m.d.comb += [tri_q.w_en.eq(~vtx_q.r_rdy), tri.prid.eq(seq), tri.i0.eq(base),
-                             tri.i1.eq(base + 1), tri.i2.eq(base + 2), tri.size.eq(1),
-                             tri.last.eq(0b111)]
-                with m.If(tri_q.w_en & tri_q.w_rdy):
+                with m.If(~vtx.valid):
+                    m.d.sync += tri.valid.eq(1)
                     m.next = "PRIMITIVE"
             with m.State("PRIMITIVE"):
-                m.d.comb += prim.valid.eq(~tri_q.r_rdy)
+                m.d.comb += prim.valid.eq(~tri.valid)
                 for j in range(3):
                     m.d.comb += [prim.payload.v[j].x.eq(draw.v[2 * j]),
                                  prim.payload.v[j].y.eq(draw.v[2 * j + 1])]
@@ -823,7 +822,7 @@ class Frontend(wiring.Component):
         full = Cat((st.free_records == self.records) & (st.free_entities == self.entities)
                    & (st.free_lines == self.lines) for st in sq.status_tap)
         m.d.comb += drained.eq(feeder_idle & ~pending.r_rdy & ~pix_fifo.r_rdy & ~side.r_rdy
-                               & ~vtx_q.r_rdy & ~tri_q.r_rdy
+                               & ~vtx.valid & ~tri.valid
                                & ~mv.valid & ~raster.o.valid & ~raster_out.o.valid
                                & full.all()
                                & Cat(eng.idle for eng in self.engines).all() & fb.idle)
