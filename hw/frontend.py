@@ -119,7 +119,7 @@ raster_latency, raster_lanes : int
     change the rasterizer's timing and area, never its packets. Defaults 7 and 16.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.memory import Memory
@@ -750,9 +750,15 @@ class Frontend(wiring.Component):
         L = sq.lay
         # The rasterizer's words go through a register stage (its ``o.ready`` a register:
         # the router's room -- the pending FIFO's level, the side FIFO's -- stays out of
-        # the packer's ``free`` and the block rasterizer's flow copies, issue 15).
+        # the packer's ``free`` and the block rasterizer's flow copies, issue 15). The
+        # spreader's pixel packet is a register loaded only while empty: its payload
+        # comes from flip-flops and the spreader's input ``ready`` clears its valid
+        # alone (issue 15). One packet every other clock at most; the spreader takes
+        # one every three clocks at most (an allocation's request, response, answer).
         raster_out = sync_block.StreamBuffer(raster.o.payload.shape())
-        pix, pix_fifo = self._queue(m, "pix_fifo", sq.i_pix)
+        pix = sq.i_pix
+        with m.If(pix.ready):
+            m.d.sync += pix.valid.eq(0)
         side = SyncFIFO(width=P + 16 * S, depth=sq.spreader_params["fifo_depth"] + 4)
         m.submodules.raster_out, m.submodules.side = raster_out, side
         wiring.connect(m, raster.o, raster_out.i)
@@ -760,15 +766,16 @@ class Frontend(wiring.Component):
         pk = word.packet[0]
         flush = pk.prim[0]
         head_seq, head_prid = pending.r_data[:16], pending.r_data[16:]
-        out = pix
-        m.d.comb += [out.prid.eq(head_seq), out.x.eq(Cat(Const(0, 2), pk.span[:2], pk.bx)),
-                     out.y.eq(Cat(Const(0, 2), pk.span[2:], pk.by)),
-                     out.mask.eq(Mux(flush, 0, pk.pixel_mask)), out.last.eq(flush),
-                     out.size.eq(~flush)]
-        room = pending.r_rdy & pix_fifo.w_rdy & (flush | side.w_rdy)
+        room = pending.r_rdy & ~pix.valid & (flush | side.w_rdy)
         move_on = raster_out.o.valid & room
-        m.d.comb += [raster_out.o.ready.eq(room), pix_fifo.w_en.eq(move_on),
-                     pending.r_en.eq(move_on & flush),
+        out = pix.payload
+        with m.If(move_on):
+            m.d.sync += [pix.valid.eq(1), out.prid.eq(head_seq),
+                         out.x.eq(Cat(Const(0, 2), pk.span[:2], pk.bx)),
+                         out.y.eq(Cat(Const(0, 2), pk.span[2:], pk.by)),
+                         out.mask.eq(Mux(flush, 0, pk.pixel_mask)), out.last.eq(flush),
+                         out.size.eq(~flush)]
+        m.d.comb += [raster_out.o.ready.eq(room), pending.r_en.eq(move_on & flush),
                      side.w_en.eq(move_on & ~flush),
                      side.w_data.eq(Cat(head_prid, pk.sample_mask))]
         m.d.comb += sq.i_pat.valid.eq(0)
@@ -821,7 +828,7 @@ class Frontend(wiring.Component):
         # ---- drained and errors
         full = Cat((st.free_records == self.records) & (st.free_entities == self.entities)
                    & (st.free_lines == self.lines) for st in sq.status_tap)
-        m.d.comb += drained.eq(feeder_idle & ~pending.r_rdy & ~pix_fifo.r_rdy & ~side.r_rdy
+        m.d.comb += drained.eq(feeder_idle & ~pending.r_rdy & ~pix.valid & ~side.r_rdy
                                & ~vtx.valid & ~tri.valid
                                & ~mv.valid & ~raster.o.valid & ~raster_out.o.valid
                                & full.all()
@@ -830,18 +837,6 @@ class Frontend(wiring.Component):
                    sq.qcc_error.any(), sq.adapter_error)
         m.d.comb += [self.errors.eq(errs), self.error.eq(errs.any())]
         return m
-
-    @staticmethod
-    def _queue(m, name, sink, depth=2):
-        """A ``SyncFIFO`` named ``name`` that feeds the stream ``sink``; returns the
-        payload to write (a view of its layout) and the FIFO (``w_en``, ``w_rdy``)."""
-        layout = sink.payload.shape()
-        fifo = SyncFIFO(width=Shape.cast(layout).width, depth=depth)
-        m.submodules[name] = fifo
-        payload = Signal(layout, name=f"{name}_w")
-        m.d.comb += [fifo.w_data.eq(payload), sink.valid.eq(fifo.r_rdy),
-                     sink.payload.eq(fifo.r_data), fifo.r_en.eq(sink.ready)]
-        return payload, fifo
 
     def _primitive(self, m, p, msaa, tag, size):
         """The rasterizer's fields of a primitive besides its vertices."""
