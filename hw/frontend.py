@@ -93,8 +93,16 @@ Decisions
   keeps held vertex and triangle data from crowding out the pixels that free them
   (vertex 4, triangle 2, pixel 1).
 * The frame is done when the parser's END was taken and everything is empty: feeder,
-  draws in flight, router and side FIFOs, the spreader's move output, every QCC back to
-  its full free counts, every engine and the framebuffer idle.
+  draws in flight, router, its registers and the side FIFO, the spreader's move output,
+  every QCC back to its full free counts, every engine and the framebuffer idle.
+* **Registers between the blocks** (issue 15: the board build's routed critical paths
+  ran through these handshakes): a ``hw.sync.StreamBuffer`` between the CSP and the
+  parser and one after the rasterizer; the parser's ``i.ready`` is its output register
+  being empty; the spreader's vertex, triangle and pixel packets come from registers
+  whose valid alone the spreader's ``ready`` clears (the vertex and triangle payloads
+  are wires of ``seq``; the pixel packet is loaded only while empty, at most one every
+  other clock, which the spreader's three clocks per allocation never exceed). They
+  change the timing only, never a block's contract or the frame.
 
 Parameters
 ----------
