@@ -93,8 +93,16 @@ Decisions
   keeps held vertex and triangle data from crowding out the pixels that free them
   (vertex 4, triangle 2, pixel 1).
 * The frame is done when the parser's END was taken and everything is empty: feeder,
-  draws in flight, router and side FIFOs, the spreader's move output, every QCC back to
-  its full free counts, every engine and the framebuffer idle.
+  draws in flight, router, its registers and the side FIFO, the spreader's move output,
+  every QCC back to its full free counts, every engine and the framebuffer idle.
+* **Registers between the blocks** (issue 15: the board build's routed critical paths
+  ran through these handshakes): a ``hw.sync.StreamBuffer`` between the CSP and the
+  parser and one after the rasterizer; the parser's ``i.ready`` is its output register
+  being empty; the spreader's vertex, triangle and pixel packets come from registers
+  whose valid alone the spreader's ``ready`` clears (the vertex and triangle payloads
+  are wires of ``seq``; the pixel packet is loaded only while empty, at most one every
+  other clock, which the spreader's three clocks per allocation never exceed). They
+  change the timing only, never a block's contract or the frame.
 
 Parameters
 ----------
@@ -195,8 +203,9 @@ def fb_request_layout(prid_bits, max_samples, record_bits=8):
 class CommandParser(wiring.Component):
     """Primitive-group words (the CSP's output 1) -> FRAME, DRAW and END records.
 
-    One word a clock while the output is free; a DRAW record goes out when its sixth
-    VERTEX is taken. Malformed words (module docstring) are dropped and set ``error``.
+    One word a clock while the output register is empty (``i.ready`` is ``~o.valid``: no
+    path from ``o.ready`` to ``i.ready``); a DRAW record goes out when its sixth VERTEX is
+    taken. Malformed words (module docstring) are dropped and set ``error``.
     The FRAME-inside-a-frame and DRAW-outside-a-frame rules are the top's (it knows the
     frame state); a FRAME with a mode the build lacks is dropped here.
 
@@ -228,7 +237,12 @@ class CommandParser(wiring.Component):
         error = Signal()
         m.d.comb += self.error.eq(error)
 
-        free = ~self.o.valid | self.o.ready
+        # A word is taken only while the output register is empty, so that ``i.ready`` is
+        # a register's inverse: the consumer's ``o.ready`` (the front end's frame and
+        # feeder state) never reaches the CSP's output or the parser's clock enables
+        # (issue 15: that path was the front end's routed critical path). It costs a
+        # clock after each record, one in seven words for a draw.
+        free = ~self.o.valid
         with m.If(self.o.valid & self.o.ready):
             m.d.sync += self.o.valid.eq(0)
         m.d.comb += [self.i.ready.eq(free), self.o.payload.eq(rec)]
@@ -633,7 +647,11 @@ class Frontend(wiring.Component):
 
         # ---- command stream: CSP; state output -> LATENCY; 3D and 2D unsupported
         wiring.connect(m, wiring.flipped(self.i), csp.i[0])
-        wiring.connect(m, csp.o[Group.PRIM], parser.i)
+        # a register stage between the CSP's output buffer and the parser (issue 15: the
+        # two are far apart on the die; both sides of the handshake are registers here)
+        m.submodules.cmd_buf = cmd_buf = sync_block.StreamBuffer(sync_block.stream_word(32))
+        wiring.connect(m, csp.o[Group.PRIM], cmd_buf.i)
+        wiring.connect(m, cmd_buf.o, parser.i)
         for g in (Group.STATE, Group.D3, Group.D2):
             o = csp.o[g]
             m.d.comb += o.ready.eq(1)
@@ -687,35 +705,44 @@ class Frontend(wiring.Component):
         m.submodules.pending = pending
         draw = Signal.like(rec)
         base = Cat(Const(0, 3), seq[:13])
+        # The vertex and triangle packets are offered from registers (issue 15): a valid
+        # flip-flop each, which the spreader's input ``ready`` (its answer and arbiter,
+        # deep) clears and nothing else reads in that clock, and payloads that are wires
+        # of ``seq`` (it changes only after the triangle was taken). The spreader must
+        # have taken the vertex packet before the triangle packet is offered (its
+        # arbiter could take the triangle first), and the triangle before the rasterizer
+        # gets the primitive (its pixel packets name the triangle): each step waits for
+        # the valid before it to clear.
         vtx, tri, prim = sq.i_vtx, sq.i_tri, raster.i
+        m.d.comb += [vtx.payload.base.eq(base), vtx.payload.count.eq(3),
+                     vtx.payload.size.eq(1),
+                     tri.payload.prid.eq(seq), tri.payload.i0.eq(base),
+                     tri.payload.i1.eq(base | 1), tri.payload.i2.eq(base | 2),
+                     tri.payload.size.eq(1), tri.payload.last.eq(0b111)]
+        for packet in (vtx, tri):
+            with m.If(packet.ready):
+                m.d.sync += packet.valid.eq(0)
         with m.FSM(name="feeder") as feeder:
             with m.State("IDLE"):
                 m.d.comb += feeder_idle.eq(1)
                 with m.If(frame.ongoing("RUN") & parser.o.valid & (rec.kind == Rec.DRAW)
                           & pending.w_rdy):
                     m.d.comb += parser.o.ready.eq(1)
-                    m.d.sync += draw.eq(rec)
-                    m.next = "VERTEX"
-            with m.State("VERTEX"):
-                m.d.comb += [vtx.valid.eq(1), vtx.payload.base.eq(base),
-                             vtx.payload.count.eq(3), vtx.payload.size.eq(1)]
-                with m.If(vtx.ready):
+                    m.d.sync += [draw.eq(rec), vtx.valid.eq(1)]
                     m.next = "TRIANGLE"
             with m.State("TRIANGLE"):
-                m.d.comb += [tri.valid.eq(1), tri.payload.prid.eq(seq),
-                             tri.payload.i0.eq(base), tri.payload.i1.eq(base + 1),
-                             tri.payload.i2.eq(base + 2), tri.payload.size.eq(1),
-                             tri.payload.last.eq(0b111)]
-                with m.If(tri.ready):
+                with m.If(~vtx.valid):
+                    m.d.sync += tri.valid.eq(1)
                     m.next = "PRIMITIVE"
             with m.State("PRIMITIVE"):
-                m.d.comb += prim.valid.eq(1)
+                m.d.comb += prim.valid.eq(~tri.valid)
                 for j in range(3):
                     m.d.comb += [prim.payload.v[j].x.eq(draw.v[2 * j]),
                                  prim.payload.v[j].y.eq(draw.v[2 * j + 1])]
                 self._primitive(m, prim.payload, msaa, 0, (self.width, self.height))
-                m.d.comb += [pending.w_en.eq(prim.ready), pending.w_data.eq(Cat(seq, draw.prid))]
-                with m.If(prim.ready):
+                m.d.comb += [pending.w_en.eq(prim.valid & prim.ready),
+                             pending.w_data.eq(Cat(seq, draw.prid))]
+                with m.If(prim.valid & prim.ready):
                     m.next = "FLUSH"
             with m.State("FLUSH"):
                 m.d.comb += prim.valid.eq(1)
@@ -729,26 +756,37 @@ class Frontend(wiring.Component):
 
         # ---- pixel router: packets -> the spreader's pixel packets (+ side data)
         L = sq.lay
-        pix_fifo = SyncFIFO(width=L["i_pix"].size, depth=2)
+        # The rasterizer's words go through a register stage (its ``o.ready`` a register:
+        # the router's room -- the pending FIFO's level, the side FIFO's -- stays out of
+        # the packer's ``free`` and the block rasterizer's flow copies, issue 15). The
+        # spreader's pixel packet is a register loaded only while empty: its payload
+        # comes from flip-flops and the spreader's input ``ready`` clears its valid
+        # alone (issue 15). One packet every other clock at most; the spreader takes
+        # one every three clocks at most (an allocation's request, response, answer).
+        raster_out = sync_block.StreamBuffer(raster.o.payload.shape())
+        pix = sq.i_pix
+        with m.If(pix.ready):
+            m.d.sync += pix.valid.eq(0)
         side = SyncFIFO(width=P + 16 * S, depth=sq.spreader_params["fifo_depth"] + 4)
-        m.submodules.pix_fifo, m.submodules.side = pix_fifo, side
-        word = raster.o.payload
+        m.submodules.raster_out, m.submodules.side = raster_out, side
+        wiring.connect(m, raster.o, raster_out.i)
+        word = raster_out.o.payload
         pk = word.packet[0]
         flush = pk.prim[0]
         head_seq, head_prid = pending.r_data[:16], pending.r_data[16:]
-        out = Signal(L["i_pix"])
-        m.d.comb += [out.prid.eq(head_seq), out.x.eq(Cat(Const(0, 2), pk.span[:2], pk.bx)),
-                     out.y.eq(Cat(Const(0, 2), pk.span[2:], pk.by)),
-                     out.mask.eq(Mux(flush, 0, pk.pixel_mask)), out.last.eq(flush),
-                     out.size.eq(~flush)]
-        room = pending.r_rdy & pix_fifo.w_rdy & (flush | side.w_rdy)
-        move_on = raster.o.valid & room
-        m.d.comb += [raster.o.ready.eq(room), pix_fifo.w_en.eq(move_on),
-                     pix_fifo.w_data.eq(out), pending.r_en.eq(move_on & flush),
+        room = pending.r_rdy & ~pix.valid & (flush | side.w_rdy)
+        move_on = raster_out.o.valid & room
+        out = pix.payload
+        with m.If(move_on):
+            m.d.sync += [pix.valid.eq(1), out.prid.eq(head_seq),
+                         out.x.eq(Cat(Const(0, 2), pk.span[:2], pk.bx)),
+                         out.y.eq(Cat(Const(0, 2), pk.span[2:], pk.by)),
+                         out.mask.eq(Mux(flush, 0, pk.pixel_mask)), out.last.eq(flush),
+                         out.size.eq(~flush)]
+        m.d.comb += [raster_out.o.ready.eq(room), pending.r_en.eq(move_on & flush),
                      side.w_en.eq(move_on & ~flush),
                      side.w_data.eq(Cat(head_prid, pk.sample_mask))]
-        m.d.comb += [sq.i_pix.valid.eq(pix_fifo.r_rdy), sq.i_pix.payload.eq(pix_fifo.r_data),
-                     pix_fifo.r_en.eq(sq.i_pix.ready), sq.i_pat.valid.eq(0)]
+        m.d.comb += sq.i_pat.valid.eq(0)
 
         # ---- move router: a pixel packet's move meets its side data at its EU
         mv = sq.move
@@ -798,8 +836,10 @@ class Frontend(wiring.Component):
         # ---- drained and errors
         full = Cat((st.free_records == self.records) & (st.free_entities == self.entities)
                    & (st.free_lines == self.lines) for st in sq.status_tap)
-        m.d.comb += drained.eq(feeder_idle & ~pending.r_rdy & ~pix_fifo.r_rdy & ~side.r_rdy
-                               & ~mv.valid & ~raster.o.valid & full.all()
+        m.d.comb += drained.eq(feeder_idle & ~pending.r_rdy & ~pix.valid & ~side.r_rdy
+                               & ~vtx.valid & ~tri.valid
+                               & ~mv.valid & ~raster.o.valid & ~raster_out.o.valid
+                               & full.all()
                                & Cat(eng.idle for eng in self.engines).all() & fb.idle)
         errs = Cat(csp.error, parser.error, placement_error, raster.error, sq.error,
                    sq.qcc_error.any(), sq.adapter_error)
@@ -814,10 +854,11 @@ class Frontend(wiring.Component):
 
 
 #: The board build's parameters (``make synth``, ``make bitstream``): two EUs, a 64x64
-#: frame at 4x MSAA, the small tables of the tests.
+#: frame at 4x MSAA, the small tables of the tests, and the block rasterizer's FPGA
+#: build (latency 9, 8 lanes per edge: issue 16's faster and smaller setting).
 BOARD_PARAMS = {"n_eus": 2, "width": 64, "height": 64, "modes": (4,), "prid_bits": 8,
                 "records": 8, "entities": 8, "lines": 16, "vdt_records": 8, "pt_records": 4,
-                "fifo_depth": 2, "latency": 2}
+                "fifo_depth": 2, "latency": 2, "raster_latency": 9, "raster_lanes": 8}
 
 # ====================================================================== the board top
 

@@ -1260,7 +1260,8 @@ class BlockRasterizer(wiring.Component):
 
     @staticmethod
     def _ranks_balanced(m, flags):
-        """:meth:`_ranks` with the row totals added as a balanced tree: a span of row 1
+        """Each span's rank among the set ``flags`` (the count of set flags before it)
+        and the total, with the row totals added as a balanced tree: a span of row 1
         adds ``T0``, of row 2 ``T0 + T1``, of row 3 ``(T0 + T1) + (T2 + local)``, and the
         count is ``(T0 + T1) + (T2 + T3)`` (``Tr``: row ``r``'s total), two small adders
         after the rows' counts, not three in a row."""
@@ -1278,19 +1279,6 @@ class BlockRasterizer(wiring.Component):
                           "b_count")
         # rank 0 is a constant (passed on as one, not registered)
         return [Const(0, 4)] + [Cat(r, Const(0, 4))[:4] for r in ranks[1:]], count[:5]
-
-    @staticmethod
-    def _ranks(m, flags):
-        """Each span's rank among the set ``flags`` (the count of set flags before it)
-        and the total, as a short prefix count: per row of 4 spans the local counts
-        (LUTs), then the three row totals added up."""
-        local, totals = BlockRasterizer._row_counts(m, flags)
-        before = [Const(0, 1)]
-        for row in range(3):
-            before.append(_add_bits(m, before[-1], totals[row], f"rows_before{row + 1}")[:4])
-        ranks = [_add_bits(m, before[k // 4], local[k // 4][k % 4], f"rank{k}")[:4]
-                 for k in range(SPANS)]
-        return ranks, _add_bits(m, before[3], totals[3], "count")[:5]
 
     @staticmethod
     def _and_all(vectors):
@@ -2219,7 +2207,7 @@ class PixelPacker(_Format, wiring.Component):
         # non-empty span's rank among them.
         with m.If(b_free):
             m.d.sync += b_holding.eq(a_valid)
-        ranks, count = BlockRasterizer._ranks(m, a["nonempty"])
+        ranks, count = BlockRasterizer._ranks_balanced(m, a["nonempty"])
         with m.If(b_free & a_valid):
             m.d.sync += self._copy(b, a)
             m.d.sync += [r.eq(v) for r, v in zip(rank, ranks)]

@@ -72,7 +72,8 @@ TARGETS = [
     # the whole front end at the board build's parameters (hw.frontend.BOARD_PARAMS)
     ("frontend.frontend", {"n_eus": 2, "width": 64, "height": 64, "modes": (4,),
                            "prid_bits": 8, "records": 8, "entities": 8, "lines": 16,
-                           "vdt_records": 8, "pt_records": 4, "fifo_depth": 2, "latency": 2}),
+                           "vdt_records": 8, "pt_records": 4, "fifo_depth": 2, "latency": 2,
+                           "raster_latency": 9, "raster_lanes": 8}),
 ]
 
 
