@@ -388,7 +388,10 @@ Decisions
    three VDT records and its PT record, the held vertex packet's and patch's VDT
    records, the held pixel packet's PT record), registers with each record's state
    after this clock's edge (``VertexTable``/``PrimitiveTable`` ``held_look``,
-   ``held_busy``): the valid and closed bits selected from their next values, the
+   ``held_busy``): the valid and closed bits selected from the flip-flops with this
+   edge's allocation, closes and release applied by compares of the record (selected
+   from the bits' next values, the 256/256 build's deepest chain ran from C's record
+   through the writes' one-hot decoders, a fan-out of 727, into these registers), the
    LUT-RAM word read now with this edge's allocation forwarded. A parked packet is held
    in the clock before too (it was in R or parked then, and ``held`` keeps it), so in
    its clock the registers equal its live lookups; stage P reads them for a parked
@@ -672,19 +675,15 @@ class VertexTable(wiring.Component):
                      freed.eq(Mux(rl.ready, low | Cat(first_of_patch[-1],
                                                       first_of_patch[:-1]), 0))]
 
-        valid_n, closed_n = Signal(V), Signal(V)       # after this edge
-        m.d.comb += [
-            valid_n.eq((valid | written) & ~freed),
-            closed_n.eq(((closed & ~written) | Mux(al.noref, written, 0) | close_set)
-                        & ~freed),
-        ]
         m.d.sync += [
-            valid.eq(valid_n), closed.eq(closed_n),
+            valid.eq((valid | written) & ~freed),
             done.eq(((done & ~written) | done_set) & ~freed),
+            closed.eq(((closed & ~written) | Mux(al.noref, written, 0) | close_set) & ~freed),
             patch.eq(((patch & ~written) | Mux(al.patch, written, 0)) & ~freed),
             half.eq((half & ~written) | second),
         ]
-        self._held_lookups(m, read, valid_n, closed_n, rec1)
+        self._held_lookups(m, read, (valid, closed), rec1,
+                           (rl.ready & chosen, sel, first_of_patch.any()))
         inc, dec = Signal(V), Signal(V)
         m.d.comb += [inc.eq(_decode(self.refs.inc, self.refs.inc_rec, V)),
                      dec.eq(_decode(self.refs.dec, self.refs.dec_rec, V))]
@@ -697,23 +696,42 @@ class VertexTable(wiring.Component):
                              refs_zero[r].eq(Mux(dec[r], refs[r] == 1, refs[r].all()))]
         return m
 
-    def _held_lookups(self, m, read, valid_n, closed_n, rec1):
+    def _held_lookups(self, m, read, bits, rec1, release):
         """The held packets' lookups as registers (decision 26): each record's state
-        after this edge, the bits from their next values, the word read now with this
-        edge's allocation forwarded (a patch writes ``rec`` and ``rec + 1``)."""
-        al = self.alloc
+        after this edge -- its valid and closed bits selected from the flip-flops with
+        this edge's allocation, closes and release applied by compares of the record
+        (not selected from the bits' next values, whose decoders of the writes' records
+        fan out to every record), the word read now with the allocation forwarded (a
+        patch writes ``rec`` and ``rec + 1``). ``release``: the record freed at this
+        edge (valid, record, and whether it frees ``record + 1`` too: a patch)."""
+        al, cl = self.alloc, self.close
+        valid, closed = bits
+        rel_v, rel_rec, rel_patch = release
+
+        def after(a, name):
+            """``(valid, closed, first, second)`` of record ``a`` after this edge."""
+            first = Signal(name=f"{name}_first")
+            second = Signal(name=f"{name}_second")
+            m.d.comb += [first.eq(al.en & (al.rec == a)),
+                         second.eq(al.en & al.patch & (rec1 == a))]
+            written = first | second
+            freed = rel_v & ((rel_rec == a) | (rel_patch & ((rel_rec + 1)[:len(a)] == a)))
+            closing = Cat(cl.mask[i] & (cl.rec[i] == a) for i in range(3)).any()
+            v = (valid.bit_select(a, 1) | written) & ~freed
+            c = (((closed.bit_select(a, 1) & ~written) | (al.noref & written) | closing)
+                 & ~freed)
+            return v, c, first, second
+
         for i in range(3):
-            m.d.sync += self.held_busy[i].eq(valid_n.bit_select(self.held_busy_addr[i], 1))
+            m.d.sync += self.held_busy[i].eq(after(self.held_busy_addr[i], f"held_busy{i}")[0])
         for i in range(3):
             a, lk = self.held_addr[i], self.held_look[i]
+            v, c, first, second = after(a, f"held{i}")
             w, new = read(a, 4 + i), Signal(self.word, name=f"held_new{i}")
-            first = al.en & (al.rec == a)
-            second = al.en & al.patch & (rec1 == a)
             m.d.comb += [new.tag.eq(Mux(first, al.tag, al.tag1)), new.eu.eq(al.eu),
                          new.entity.eq(al.entity),
                          new.count.eq(Mux(al.patch, GROUP, al.count)), new.half.eq(~first)]
-            m.d.sync += [lk.valid.eq(valid_n.bit_select(a, 1)),
-                         lk.closed.eq(closed_n.bit_select(a, 1)),
+            m.d.sync += [lk.valid.eq(v), lk.closed.eq(c),
                          lk.as_value()[2:].eq(Mux(first | second, new, w))]
 
 
@@ -817,20 +835,28 @@ class PrimitiveTable(wiring.Component):
                      rl.payload.entity.eq(w.entity), rl.payload.etype.eq(TRI),
                      rl.payload.rec.eq(sel if self.rbits else 0),
                      freed.eq(Mux(rl.ready, low, 0))]
-        valid_n, closed_n = Signal(P), Signal(P)       # after this edge
-        m.d.comb += [valid_n.eq((valid | written) & ~freed),
-                     closed_n.eq(((closed & ~written) | closing) & ~freed)]
         m.d.sync += [
-            valid.eq(valid_n), closed.eq(closed_n),
+            valid.eq((valid | written) & ~freed),
             done.eq(((done & ~written) | done_set) & ~freed),
+            closed.eq(((closed & ~written) | closing) & ~freed),
         ]
-        # the held packets' lookups (decisions 17, 26): the state after this edge, the
-        # word read now with this edge's allocation forwarded
+        # the held packets' lookups (decisions 17, 26): the state after this edge (the
+        # bits from the flip-flops with this edge's writes and release applied by
+        # compares of the record), the word read now with the allocation forwarded
+        def at(rec, en, addr):
+            return en & (rec[:self.rbits] == addr[:self.rbits])
+
+        def after(addr):
+            written, freed = at(al.rec, al.en, addr), at(sel, rl.ready & chosen, addr)
+            closing = at(self.close[0].rec, self.close[0].en, addr) \
+                | at(self.close[1].rec, self.close[1].en, addr)
+            return ((bit(valid, addr) | written) & ~freed,
+                    ((bit(closed, addr) & ~written) | closing) & ~freed, written)
+
         ha, w_held = self.held_addr, read(self.held_addr)
-        fwd = al.en & (al.rec[:self.rbits] == ha[:self.rbits])
-        m.d.sync += [self.held_busy.eq(bit(valid_n, self.held_busy_addr)),
-                     self.held_look.valid.eq(bit(valid_n, ha)),
-                     self.held_look.closed.eq(bit(closed_n, ha)),
+        v, c, fwd = after(ha)
+        m.d.sync += [self.held_busy.eq(after(self.held_busy_addr)[0]),
+                     self.held_look.valid.eq(v), self.held_look.closed.eq(c),
                      self.held_look.as_value()[2:].eq(Mux(fwd, wp.data, w_held))]
         self._pixels(m, pix_zero, inc, dec, read)
         return m
