@@ -585,7 +585,8 @@ class VertexTable(wiring.Component):
         # word, so a lookup reads it with the word rather than from the flip-flops
         self.word = data.StructLayout({"tag": T, "eu": EU_W, "entity": ENTITY_W, "count": 4,
                                        "half": 1})
-        self.entry = data.StructLayout({"valid": 1, "closed": 1} | self.word.members)
+        # a lookup's record bits: ``open`` = valid and not closed (all a hit needs)
+        self.entry = data.StructLayout({"open": 1} | self.word.members)
         recs = data.ArrayLayout(R, 3)
         super().__init__({
             "busy_addr": In(R).array(3), "busy": Out(1).array(3),
@@ -626,11 +627,11 @@ class VertexTable(wiring.Component):
 
         for i in range(3):
             m.d.comb += self.busy[i].eq(valid.bit_select(self.busy_addr[i], 1))
+        open_ = Signal(V)          # valid and not closed: one bit per lookup to select
+        m.d.comb += open_.eq(valid & ~closed)
         for i in range(3):
             a, lk = self.look_addr[i], self.look[i]
-            m.d.comb += [lk.valid.eq(valid.bit_select(a, 1)),
-                         lk.closed.eq(closed.bit_select(a, 1)),
-                         lk.as_value()[2:].eq(read(a, i))]
+            m.d.comb += [lk.open.eq(open_.bit_select(a, 1)), lk.as_value()[1:].eq(read(a, i))]
 
         # allocation: record rec (half 0) and, for a patch, rec + 1 (half 1)
         al = self.alloc
@@ -682,7 +683,7 @@ class VertexTable(wiring.Component):
             patch.eq(((patch & ~written) | Mux(al.patch, written, 0)) & ~freed),
             half.eq((half & ~written) | second),
         ]
-        self._held_lookups(m, read, (valid, closed), rec1,
+        self._held_lookups(m, read, (valid, open_), rec1,
                            (rl.ready & chosen, sel, first_of_patch.any()))
         inc, dec = Signal(V), Signal(V)
         m.d.comb += [inc.eq(_decode(self.refs.inc, self.refs.inc_rec, V)),
@@ -702,14 +703,15 @@ class VertexTable(wiring.Component):
         this edge's allocation, closes and release applied by compares of the record
         (not selected from the bits' next values, whose decoders of the writes' records
         fan out to every record), the word read now with the allocation forwarded (a
-        patch writes ``rec`` and ``rec + 1``). ``release``: the record freed at this
-        edge (valid, record, and whether it frees ``record + 1`` too: a patch)."""
+        patch writes ``rec`` and ``rec + 1``). ``bits``: the valid and the open (valid,
+        not closed) vectors; ``release``: the record freed at this edge (valid,
+        record, and whether it frees ``record + 1`` too: a patch)."""
         al, cl = self.alloc, self.close
-        valid, closed = bits
+        valid, open_ = bits
         rel_v, rel_rec, rel_patch = release
 
         def after(a, name):
-            """``(valid, closed, first, second)`` of record ``a`` after this edge."""
+            """``(valid, open, first, second)`` of record ``a`` after this edge."""
             first = Signal(name=f"{name}_first")
             second = Signal(name=f"{name}_second")
             m.d.comb += [first.eq(al.en & (al.rec == a)),
@@ -718,21 +720,20 @@ class VertexTable(wiring.Component):
             freed = rel_v & ((rel_rec == a) | (rel_patch & ((rel_rec + 1)[:len(a)] == a)))
             closing = Cat(cl.mask[i] & (cl.rec[i] == a) for i in range(3)).any()
             v = (valid.bit_select(a, 1) | written) & ~freed
-            c = (((closed.bit_select(a, 1) & ~written) | (al.noref & written) | closing)
+            o = (((open_.bit_select(a, 1) & ~written) | (written & ~al.noref)) & ~closing
                  & ~freed)
-            return v, c, first, second
+            return v, o, first, second
 
         for i in range(3):
             m.d.sync += self.held_busy[i].eq(after(self.held_busy_addr[i], f"held_busy{i}")[0])
         for i in range(3):
             a, lk = self.held_addr[i], self.held_look[i]
-            v, c, first, second = after(a, f"held{i}")
+            _, o, first, second = after(a, f"held{i}")
             w, new = read(a, 4 + i), Signal(self.word, name=f"held_new{i}")
             m.d.comb += [new.tag.eq(Mux(first, al.tag, al.tag1)), new.eu.eq(al.eu),
                          new.entity.eq(al.entity),
                          new.count.eq(Mux(al.patch, GROUP, al.count)), new.half.eq(~first)]
-            m.d.sync += [lk.valid.eq(v), lk.closed.eq(c),
-                         lk.as_value()[2:].eq(Mux(first | second, new, w))]
+            m.d.sync += [lk.open.eq(o), lk.as_value()[1:].eq(Mux(first | second, new, w))]
 
 
 class PrimitiveTable(wiring.Component):
@@ -767,7 +768,7 @@ class PrimitiveTable(wiring.Component):
         self.loc = data.StructLayout({"tag": self.tag_bits, "eu": EU_W, "entity": ENTITY_W})
         self.vrs = data.StructLayout({"vrn": 3, "vr": data.ArrayLayout(VR, 3)})
         self.word = data.StructLayout(self.loc.members | self.vrs.members)
-        self.entry = data.StructLayout({"valid": 1, "closed": 1} | self.loc.members)
+        self.entry = data.StructLayout({"open": 1} | self.loc.members)    # open: valid, not closed
         rec = data.StructLayout({"en": 1, "rec": R})
         super().__init__({
             "busy_addr": In(R), "busy": Out(1),
@@ -809,9 +810,9 @@ class PrimitiveTable(wiring.Component):
                      wp.data.entity.eq(al.word.entity),
                      wp_vr.data.vrn.eq(al.word.vrn), wp_vr.data.vr.eq(al.word.vr)]
         m.d.comb += self.busy.eq(bit(valid, self.busy_addr))
-        w_in = read(self.look_addr)
-        m.d.comb += [self.look.valid.eq(bit(valid, self.look_addr)),
-                     self.look.closed.eq(bit(closed, self.look_addr)),
+        w_in, open_ = read(self.look_addr), Signal(P)
+        m.d.comb += [open_.eq(valid & ~closed),
+                     self.look.open.eq(bit(open_, self.look_addr)),
                      self.look.tag.eq(w_in.tag), self.look.eu.eq(w_in.eu),
                      self.look.entity.eq(w_in.entity)]
         w_vr = read(self.refs_addr, mem_vr)
@@ -851,13 +852,13 @@ class PrimitiveTable(wiring.Component):
             closing = at(self.close[0].rec, self.close[0].en, addr) \
                 | at(self.close[1].rec, self.close[1].en, addr)
             return ((bit(valid, addr) | written) & ~freed,
-                    ((bit(closed, addr) & ~written) | closing) & ~freed, written)
+                    (bit(open_, addr) | written) & ~closing & ~freed, written)
 
         ha, w_held = self.held_addr, read(self.held_addr)
-        v, c, fwd = after(ha)
+        _, o, fwd = after(ha)
         m.d.sync += [self.held_busy.eq(after(self.held_busy_addr)[0]),
-                     self.held_look.valid.eq(v), self.held_look.closed.eq(c),
-                     self.held_look.as_value()[2:].eq(Mux(fwd, wp.data, w_held))]
+                     self.held_look.open.eq(o),
+                     self.held_look.as_value()[1:].eq(Mux(fwd, wp.data, w_held))]
         self._pixels(m, pix_zero, inc, dec, read)
         return m
 
@@ -1493,8 +1494,7 @@ class PacketChecks(wiring.Component):
             prov_held = Cat(v & self.held_tri_eq[i][n] for n, v in enumerate(there)).any()
             m.d.comb += [
                 self.vdt_look_addr[i].eq(in_rec), self.tri_recs[i].eq(recs[i]),
-                hit[i].eq(lk.valid & (lk.tag == self.vtag(x)) & ~lk.closed
-                          & (x[:3] < lk.count)),
+                hit[i].eq(lk.open & (lk.tag == self.vtag(x)) & (x[:3] < lk.count)),
                 prov[i].eq(Mux(parked, prov_held, prov_in)),
                 # R's and C's triangles only for the input's head: a parked triangle
                 # was in R in the clock before, so neither holds one (decision 26)
@@ -1531,8 +1531,8 @@ class PacketChecks(wiring.Component):
         # the port, the parked packet's from the PT's register (``pt_held_look``, read a
         # clock ahead; decision 17), so that no source select and no LUT-RAM read lies
         # ahead of a parked packet's triangle EU and the pixel list's order
-        hit_in = look.valid & (look.tag == self.ptag(self.in_pix.prid)) & ~look.closed
-        hit_held = held.valid & (held.tag == self.ptag(self.held_pix.prid)) & ~held.closed
+        hit_in = look.open & (look.tag == self.ptag(self.in_pix.prid))
+        hit_held = held.open & (held.tag == self.ptag(self.held_pix.prid))
         parked = self.parked[PIX]
         m.d.comb += [
             self.pt_look_addr.eq(self.prec(self.in_pix.prid)), res.rec.eq(rec),
