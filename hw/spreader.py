@@ -290,7 +290,9 @@ Decisions
    last. The PT's write-once fields are two memories (tag, EU, entity; the triangle's
    VDT records), so the added read port copies only the first.
    ``tb/unit/test_spreader_sim.py`` checks the register against a mirror of the PT's
-   writes in every clock. The same for a parked triangle's three VDT lookups at
+   writes in every clock. (Decision 26 reads it at the held packet's record alone: a
+   parked packet is held in the clock before too.) The same for a parked triangle's
+   three VDT lookups at
    256/256 (words in registers that follow the held packet, the allocation forwarded,
    no read port added; commit ``efb4903``) placed at 26.72 MHz against 27.56 (seed 1,
    not routed) with 2,270 more TRELLIS_COMB, and was not kept (docs/spreader.md).
@@ -379,6 +381,46 @@ Decisions
    three increments and three decrements a clock, which one write port per memory
    cannot take) stay flip-flops, each with one adder (+1, or -1 as all ones) instead
    of an incrementer, a decrementer and a choice.
+26. The parked packets' lookups from registers (issue 12; contract unchanged): at
+   256/256 the routed critical path ran from ``parked`` through the source select into
+   the VDT's LUT-RAM (a 256-deep read) and the triangle's checks to the first request.
+   Each table now keeps, for the records the held packets name (the held triangle's
+   three VDT records and its PT record, the held vertex packet's and patch's VDT
+   records, the held pixel packet's PT record), registers with each record's state
+   after this clock's edge (``VertexTable``/``PrimitiveTable`` ``held_look``,
+   ``held_busy``): the record's ``open`` bit (valid and not closed, all a hit needs:
+   one select per lookup, for the input heads' lookups too) and valid bit selected
+   from the flip-flops with this
+   edge's allocation, closes and release applied by compares of the record (selected
+   from the bits' next values, the 256/256 build's deepest chain ran from C's record
+   through the writes' one-hot decoders, a fan-out of 727, into these registers), the
+   LUT-RAM word read now with this edge's allocation forwarded. A parked packet is held
+   in the clock before too (it was in R or parked then, and ``held`` keeps it), so in
+   its clock the registers equal its live lookups; stage P reads them for a parked
+   packet and the table ports (now at the input heads' records only) for the input's
+   head, ``parked`` choosing last. The VDT gets three read ports (the held triangle's
+   records; decision 17's PT had one already, now read at the held record alone, not
+   also at the input head's with a choice after the edge). A VDT record's ``half`` bit
+   moved into its LUT-RAM word, so no lookup selects it from the flip-flops. And a
+   parked packet's own stream has no packet in R or C (R's packet is a packet of its
+   stream only when it is that packet, and C's was R's in the clock before), so the
+   same-stream hazards (a record R's or C's packet writes or closes) are compared
+   with the input head's fields only, gated by ``parked``: the 8-EU build's routed
+   critical path ran from ``parked`` through the held triangle's compares with C's
+   triangle. ``tb/unit/test_spreader_sim.py`` checks the registers against a mirror of
+   the tables' writes in every clock, and the invariants they rely on.
+27. The walk order registered (issue 12; contract unchanged): each
+   :class:`CandidateList` decoded its type's walk (a register) into each EU's position
+   and compared the positions pairwise ahead of the candidate order: after decision
+   26 the deepest chain of the 32/32 build (18 LUT levels by the team's ``lut_depth.py``)
+   ran from a walk register through that decode and the order to ``alloc[e].valid``.
+   :class:`Rotation` now keeps the order itself in registers (``in_list``: the EU is
+   in the list, ``before``: EU a is walked before EU b), computed from the next walk
+   for both outcomes of the accept and chosen by it after the edge, as the walk was.
+   Decisions 26 and 27 (4 EUs, seed 1): 256/256 43.25 MHz routed (40.06 before;
+   38,164 LUT4), the worst path then stage R's accept (an in-flight bit -> the
+   bad-answer check -> the held packets' enables); 32/32 49.75 MHz (54.22 before),
+   its worst path the input head triangle's provider compares (from the port).
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -528,10 +570,16 @@ class VertexTable(wiring.Component):
 
     Ports: ``busy_addr[i]``/``busy[i]`` (valid bit of a record: waits of vertex and
     patch packets), ``look_addr[i]``/``look[i]`` (the three vertex lookups of a
-    triangle), ``alloc`` (write a vertex group, or both groups of a patch), ``close``
-    (a triangle's ``last`` bits), ``refs`` (reference count increments and decrements),
-    ``done`` (a vertex or patch entity completed) and ``release`` (the record of the
-    choice register, decision 23; taking it frees the record).
+    triangle), both for the input heads; ``held_busy_addr[i]``/``held_busy[i]`` and
+    ``held_addr[i]``/``held_look[i]``, the same for the held vertex, patch and
+    triangle packets as registers (decision 26): each is the record's state after
+    this clock's edge (read now and this edge's allocation, closes and release
+    forwarded), so it equals the live lookup in the next clock whenever the held
+    packet is the same then, which a parked packet always is; ``alloc`` (write a
+    vertex group, or both groups of a patch), ``close`` (a triangle's ``last`` bits),
+    ``refs`` (reference count increments and decrements), ``done`` (a vertex or patch
+    entity completed) and ``release`` (the record of the choice register, decision
+    23; taking it frees the record).
     """
 
     def __init__(self, *, records, index_bits):
@@ -539,12 +587,18 @@ class VertexTable(wiring.Component):
         self.rbits = records.bit_length() - 1
         self.tag_bits = max(1, index_bits - 3 - self.rbits)
         R, T = self.rbits, self.tag_bits
-        self.word = data.StructLayout({"tag": T, "eu": EU_W, "entity": ENTITY_W, "count": 4})
-        self.entry = data.StructLayout({"valid": 1, "closed": 1, "half": 1} | self.word.members)
+        # ``half`` (the second record of a patch) is write-once too: it rides in the
+        # word, so a lookup reads it with the word rather than from the flip-flops
+        self.word = data.StructLayout({"tag": T, "eu": EU_W, "entity": ENTITY_W, "count": 4,
+                                       "half": 1})
+        # a lookup's record bits: ``open`` = valid and not closed (all a hit needs)
+        self.entry = data.StructLayout({"open": 1} | self.word.members)
         recs = data.ArrayLayout(R, 3)
         super().__init__({
             "busy_addr": In(R).array(3), "busy": Out(1).array(3),
             "look_addr": In(R).array(3), "look": Out(self.entry).array(3),
+            "held_busy_addr": In(R).array(3), "held_busy": Out(1).array(3),
+            "held_addr": In(R).array(3), "held_look": Out(self.entry).array(3),
             "alloc": In(data.StructLayout({"en": 1, "patch": 1, "rec": R, "tag": T,
                                            "tag1": T, "eu": EU_W, "entity": ENTITY_W,
                                            "count": 4, "noref": 1})),
@@ -579,14 +633,11 @@ class VertexTable(wiring.Component):
 
         for i in range(3):
             m.d.comb += self.busy[i].eq(valid.bit_select(self.busy_addr[i], 1))
+        open_ = Signal(V)          # valid and not closed: one bit per lookup to select
+        m.d.comb += open_.eq(valid & ~closed)
         for i in range(3):
             a, lk = self.look_addr[i], self.look[i]
-            w = read(a, i)
-            m.d.comb += [lk.valid.eq(valid.bit_select(a, 1)),
-                         lk.closed.eq(closed.bit_select(a, 1)),
-                         lk.half.eq(half.bit_select(a, 1)),
-                         lk.tag.eq(w.tag), lk.eu.eq(w.eu), lk.entity.eq(w.entity),
-                         lk.count.eq(w.count)]
+            m.d.comb += [lk.open.eq(open_.bit_select(a, 1)), lk.as_value()[1:].eq(read(a, i))]
 
         # allocation: record rec (half 0) and, for a patch, rec + 1 (half 1)
         al = self.alloc
@@ -602,7 +653,8 @@ class VertexTable(wiring.Component):
                          wp.addr.eq(Mux(mine, al.rec, rec1)[1:]),
                          wp.data.tag.eq(Mux(mine, al.tag, al.tag1)),
                          wp.data.eu.eq(al.eu), wp.data.entity.eq(al.entity),
-                         wp.data.count.eq(Mux(al.patch, GROUP, al.count))]
+                         wp.data.count.eq(Mux(al.patch, GROUP, al.count)),
+                         wp.data.half.eq(~mine)]
 
         # completion, triangle closes, the release scan
         d = self.done
@@ -637,6 +689,8 @@ class VertexTable(wiring.Component):
             patch.eq(((patch & ~written) | Mux(al.patch, written, 0)) & ~freed),
             half.eq((half & ~written) | second),
         ]
+        self._held_lookups(m, read, (valid, open_), rec1,
+                           (rl.ready & chosen, sel, first_of_patch.any()))
         inc, dec = Signal(V), Signal(V)
         m.d.comb += [inc.eq(_decode(self.refs.inc, self.refs.inc_rec, V)),
                      dec.eq(_decode(self.refs.dec, self.refs.dec_rec, V))]
@@ -649,6 +703,44 @@ class VertexTable(wiring.Component):
                              refs_zero[r].eq(Mux(dec[r], refs[r] == 1, refs[r].all()))]
         return m
 
+    def _held_lookups(self, m, read, bits, rec1, release):
+        """The held packets' lookups as registers (decision 26): each record's state
+        after this edge -- its valid and closed bits selected from the flip-flops with
+        this edge's allocation, closes and release applied by compares of the record
+        (not selected from the bits' next values, whose decoders of the writes' records
+        fan out to every record), the word read now with the allocation forwarded (a
+        patch writes ``rec`` and ``rec + 1``). ``bits``: the valid and the open (valid,
+        not closed) vectors; ``release``: the record freed at this edge (valid,
+        record, and whether it frees ``record + 1`` too: a patch)."""
+        al, cl = self.alloc, self.close
+        valid, open_ = bits
+        rel_v, rel_rec, rel_patch = release
+
+        def after(a, name):
+            """``(valid, open, first, second)`` of record ``a`` after this edge."""
+            first = Signal(name=f"{name}_first")
+            second = Signal(name=f"{name}_second")
+            m.d.comb += [first.eq(al.en & (al.rec == a)),
+                         second.eq(al.en & al.patch & (rec1 == a))]
+            written = first | second
+            freed = rel_v & ((rel_rec == a) | (rel_patch & ((rel_rec + 1)[:len(a)] == a)))
+            closing = Cat(cl.mask[i] & (cl.rec[i] == a) for i in range(3)).any()
+            v = (valid.bit_select(a, 1) | written) & ~freed
+            o = (((open_.bit_select(a, 1) & ~written) | (written & ~al.noref)) & ~closing
+                 & ~freed)
+            return v, o, first, second
+
+        for i in range(3):
+            m.d.sync += self.held_busy[i].eq(after(self.held_busy_addr[i], f"held_busy{i}")[0])
+        for i in range(3):
+            a, lk = self.held_addr[i], self.held_look[i]
+            _, o, first, second = after(a, f"held{i}")
+            w, new = read(a, 4 + i), Signal(self.word, name=f"held_new{i}")
+            m.d.comb += [new.tag.eq(Mux(first, al.tag, al.tag1)), new.eu.eq(al.eu),
+                         new.entity.eq(al.entity),
+                         new.count.eq(Mux(al.patch, GROUP, al.count)), new.half.eq(~first)]
+            m.d.sync += [lk.open.eq(o), lk.as_value()[1:].eq(Mux(first | second, new, w))]
+
 
 class PrimitiveTable(wiring.Component):
     """The primitive table (PT): one record per triangle in flight.
@@ -658,15 +750,17 @@ class PrimitiveTable(wiring.Component):
     one-hots; the pixel packets in flight are two LUT-RAMs of counts (accepted,
     completed) with a flip-flop per record for "none in flight" (decision 25).
 
-    Ports: ``busy_addr``/``busy`` (valid bit: a triangle's wait), ``look_addr``/``look``
-    (the input head's pixel packet's triangle), ``held_addr``/``held_look`` (the held
-    pixel packet's triangle: its word is a register, read a clock ahead at the record
-    of the packet held after the edge, ``held_next``: the held one, else the input
-    head's, and transparent for that edge's write, so that a parked pixel packet's
-    lookup starts from flip-flops; decision 17), ``refs_addr``/``refs`` (the VDT
-    records of a completed triangle), ``alloc`` (a triangle accepted), ``close`` (an end marker or a last pixel
-    packet), ``pixels`` (a pixel packet accepted / completed), ``done`` (a triangle
-    completed) and ``release`` (the record of the choice register, decision 23).
+    Ports: ``busy_addr``/``busy`` (valid bit: the input head triangle's wait),
+    ``look_addr``/``look`` (the input head's pixel packet's triangle),
+    ``held_busy_addr``/``held_busy`` and ``held_addr``/``held_look`` (the same for the
+    held triangle and pixel packet: registers, each the record's state after this
+    clock's edge -- the bits' next values, the word read now with this edge's
+    allocation forwarded -- so that a parked packet's lookup starts from flip-flops;
+    decisions 17 and 26), ``refs_addr``/``refs`` (the VDT records of a completed
+    triangle), ``alloc`` (a triangle accepted), ``close`` (an end marker or a last
+    pixel packet), ``pixels`` (a pixel packet accepted / completed), ``done`` (a
+    triangle completed) and ``release`` (the record of the choice register, decision
+    23).
     """
 
     def __init__(self, *, records, prid_bits, vdt_records):
@@ -680,12 +774,13 @@ class PrimitiveTable(wiring.Component):
         self.loc = data.StructLayout({"tag": self.tag_bits, "eu": EU_W, "entity": ENTITY_W})
         self.vrs = data.StructLayout({"vrn": 3, "vr": data.ArrayLayout(VR, 3)})
         self.word = data.StructLayout(self.loc.members | self.vrs.members)
-        self.entry = data.StructLayout({"valid": 1, "closed": 1} | self.loc.members)
+        self.entry = data.StructLayout({"open": 1} | self.loc.members)    # open: valid, not closed
         rec = data.StructLayout({"en": 1, "rec": R})
         super().__init__({
             "busy_addr": In(R), "busy": Out(1),
             "look_addr": In(R), "look": Out(self.entry),
-            "held_addr": In(R), "held_next": In(1), "held_look": Out(self.entry),
+            "held_busy_addr": In(R), "held_busy": Out(1),
+            "held_addr": In(R), "held_look": Out(self.entry),
             "refs_addr": In(R), "refs": Out(self.word),
             "alloc": In(data.StructLayout({"en": 1, "rec": R, "word": self.word})),
             "close": In(rec).array(2), "pix_inc": In(rec), "pix_dec": In(rec),
@@ -721,29 +816,11 @@ class PrimitiveTable(wiring.Component):
                      wp.data.entity.eq(al.word.entity),
                      wp_vr.data.vrn.eq(al.word.vrn), wp_vr.data.vr.eq(al.word.vr)]
         m.d.comb += self.busy.eq(bit(valid, self.busy_addr))
-        w_in, w_held = read(self.look_addr), read(self.held_addr)
-        m.d.comb += [self.look.valid.eq(bit(valid, self.look_addr)),
-                     self.look.closed.eq(bit(closed, self.look_addr)),
+        w_in, open_ = read(self.look_addr), Signal(P)
+        m.d.comb += [open_.eq(valid & ~closed),
+                     self.look.open.eq(bit(open_, self.look_addr)),
                      self.look.tag.eq(w_in.tag), self.look.eu.eq(w_in.eu),
                      self.look.entity.eq(w_in.entity)]
-
-        # the held packet's word after the edge: the word of the record it names
-        # (the held packet's or the input head's), with this edge's write forwarded
-        def fwd(w, addr):
-            return Mux(al.en & (al.rec[:self.rbits] == addr[:self.rbits]), wp.data, w)
-
-        # both candidates are registers and ``held_next`` (the accept decides it) is
-        # registered and chooses between them after the edge, so that the accept
-        # reaches one flip-flop here, not the word's (as the rotation's walk)
-        word_held, word_in, took_held = Signal(self.loc), Signal(self.loc), Signal()
-        held_word = Signal(self.loc)
-        m.d.sync += [word_held.eq(fwd(w_held, self.held_addr)),
-                     word_in.eq(fwd(w_in, self.look_addr)), took_held.eq(self.held_next)]
-        m.d.comb += held_word.eq(Mux(took_held, word_held, word_in))
-        m.d.comb += [self.held_look.valid.eq(bit(valid, self.held_addr)),
-                     self.held_look.closed.eq(bit(closed, self.held_addr)),
-                     self.held_look.tag.eq(held_word.tag), self.held_look.eu.eq(held_word.eu),
-                     self.held_look.entity.eq(held_word.entity)]
         w_vr = read(self.refs_addr, mem_vr)
         m.d.comb += [self.refs.vrn.eq(w_vr.vrn), self.refs.vr.eq(w_vr.vr)]
 
@@ -770,6 +847,24 @@ class PrimitiveTable(wiring.Component):
             done.eq(((done & ~written) | done_set) & ~freed),
             closed.eq(((closed & ~written) | closing) & ~freed),
         ]
+        # the held packets' lookups (decisions 17, 26): the state after this edge (the
+        # bits from the flip-flops with this edge's writes and release applied by
+        # compares of the record), the word read now with the allocation forwarded
+        def at(rec, en, addr):
+            return en & (rec[:self.rbits] == addr[:self.rbits])
+
+        def after(addr):
+            written, freed = at(al.rec, al.en, addr), at(sel, rl.ready & chosen, addr)
+            closing = at(self.close[0].rec, self.close[0].en, addr) \
+                | at(self.close[1].rec, self.close[1].en, addr)
+            return ((bit(valid, addr) | written) & ~freed,
+                    (bit(open_, addr) | written) & ~closing & ~freed, written)
+
+        ha, w_held = self.held_addr, read(self.held_addr)
+        _, o, fwd = after(ha)
+        m.d.sync += [self.held_busy.eq(after(self.held_busy_addr)[0]),
+                     self.held_look.open.eq(o),
+                     self.held_look.as_value()[1:].eq(Mux(fwd, wp.data, w_held))]
         self._pixels(m, pix_zero, inc, dec, read)
         return m
 
@@ -929,78 +1024,103 @@ def _winner(offer, ge):
     return win
 
 
+def _walk_order(m, walk, count, n, name):
+    """The order of a walk (``walk``, ``count`` entries) as relations on the EUs:
+    ``in_list`` (EU e is one of the entries) and ``before`` (``before[a]`` bit ``b``:
+    EU a comes before EU b in the walk; both listed)."""
+    in_list, before = Signal(n, name=f"{name}_in"), Signal(data.ArrayLayout(n, n),
+                                                           name=f"{name}_before")
+    pos = [Signal(range(max(2, n)), name=f"{name}_pos{e}") for e in range(n)]
+    for j in range(n):
+        for e in range(n):
+            with m.If((j < count) & (walk[j] == e)):
+                m.d.comb += [in_list[e].eq(1), pos[e].eq(j)]
+    for a in range(n):
+        m.d.comb += before[a].eq(Cat(in_list[a] & in_list[b] & (pos[a] < pos[b])
+                                     if a != b else Const(0, 1) for b in range(n)))
+    return in_list, before
+
+
 class Rotation(wiring.Component):
-    """Each type's priority list in walk order (load balance, ``rotate``): ``walk[t]``
-    is the list from the entry after the EU of the type's last allocation (from its
-    first entry when there is none, it is not in the list or it is the list's last
-    entry), entry j being the list's entry ``start + j`` modulo its ``count`` (entries
-    from ``count`` on are unused). It is computed from the next state: the list a LIST
-    word writes (``written[t]``, ``entries``, ``count``) and the EU of an accept
-    (``accepted[t]``, ``eu``), for both outcomes of the accept (``eu`` is a register:
-    the EU asked), each into a register, and the accept itself is registered and
-    chooses between them after the edge (one multiplexer from registers), so that the
-    EU's answer reaches only a flip-flop here, and stage P's candidate lists start from
-    registers, not from an adder and a select. Without ``rotate``, the lists
-    themselves."""
+    """Each type's priority list in walk order (load balance, ``rotate``): the list from
+    the entry after the EU of the type's last allocation (from its first entry when
+    there is none, it is not in the list or it is the list's last entry), entry j being
+    the list's entry ``start + j`` modulo its ``count`` (entries from ``count`` on are
+    unused), given as relations on the EUs: ``in_list[t]`` (the EU is in the list) and
+    ``before[t]`` (``before[t][a]`` bit ``b``: EU a is walked before EU b). They are
+    computed from the next state: the list a LIST word writes (``written[t]``,
+    ``entries``, ``count``) and the EU of an accept (``accepted[t]``, ``eu``), for both
+    outcomes of the accept (``eu`` is a register: the EU asked), each into registers,
+    and the accept itself is registered and chooses between them after the edge (one
+    multiplexer from registers), so that the EU's answer reaches only a flip-flop here,
+    and stage P's candidate lists start from registers: the order relations, not a
+    walk decoded into positions and compared (decision 27). Without ``rotate``, the
+    lists' own order, from the configuration registers."""
 
     def __init__(self, *, n_eus, rotate):
         self.n_eus, self.rotate = n_eus, rotate
+        order = {"in_list": Out(n_eus).array(4),
+                 "before": Out(data.ArrayLayout(n_eus, n_eus)).array(4)}
         super().__init__({
             "lists": In(data.ArrayLayout(EU_W, n_eus)).array(4), "counts": In(5).array(4),
             "written": In(4), "entries": In(data.ArrayLayout(EU_W, n_eus)), "count": In(5),
             "accepted": In(4), "eu": In(EU_W),
-            "walk": Out(data.ArrayLayout(EU_W, n_eus)).array(4),
-        })
+        } | order)
 
     def elaborate(self, platform):
         m = Module()
         N = self.n_eus
         if not self.rotate:
-            m.d.comb += [self.walk[t].eq(self.lists[t]) for t in range(4)]
+            for t in range(4):
+                in_list, before = _walk_order(m, self.lists[t], self.counts[t], N, f"list{t}")
+                m.d.comb += [self.in_list[t].eq(in_list), self.before[t].eq(before)]
             return m
         for t in range(4):
             last_eu, last_ok = Signal(EU_W, name=f"last_eu{t}"), Signal(name=f"last_ok{t}")
-            # the walk after an accept of this type and without one, both registers, and
-            # which of them is the walk (``took``: the accept, registered): the accept
-            # reaches only a flip-flop, no logic (at 8 EUs ABC had merged the accept's
-            # final multiplexer into the walk's wide LUTs, a routed critical path)
-            walk_acc = Signal(data.ArrayLayout(EU_W, N), name=f"walk{t}_acc",
-                              init=list(range(N)))
-            walk_keep = Signal(data.ArrayLayout(EU_W, N), name=f"walk{t}_keep",
-                               init=list(range(N)))
+            # the order after an accept of this type and without one, both registers,
+            # and which of them is the order (``took``: the accept, registered): the
+            # accept reaches only a flip-flop, no logic (at 8 EUs ABC had merged the
+            # accept's final multiplexer into the walk's wide LUTs, a routed critical
+            # path)
             took = Signal(name=f"took{t}")
-            walk = Signal(data.ArrayLayout(EU_W, N), name=f"walk{t}")
-            m.d.comb += [walk.eq(Mux(took, walk_acc, walk_keep)), self.walk[t].eq(walk)]
             with m.If(self.accepted[t]):
                 m.d.sync += [last_eu.eq(self.eu), last_ok.eq(1)]
+            m.d.sync += took.eq(self.accepted[t])
             wr = self.written[t]
             lst = [Mux(wr, self.entries[k], self.lists[t][k]) for k in range(N)]
             cnt = Mux(wr, self.count, self.counts[t])
             # the next walk for both outcomes (each from registers and the cfg word),
-            # chosen by the accept: the answer is the last multiplexer before ``walk``
-            nxt = {}
+            # chosen by the accept: the answer is the last multiplexer before the order
+            regs = {}
             for name, last, ok in (("acc", self.eu, 1), ("keep", last_eu, last_ok)):
                 start = Signal(5, name=f"start{t}_{name}")
                 for k in range(N):      # the entries are distinct: at most one matches
                     with m.If(ok & (k + 1 < cnt) & (lst[k] == last)):
                         m.d.comb += start.eq(k + 1)
-                nxt[name] = [Signal(EU_W, name=f"walk{t}_{name}{j}") for j in range(N)]
+                walk = Signal(data.ArrayLayout(EU_W, N), name=f"walk{t}_{name}")
                 for j in range(N):
                     at = Signal(6, name=f"walk{t}_{name}_at{j}")
                     m.d.comb += [at.eq(start + j),
-                                 nxt[name][j].eq(Array(lst)[Mux(at >= cnt, at - cnt, at)[:5]])]
-            m.d.sync += [took.eq(self.accepted[t])]
-            m.d.sync += [walk_acc[j].eq(nxt["acc"][j]) for j in range(N)]
-            m.d.sync += [walk_keep[j].eq(nxt["keep"][j]) for j in range(N)]
+                                 walk[j].eq(Array(lst)[Mux(at >= cnt, at - cnt, at)[:5]])]
+                in_list, before = _walk_order(m, walk, cnt, N, f"walk{t}_{name}")
+                # at reset every list is 0 .. N-1 in that order
+                regs[name] = (Signal(N, name=f"in{t}_{name}", init=(1 << N) - 1),
+                              Signal(data.ArrayLayout(N, N), name=f"before{t}_{name}",
+                                     init=[sum(1 << b for b in range(a + 1, N))
+                                           for a in range(N)]))
+                m.d.sync += [regs[name][0].eq(in_list), regs[name][1].eq(before)]
+            m.d.comb += [self.in_list[t].eq(Mux(took, regs["acc"][0], regs["keep"][0])),
+                         self.before[t].eq(Mux(took, regs["acc"][1], regs["keep"][1]))]
         return m
 
 
 class CandidateList(wiring.Component):
     """One type's candidate list for its stream's packet, as an order on the EUs: its
-    priority list in walk order (``walk``, from :class:`Rotation`; ``count`` entries),
-    stably sorted by how many of the packet's data each EU holds (``holders``: the EUs
-    of a triangle's three vertices, or of a pixel packet's triangle; ``n_holders`` of
-    them, 0 for vertex and patch packets, whose list is the walk itself).
+    priority list in walk order (``in_list``, ``before``: :class:`Rotation`'s order
+    relations), stably sorted by how many of the packet's data each EU holds
+    (``holders``: the EUs of a triangle's three vertices, or of a pixel packet's
+    triangle; ``n_holders`` of them, 0 for vertex and patch packets, whose list is the
+    walk itself).
 
     The list is not built as a sequence: ``ahead[a]`` bit ``b`` says that EU ``a`` is
     listed and sorted ahead of listed EU ``b`` (more of the data held, or as many and
@@ -1014,7 +1134,7 @@ class CandidateList(wiring.Component):
     def __init__(self, *, n_eus, n_holders):
         self.n_eus, self.n_holders = n_eus, n_holders
         super().__init__({
-            "walk": In(data.ArrayLayout(EU_W, n_eus)), "count": In(5),
+            "in_list": In(n_eus), "before": In(data.ArrayLayout(n_eus, n_eus)),
             "holders": In(data.ArrayLayout(EU_W, max(1, n_holders))),
             "meets": In(n_eus), "only_held": In(1), "room": In(n_eus, init=-1),
             "ahead": Out(data.ArrayLayout(n_eus, n_eus)),
@@ -1024,13 +1144,7 @@ class CandidateList(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         N = self.n_eus
-        # each EU's position in the walk and whether it is in the list (from registers)
-        in_list, listed = Signal(N), Signal(N)
-        pos = [Signal(range(max(2, N)), name=f"pos{e}") for e in range(N)]
-        for j in range(N):
-            for e in range(N):
-                with m.If((j < self.count) & (self.walk[j] == e)):
-                    m.d.comb += [in_list[e].eq(1), pos[e].eq(j)]
+        in_list, listed = self.in_list, Signal(N)
         # how many of the packet's data each EU holds
         held = [Signal(2, name=f"held{e}") for e in range(N)]
         for e in range(N):
@@ -1043,7 +1157,7 @@ class CandidateList(wiring.Component):
         for a in range(N):
             m.d.comb += self.ahead[a].eq(Cat(
                 listed[a] & listed[b] & ((held[a] > held[b])
-                                         | ((held[a] == held[b]) & (pos[a] < pos[b])))
+                                         | ((held[a] == held[b]) & self.before[a][b]))
                 if a != b else Const(0, 1) for b in range(N)))
         m.d.comb += self.first.eq(_first_in_order(self.meets & listed, self.ahead, N))
         m.d.comb += self.first_eu.eq(_encode(self.first, N))
@@ -1254,14 +1368,16 @@ class PacketChecks(wiring.Component):
             "held_pix": In(layouts["i_pix"]), "held_pat": In(layouts["i_pat"]),
             "held_pat_g1": In(index_bits - 2),
             "held_valid": In(4), "r_is": In(4), "empty": In(4),
-            "parked": In(4), "in_tri": In(layouts["i_tri"]), "in_pix": In(layouts["i_pix"]),
+            "parked": In(4), "in_vtx": In(layouts["i_vtx"]), "in_tri": In(layouts["i_tri"]),
+            "in_pix": In(layouts["i_pix"]), "in_pat": In(layouts["i_pat"]),
             "held_tri_eq": In(data.ArrayLayout(6, 3)), "held_pix_eq": In(2),
             "c_vtx": In(layouts["i_vtx"]), "c_tri": In(layouts["i_tri"]),
             "c_pix": In(layouts["i_pix"]), "c_pat": In(layouts["i_pat"]),
             "c_pat_g1": In(index_bits - 2), "c_is": In(4),
             "vdt_busy_addr": Out(VR).array(3), "vdt_busy": In(1).array(3),
             "vdt_look_addr": Out(VR).array(3), "vdt_look": In(vdt_entry).array(3),
-            "pt_busy_addr": Out(PR), "pt_busy": In(1),
+            "vdt_held_busy": In(1).array(3), "vdt_held_look": In(vdt_entry).array(3),
+            "pt_busy_addr": Out(PR), "pt_busy": In(1), "pt_held_busy": In(1),
             "pt_look_addr": Out(PR), "pt_look": In(pt_entry), "pt_held_look": In(pt_entry),
             "result": Out(_eval_layout(detail_bits)).array(4),
             "provider": Out(4),
@@ -1305,31 +1421,41 @@ class PacketChecks(wiring.Component):
 
     def _vertex(self, m, stages):
         pv, res = self.vtx, self.result[VTX]
-        rec = self.vrec(pv.base)
-        m.d.comb += [res.rec.eq(rec), self.vdt_busy_addr[0].eq(rec)]
+        rec, in_rec = self.vrec(pv.base), self.vrec(self.in_vtx.base)
+        m.d.comb += [res.rec.eq(rec), self.vdt_busy_addr[0].eq(in_rec)]
+        # R's and C's vertex packets only for the input's head: a parked packet was in
+        # R in the clock before, so neither R nor C holds one of its stream (decision 26)
         hazard = Const(0, 1)
         for st in stages:
-            vp, r0, r1 = self._vrecs(st)
-            hazard = hazard | (vp & ((rec == r0) | (st.is_[PAT] & (rec == r1))))
+            _, r0, r1 = self._vrecs(st)
+            hazard = hazard | (st.is_[VTX] & ~self.parked[VTX] & (in_rec == r0)) \
+                | (st.is_[PAT] & ((rec == r0) | (rec == r1)))
+        busy = Mux(self.parked[VTX], self.vdt_held_busy[0], self.vdt_busy[0])
         with m.If((pv.count == 0) | (pv.count > GROUP) | (pv.base[:3] != 0)):
             m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.MALFORMED)]
         self._size_checks(m, VTX, pv.size)
-        with m.Elif(self.vdt_busy[0] | hazard):
+        with m.Elif(busy | hazard):
             m.d.comb += res.outcome.eq(Outcome.WAIT)
 
     def _patch(self, m, stages):
         pa, res = self.pat, self.result[PAT]
         rec, rec1 = self.vrec(pa.base), Signal(max(1, self.vb))
-        m.d.comb += [rec1.eq(rec + 1), res.rec.eq(rec),
-                     self.vdt_busy_addr[1].eq(rec), self.vdt_busy_addr[2].eq(rec1)]
+        in_rec, in_rec1 = self.vrec(self.in_pat.base), Signal(max(1, self.vb))
+        m.d.comb += [rec1.eq(rec + 1), in_rec1.eq(in_rec + 1), res.rec.eq(rec),
+                     self.vdt_busy_addr[1].eq(in_rec), self.vdt_busy_addr[2].eq(in_rec1)]
+        # R's and C's patches only for the input's head (as for vertex packets)
         hazard = Const(0, 1)
         for st in stages:
-            vp, r0, r1 = self._vrecs(st)
-            hazard = hazard | (vp & ((rec == r0) | (rec1 == r0) | (st.is_[PAT] & (rec == r1))))
+            _, r0, r1 = self._vrecs(st)
+            hazard = hazard | (st.is_[VTX] & ((rec == r0) | (rec1 == r0))) \
+                | (st.is_[PAT] & ~self.parked[PAT]
+                   & ((in_rec == r0) | (in_rec1 == r0) | (in_rec == r1)))
+        busy = Mux(self.parked[PAT], self.vdt_held_busy[1] | self.vdt_held_busy[2],
+                   self.vdt_busy[1] | self.vdt_busy[2])
         with m.If(pa.base[:3] != 0):
             m.d.comb += [res.outcome.eq(Outcome.ERR), res.code.eq(Err.MALFORMED)]
         self._size_checks(m, PAT, pa.size)
-        with m.Elif(self.vdt_busy[1] | self.vdt_busy[2] | hazard):
+        with m.Elif(busy | hazard):
             m.d.comb += res.outcome.eq(Outcome.WAIT)
 
     def _size_checks(self, m, s, size, first=False):
@@ -1363,28 +1489,35 @@ class PacketChecks(wiring.Component):
         there = [self.held_valid[VTX], self.held_valid[PAT], self.held_valid[PAT],
                  stages[1].is_[VTX], stages[1].is_[PAT], stages[1].is_[PAT]]
         in_idx = [self.in_tri.i0, self.in_tri.i1, self.in_tri.i2]
+        parked = self.parked[TRI]
         for i in range(3):
-            lk, x, g = self.vdt_look[i], idx[i], in_idx[i][3:]
+            x, g, in_rec = idx[i], in_idx[i][3:], self.vrec(in_idx[i])
+            # the lookup: the input head's from the VDT's ports, the parked triangle's
+            # from the VDT's registers (decision 26), ``parked`` choosing
+            lk = Signal(self.vdt_look[i].shape(), name=f"t_look{i}")
+            m.d.comb += lk.eq(Mux(parked, self.vdt_held_look[i], self.vdt_look[i]))
             prov_in = Cat(v & (g == gr) for v, gr in zip(there, groups)).any()
             prov_held = Cat(v & self.held_tri_eq[i][n] for n, v in enumerate(there)).any()
             m.d.comb += [
-                self.vdt_look_addr[i].eq(recs[i]), self.tri_recs[i].eq(recs[i]),
-                hit[i].eq(lk.valid & (lk.tag == self.vtag(x)) & ~lk.closed
-                          & (x[:3] < lk.count)),
-                prov[i].eq(Mux(self.parked[TRI], prov_held, prov_in)),
-                closing[i].eq(Cat(
-                    st.is_[TRI] & st.tri.last[j] & (self.vrec(st.tri[f"i{j}"]) == recs[i])
+                self.vdt_look_addr[i].eq(in_rec), self.tri_recs[i].eq(recs[i]),
+                hit[i].eq(lk.open & (lk.tag == self.vtag(x)) & (x[:3] < lk.count)),
+                prov[i].eq(Mux(parked, prov_held, prov_in)),
+                # R's and C's triangles only for the input's head: a parked triangle
+                # was in R in the clock before, so neither holds one (decision 26)
+                closing[i].eq(~parked & Cat(
+                    st.is_[TRI] & st.tri.last[j] & (self.vrec(st.tri[f"i{j}"]) == in_rec)
                     for st in stages for j in range(3)).any()),
                 self.tri_locs[i].eu.eq(lk.eu), self.tri_locs[i].entity.eq(lk.entity),
                 self.tri_locs[i].elem.eq(Cat(x[:3], lk.half)),
             ]
         m.d.comb += self.tri_distinct.eq(Cat(Const(1, 1), recs[1] != recs[0],
                                              (recs[2] != recs[0]) & (recs[2] != recs[1])))
-        rec = self.prec(pt.prid)
-        m.d.comb += [res.rec.eq(rec), self.pt_busy_addr.eq(rec),
+        rec, in_rec = self.prec(pt.prid), self.prec(self.in_tri.prid)
+        m.d.comb += [res.rec.eq(rec), self.pt_busy_addr.eq(in_rec),
                      self.provider[TRI].eq(prov.any())]
-        wait = ((~hit | closing).any() | self.pt_busy
-                | Cat(st.is_[TRI] & (self.prec(st.tri.prid) == rec) for st in stages).any())
+        wait = ((~hit | closing).any() | Mux(parked, self.pt_held_busy, self.pt_busy)
+                | (~parked & Cat(st.is_[TRI] & (self.prec(st.tri.prid) == in_rec)
+                                 for st in stages).any()))
         self._size_checks(m, TRI, pt.size, first=True)
         for i in range(3):      # read only when the triangle offers: ``prov`` is 0
             with m.Elif(~hit[i]):
@@ -1404,8 +1537,8 @@ class PacketChecks(wiring.Component):
         # the port, the parked packet's from the PT's register (``pt_held_look``, read a
         # clock ahead; decision 17), so that no source select and no LUT-RAM read lies
         # ahead of a parked packet's triangle EU and the pixel list's order
-        hit_in = look.valid & (look.tag == self.ptag(self.in_pix.prid)) & ~look.closed
-        hit_held = held.valid & (held.tag == self.ptag(self.held_pix.prid)) & ~held.closed
+        hit_in = look.open & (look.tag == self.ptag(self.in_pix.prid))
+        hit_held = held.open & (held.tag == self.ptag(self.held_pix.prid))
         parked = self.parked[PIX]
         m.d.comb += [
             self.pt_look_addr.eq(self.prec(self.in_pix.prid)), res.rec.eq(rec),
@@ -1417,8 +1550,10 @@ class PacketChecks(wiring.Component):
                         | (stages[1].is_[TRI] & self.held_pix_eq[1]),
                         (self.held_valid[TRI] & (self.held_tri.prid == self.in_pix.prid))
                         | (stages[1].is_[TRI] & (self.c_tri.prid == self.in_pix.prid)))),
-            hazard.eq(Cat(st.is_[PIX] & st.pix.last & (self.prec(st.pix.prid) == rec)
-                          for st in stages).any()),
+            # R's and C's pixel packets only for the input's head (decision 26)
+            hazard.eq(~parked & Cat(st.is_[PIX] & st.pix.last
+                                    & (self.prec(st.pix.prid) == self.prec(self.in_pix.prid))
+                                    for st in stages).any()),
             self.provider[PIX].eq(prov),
             self.pix_tri.eu.eq(Mux(parked, held.eu, look.eu)),
             self.pix_tri.entity.eq(Mux(parked, held.entity, look.entity)),
@@ -1611,7 +1746,8 @@ class Spreader(wiring.Component):
                                                    detail_bits=D)
         for t in range(4):
             m.d.comb += [rot.lists[t].eq(cfg.lists[t]), rot.counts[t].eq(cfg.counts[t]),
-                         cands[t].walk.eq(rot.walk[t]), cands[t].count.eq(cfg.counts[t])]
+                         cands[t].in_list.eq(rot.in_list[t]),
+                         cands[t].before.eq(rot.before[t])]
         m.d.comb += [rot.written.eq(cfg.written), rot.count.eq(self.cfg.payload.count),
                      arb.limit.eq(cfg.limit)]
         m.d.comb += [rot.entries[k].eq(e) for k, e in enumerate(cfg.entries()[:N])]
@@ -1619,20 +1755,23 @@ class Spreader(wiring.Component):
         m.d.comb += [vdt.look_addr[i].eq(chk.vdt_look_addr[i]) for i in range(3)]
         m.d.comb += [chk.vdt_busy[i].eq(vdt.busy[i]) for i in range(3)]
         m.d.comb += [chk.vdt_look[i].eq(vdt.look[i]) for i in range(3)]
+        m.d.comb += [chk.vdt_held_busy[i].eq(vdt.held_busy[i]) for i in range(3)]
+        m.d.comb += [chk.vdt_held_look[i].eq(vdt.held_look[i]) for i in range(3)]
         m.d.comb += [ptab.busy_addr.eq(chk.pt_busy_addr), chk.pt_busy.eq(ptab.busy),
                      ptab.look_addr.eq(chk.pt_look_addr), chk.pt_look.eq(ptab.look),
-                     chk.pt_held_look.eq(ptab.held_look)]
+                     chk.pt_held_look.eq(ptab.held_look), chk.pt_held_busy.eq(ptab.held_busy)]
         f = fifos["err"]
         m.d.comb += [f.w_data.eq(errs.err.payload), f.w_en.eq(errs.err.valid),
                      errs.err.ready.eq(f.w_rdy)]
         m.d.comb += [self.error.eq(errs.error), self.lost.eq(errs.lost)]
 
         s = _State(self, m)
+        self._held_lookups(m, s, vdt, ptab)
         self._scan_status(m, s)
         m.d.comb += [scan.status[e].eq(s.st[e]) for e in range(N)]
         self._stage_p(m, s, cfg, chk, arb, cands)
         self._stage_r(m, s, scan, ift)
-        self._advance(m, s, fifos, cfg, chk, arb, scan, ptab)
+        self._advance(m, s, fifos, cfg, chk, arb, scan)
         self._commit(m, s, fifos, ptab, rot)
         self._commit_stage(m, s, vdt, ptab, ift)
         self._completion(m, s, vdt, ptab, ift)
@@ -1655,6 +1794,19 @@ class Spreader(wiring.Component):
                          f.r_en.eq(port.ready)]
         return fifos
 
+    def _held_lookups(self, m, s, vdt, ptab):
+        """The table records the held packets name (decision 26): the tables keep each
+        one's state after this edge in a register, the lookup of a parked packet in the
+        next clock (a parked packet is held in the clock before too)."""
+        VR, PR = max(1, self.vbits), max(1, self.pbits)
+        vtx, tri, pix, pat = s.held
+        vrec = [Cat(x[3:], Const(0, VR))[:VR] for x in (tri.i0, tri.i1, tri.i2)]
+        m.d.comb += [vdt.held_addr[i].eq(vrec[i]) for i in range(3)]
+        m.d.comb += [vdt.held_busy_addr[0].eq(vtx.base[3:3 + VR]),
+                     vdt.held_busy_addr[1].eq(pat.base[3:3 + VR]),
+                     vdt.held_busy_addr[2].eq(pat.base[3:3 + VR] + 1),
+                     ptab.held_addr.eq(pix.prid[:PR]), ptab.held_busy_addr.eq(tri.prid[:PR])]
+
     def _stage_p(self, m, s, cfg, chk, arb, cands):
         """Stage P: sources (a parked packet before its input's head), checks, the
         arbiter's offers, the winner's evaluation, candidates and minimum."""
@@ -1671,7 +1823,8 @@ class Spreader(wiring.Component):
                      chk.c_pix.eq(s.c_held[PIX]), chk.c_pat.eq(s.c_held[PAT]),
                      chk.c_pat_g1.eq(s.c_pat_g1), chk.c_is.eq(s.c_is),
                      chk.parked.eq(s.parked),
-                     chk.in_tri.eq(s.ins[TRI].payload), chk.in_pix.eq(s.ins[PIX].payload),
+                     chk.in_vtx.eq(s.ins[VTX].payload), chk.in_tri.eq(s.ins[TRI].payload),
+                     chk.in_pix.eq(s.ins[PIX].payload), chk.in_pat.eq(s.ins[PAT].payload),
                      chk.held_tri_eq.eq(s.held_tri_eq), chk.held_pix_eq.eq(s.held_pix_eq),
                      chk.empty.eq(Cat(cfg.counts[t] == 0 for t in range(4)))]
         m.d.comb += [s.offer.eq(s.src_v & ~chk.provider), arb.offer.eq(s.offer)]
@@ -1834,7 +1987,7 @@ class Spreader(wiring.Component):
             m.d.sync += busy[e].eq(((ift.answer_busy[e] | written) & ~cleared) | enters_c)
         return busy
 
-    def _advance(self, m, s, fifos, cfg, chk, arb, scan, ptab):
+    def _advance(self, m, s, fifos, cfg, chk, arb, scan):
         """P -> R: a pass enters R (``load``) when R is free at the edge, the log and move
         FIFOs keep a free entry after this clock's pushes, and it does not overtake R's
         own packet; it brings its first request (P's scan). A refusal loads the request
@@ -1941,12 +2094,6 @@ class Spreader(wiring.Component):
         m.d.sync += [s.active.eq(Mux(acc, load1, load0 | stays0)),
                      s.q_first.eq(Mux(acc, load1, load0 | s.taken))]
         self._provider_compares(m, s, acc, c0)
-        # the held pixel packet's PT word, read a clock ahead (decision 17): the packet
-        # held after the edge is the held one if it is parked or R keeps it (for both
-        # outcomes of the accept, chosen by it last), else the input's head
-        keep0 = s.active & (s.r_stream == PIX) & ~c0
-        m.d.comb += [ptab.held_addr.eq(s.held[PIX].prid[:max(1, self.pbits)]),
-                     ptab.held_next.eq(s.parked[PIX] | (~acc & keep0))]
 
     def _provider_compares(self, m, s, acc, c0):
         """The held triangle's and pixel packet's provider compares (decision 15), from

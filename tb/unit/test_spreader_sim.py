@@ -9,6 +9,12 @@ which the producer contract makes rare: a lock-step run with those registers for
 0 passed. So this test drives random traffic from a small index space (many equal
 groups) with random answers, completions and back-pressure and checks in every clock
 that each register equals the compare of the registers it stands for.
+
+The tables' held-lookup registers (decisions 17 and 26: each record's state after the
+edge at the records the held packets name, a parked packet's lookups) are checked the
+same way against a mirror of the tables' writes and releases, under traffic in the
+producer contract's order that parks packets while their records are written, closed
+and released.
 """
 
 import numpy as np
@@ -21,15 +27,16 @@ from hw.spreader import PAT, PIX, TRI, VTX, Spreader, StagedFIFO
 
 
 class _Probe(Spreader):
-    """The spreader, keeping its elaboration state (``probe``) for the test."""
+    """The spreader, keeping its elaboration state (``probe``) and its tables (``vdt``,
+    ``ptab``) for the test."""
 
     def _stage_p(self, m, s, *args):
         self.probe = s
         return super()._stage_p(m, s, *args)
 
-    def _advance(self, m, s, *args):
-        self.ptab = args[-1]
-        return super()._advance(m, s, *args)
+    def _held_lookups(self, m, s, vdt, ptab):
+        self.vdt, self.ptab = vdt, ptab
+        return super()._held_lookups(m, s, vdt, ptab)
 
 
 def _groups(ctx, s):
@@ -42,9 +49,12 @@ def _groups(ctx, s):
 
 def _check_stage_sets(ctx, s, checked):
     """Stage P's hazard checks read R's and C's stream as one-hot registers (``r_is``,
-    ``c_is``; decision 20): each must equal its stage's valid bit and stream."""
+    ``c_is``; decision 20): each must equal its stage's valid bit and stream. They
+    leave out R's and C's packets of a parked packet's own stream (decision 26): a
+    parked stream has none there."""
     assert ctx.get(s.r_is) == (ctx.get(s.active) << ctx.get(s.r_stream))
     assert ctx.get(s.c_is) == (ctx.get(s.c_valid) << ctx.get(s.c_stream))
+    assert ctx.get(s.parked) & (ctx.get(s.r_is) | ctx.get(s.c_is)) == 0
     checked["r_is"] += ctx.get(s.r_is) != 0
     checked["c_is"] += ctx.get(s.c_is) != 0
 
@@ -121,42 +131,125 @@ def test_registered_provider_compares_equal_the_compares_of_the_registers(seed):
     assert checked["r_is"] > 50
 
 
-@pytest.mark.parametrize("seed", [1])
-def test_held_pixel_packets_pt_word_is_read_a_clock_ahead(seed):
-    """The held pixel packet's PT word (``PrimitiveTable.held_look``, decision 17) is a
-    register read a clock ahead at the record of the packet held after the edge and
-    transparent for that edge's write: in every clock it must equal the word the PT
-    holds now for the held packet's record (a mirror of the PT's writes). Traffic in
-    the producer contract's order, round after round: a vertex group, a triangle on it
-    (closing it), pixel packets and an end marker of its ``prid`` (each packet offered
-    once its provider was taken), with random gaps, answers with fresh entities, random
-    refusals and completions of the entities in flight, so that PT records are written,
-    released and written again while pixel packets are parked."""
+class _TableMirror:
+    """The VDT's and PT's records as their write ports and release streams change them
+    (written at the edge; a released record is free and open again)."""
+
+    def __init__(self, vdt_records, pt_records):
+        self.v = [dict(valid=0, closed=0, tag=0, eu=0, entity=0, count=0, half=0)
+                  for _ in range(vdt_records)]
+        self.p = [dict(valid=0, closed=0, tag=0, eu=0, entity=0) for _ in range(pt_records)]
+
+    @staticmethod
+    def sample(ctx, dut):
+        """This clock's table writes, to apply at the edge."""
+        vdt, pt = dut.vdt, dut.ptab
+        g = ctx.get
+        al, cl = vdt.alloc, vdt.close
+        v = dict(alloc=(g(al.en), g(al.patch), g(al.rec), g(al.tag), g(al.tag1), g(al.eu),
+                        g(al.entity), g(al.count), g(al.noref)),
+                 close=[(g(cl.mask) >> i & 1, g(cl.rec[i])) for i in range(3)],
+                 free=(g(vdt.release.valid) and g(vdt.release.ready),
+                       g(vdt.release.payload.rec), g(vdt.release.payload.etype)))
+        pa = pt.alloc
+        p = dict(alloc=(g(pa.en), g(pa.rec), g(pa.word.tag), g(pa.word.eu), g(pa.word.entity)),
+                 close=[(g(c.en), g(c.rec)) for c in pt.close],
+                 free=(g(pt.release.valid) and g(pt.release.ready), g(pt.release.payload.rec)))
+        return v, p
+
+    def apply(self, writes):
+        (v, p), V, P = writes, len(self.v), len(self.p)
+        en, patch, rec, tag, tag1, eu, ent, count, noref = v["alloc"]
+        if en:
+            for h in range(2 if patch else 1):
+                self.v[(rec + h) % V] = dict(valid=1, closed=noref, tag=tag1 if h else tag,
+                                             eu=eu, entity=ent, count=8 if patch else count,
+                                             half=h)
+        for on, r in v["close"]:
+            if on:
+                self.v[r]["closed"] = 1
+        on, r, etype = v["free"]
+        if on:
+            for x in ([r, (r + 1) % V] if etype == PAT else [r]):
+                self.v[x].update(valid=0, closed=0)
+        en, rec, tag, eu, ent = p["alloc"]
+        if en:
+            self.p[rec % P] = dict(valid=1, closed=0, tag=tag, eu=eu, entity=ent)
+        for on, r in p["close"]:
+            if on:
+                self.p[r % P]["closed"] = 1
+        on, r = p["free"]
+        if on:
+            self.p[r % P].update(valid=0, closed=0)
+
+
+def _looked_up(record):
+    """What a table's lookup gives of a mirror record: ``open`` (valid and not closed)
+    and the word."""
+    word = {k: v for k, v in record.items() if k not in ("valid", "closed")}
+    return {"open": int(record["valid"] and not record["closed"])} | word
+
+
+def _held_records(ctx, s, V, P):
+    """The records the held packets name: the triangle's three VDT records, the vertex
+    packet's and the patch's two (busy bits), the pixel packet's and the triangle's PT
+    records."""
+    g, tri = ctx.get, s.held[TRI]
+    return dict(tri=[(g(getattr(tri, f)) >> 3) % V for f in ("i0", "i1", "i2")],
+                busy=[(g(s.held[VTX].base) >> 3) % V, (g(s.held[PAT].base) >> 3) % V,
+                      ((g(s.held[PAT].base) >> 3) + 1) % V],
+                pix=g(s.held[PIX].prid) % P, tri_pt=g(tri.prid) % P)
+
+
+def _run_held_lookups(seed, check):
+    """Random traffic in the producer contract's order, round after round: a vertex
+    group (or a patch's two), a triangle on it (closing it), pixel packets and an end
+    marker of its ``prid`` (each packet offered once its provider was taken), with
+    random gaps, answers with fresh entities, random refusals, EUs often without room
+    (so packets park) and completions of the entities in flight, so that records are
+    written, released and written again while packets are parked. After each edge,
+    ``check(ctx, dut, mirror, before, checked)`` compares the tables' held-lookup
+    registers with the mirror (``before``: the held packets' records in the clock
+    before the edge)."""
     rng = np.random.default_rng(seed)
-    dut = _Probe(n_eus=2, vdt_records=4, pt_records=4, index_bits=8, prid_bits=3,
+    V, P = 4, 4
+    dut = _Probe(n_eus=2, vdt_records=V, pt_records=P, index_bits=8, prid_bits=3,
                  eu_records=8, eu_lines=16, fifo_depth=2)
-    checked = {"writes": 0, "held": 0, "r_is": 0, "c_is": 0}
-    streams = (dut.i_vtx, dut.i_tri, dut.i_pix)
+    checked = {"writes": 0, "held": 0, "parked": 0, "r_is": 0, "c_is": 0}
+    streams = (dut.i_vtx, dut.i_tri, dut.i_pix, dut.i_pat)
+    mirror = _TableMirror(V, P)
 
     async def bench(ctx):
-        words = [(0, 0, 0)] * 4         # the PT's words (tag, EU, entity): a mirror
         fresh, in_flight = [0, 0], []
         nxt = [0, 0, 0]                 # per stream: its next round (and packet)
         pix_left = 3
         for _ in range(2000):
             # a round's triangle after its vertex group was taken, its pixel packets
-            # after the triangle
-            show = [rng.random() < 0.7, nxt[1] < nxt[0] and rng.random() < 0.7,
-                    nxt[2] < nxt[1] and rng.random() < 0.7]
-            for port, v in zip(streams, show):
-                ctx.set(port.valid, int(v))
+            # after the triangle; round r's group is 2r, and a round of a multiple of 4
+            # sends a patch (groups 2r and 2r + 1) on the patch stream instead of a
+            # vertex packet, its triangle naming both groups
+            # (a group's record is reused two rounds later, once the triangle that
+            # closed it was taken)
             r = nxt[0]
-            ctx.set(dut.i_vtx.payload.base, (r % 32) * 8)
+            on_patch = r % 4 == 0
+            show = [nxt[1] >= r - 1 and rng.random() < 0.7,
+                    nxt[1] < nxt[0] and rng.random() < 0.7,
+                    nxt[2] < nxt[1] and rng.random() < 0.7]
+            ctx.set(dut.i_vtx.valid, int(show[0] and not on_patch))
+            ctx.set(dut.i_pat.valid, int(show[0] and on_patch))
+            for port, v in zip(streams[1:3], show[1:]):
+                ctx.set(port.valid, int(v))
+            ctx.set(dut.i_vtx.payload.base, (r % 16) * 16)
             ctx.set(dut.i_vtx.payload.count, 8)
             ctx.set(dut.i_vtx.payload.size, 1)
+            ctx.set(dut.i_pat.payload.base, (r % 16) * 16)
+            ctx.set(dut.i_pat.payload.size, 1)
             r = nxt[1]
-            for f in ("i0", "i1", "i2"):
-                ctx.set(getattr(dut.i_tri.payload, f), (r % 32) * 8 + int(rng.integers(8)))
+            # (first vertex, span) of each index: a patch's triangle names both groups
+            spans = ((0, 8), (8, 8), (0, 16)) if r % 4 == 0 else ((0, 8),) * 3
+            for f, (first, n) in zip(("i0", "i1", "i2"), spans):
+                ctx.set(getattr(dut.i_tri.payload, f),
+                        (r % 16) * 16 + first + int(rng.integers(n)))
             ctx.set(dut.i_tri.payload.prid, r % 8)
             ctx.set(dut.i_tri.payload.size, 1)
             ctx.set(dut.i_tri.payload.last, 7)
@@ -179,37 +272,75 @@ def test_held_pixel_packets_pt_word_is_read_a_clock_ahead(seed):
                 in_flight.pop(0)
             ctx.set(dut.done.valid, int(bool(done)))
             _random_back_pressure(ctx, dut, rng)
-            # this clock's accepts, the packets taken and the PT's write at this edge
-            # (stage C's triangle)
+            # this clock's accepts, the packets taken and the tables' writes at this edge
             for e in range(2):
                 if ctx.get(dut.alloc[e].valid) and ctx.get(dut.alloc[e].ready) \
                         and ctx.get(dut.accept[e]):
                     in_flight.append((e, fresh[e]))
                     fresh[e] = (fresh[e] + 1) % 256
             taken = [ctx.get(port.valid) and ctx.get(port.ready) for port in streams]
-            al = dut.ptab.alloc
-            write = (ctx.get(al.en), ctx.get(al.rec) & 3,
-                     (ctx.get(al.word.tag), ctx.get(al.word.eu), ctx.get(al.word.entity)))
+            writes = _TableMirror.sample(ctx, dut)
+            s = dut.probe
+            before = (_held_records(ctx, s, V, P), [ctx.get(h.as_value()) for h in s.held],
+                      ctx.get(s.held_v))
             await ctx.tick()
-            nxt[0] += taken[0]
+            nxt[0] += taken[0] or taken[3]
             nxt[1] += taken[1]
             if taken[2]:
                 pix_left, nxt[2] = (pix_left - 1, nxt[2]) if pix_left else (3, nxt[2] + 1)
-            if write[0]:
-                words[write[1]] = write[2]
-                checked["writes"] += 1
-            s = dut.probe
-            look = dut.ptab.held_look
-            word = words[ctx.get(s.held[PIX].prid) & 3]
-            assert (ctx.get(look.tag), ctx.get(look.eu), ctx.get(look.entity)) == word
-            checked["held"] += int(word != (0, 0, 0) and ctx.get(s.parked) >> PIX & 1)
+            mirror.apply(writes)
+            checked["writes"] += writes[0]["alloc"][0] + writes[1]["alloc"][0]
+            # a parked packet is the one held in the clock before: the registers, read
+            # at the held records before the edge, are its lookups
+            parked = ctx.get(s.parked)
+            for k in range(4):
+                if parked >> k & 1:
+                    assert before[2] >> k & 1 and ctx.get(s.held[k].as_value()) == before[1][k]
+                    checked["parked"] += 1
+            check(ctx, dut, mirror, before[0], checked)
             _check_stage_sets(ctx, s, checked)
         assert not ctx.get(dut.error)
 
     _simulate(dut, bench)
-    # PT records were written (and rewritten), and parked pixel packets named them
+    # records were written (and rewritten), and parked packets named them
     assert checked["writes"] > 40 and checked["held"] > 100, checked
-    assert checked["r_is"] > 100 and checked["c_is"] > 40, checked
+    assert checked["parked"] > 200 and checked["r_is"] > 100 and checked["c_is"] > 40, checked
+
+
+@pytest.mark.parametrize("seed", [1])
+def test_held_pixel_packets_pt_word_is_read_a_clock_ahead(seed):
+    """The held pixel packet's PT lookup and the held triangle's PT busy bit
+    (``PrimitiveTable.held_look``, ``held_busy``; decisions 17 and 26) are registers
+    loaded with the state after the edge of the records the held packets named before
+    it: in every clock they must equal a mirror of the PT's writes at those records,
+    and a parked packet must be the one held before the edge (so they are its
+    lookups)."""
+    def check(ctx, dut, mirror, before, checked):
+        look, word = dut.ptab.held_look, _looked_up(mirror.p[before["pix"]])
+        assert {f: ctx.get(getattr(look, f)) for f in word} == word
+        assert ctx.get(dut.ptab.held_busy) == mirror.p[before["tri_pt"]]["valid"]
+        checked["held"] += int(word["open"] and ctx.get(dut.probe.parked) >> PIX & 1)
+
+    _run_held_lookups(seed, check)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_held_packets_vdt_lookups_are_the_records_after_the_edge(seed):
+    """The held triangle's three VDT lookups and the held vertex packet's and patch's
+    busy bits (``VertexTable.held_look``, ``held_busy``; decision 26) are registers
+    loaded with the state after the edge (this edge's allocation, closes and release
+    forwarded) of the records the held packets named before it: in every clock they
+    must equal a mirror of the VDT's writes and releases at those records (open: valid
+    and not closed; tag, EU, entity, count, half; the busy bits: valid)."""
+    def check(ctx, dut, mirror, before, checked):
+        for i, r in enumerate(before["tri"]):
+            look, rec = dut.vdt.held_look[i], _looked_up(mirror.v[r])
+            assert {f: ctx.get(getattr(look, f)) for f in rec} == rec, (i, r)
+            checked["held"] += int(rec["open"] and ctx.get(dut.probe.parked) >> TRI & 1)
+        for i, r in enumerate(before["busy"]):
+            assert ctx.get(dut.vdt.held_busy[i]) == mirror.v[r]["valid"], (i, r)
+
+    _run_held_lookups(seed, check)
 
 
 @pytest.mark.parametrize("depth", [1, 2, 4])
