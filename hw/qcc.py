@@ -701,13 +701,6 @@ def _lowest_index(m, vector, name):
     return nodes[0][1]
 
 
-def _highest_onehot(m, bits, name):
-    """Signal holding the one-hot of the highest set bit of a list of 1-bit values."""
-    onehot = Signal(len(bits), name=name)
-    m.d.comb += onehot.eq(Cat(bits[i] & ~_any(bits[i + 1:]) for i in range(len(bits))))
-    return onehot
-
-
 def _round_robin(m, offers, last, name):
     """One-hot of the first set bit of ``offers`` after position ``last``, cyclically."""
     n = len(offers)
