@@ -182,9 +182,11 @@ Decisions
    same for a parked triangle's VDT lookups measured 49.1 MHz and was not kept);
    figures per step in README.md's Fmax table.
 9. Load balance (``rotate``, default on; decision 9 of the golden model): each type's
-   priority list is walked from the entry after the EU of that type's last allocation
-   (``last_eu``/``last_ok`` per type, set at the accept's edge); locality still heads
-   the candidate list.
+   priority list is walked from the entry after the EU of that type's last request
+   (``last_eu``/``last_ok`` per type, set at the edge of a request's first clock, from
+   stage R's registers; it was the accept's until the QCC's answer came two clocks
+   after the request, when the next packet walked from the EU before and the mesh
+   scene's vertex groups went two to EU 0); locality still heads the candidate list.
 10. Status debit (``debit_held``, default False; the golden model's rule 3): stage P's
    first-request scan counts R's request out of its EU's status only in the request's
    first clock (``q_first``: the request register was loaded at the last edge). The
@@ -1043,19 +1045,19 @@ def _walk_order(m, walk, count, n, name):
 
 class Rotation(wiring.Component):
     """Each type's priority list in walk order (load balance, ``rotate``): the list from
-    the entry after the EU of the type's last allocation (from its first entry when
+    the entry after the EU of the type's last request (from its first entry when
     there is none, it is not in the list or it is the list's last entry), entry j being
     the list's entry ``start + j`` modulo its ``count`` (entries from ``count`` on are
     unused), given as relations on the EUs: ``in_list[t]`` (the EU is in the list) and
     ``before[t]`` (``before[t][a]`` bit ``b``: EU a is walked before EU b). They are
     computed from the next state: the list a LIST word writes (``written[t]``,
-    ``entries``, ``count``) and the EU of an accept (``accepted[t]``, ``eu``), for both
-    outcomes of the accept (``eu`` is a register: the EU asked), each into registers,
-    and the accept itself is registered and chooses between them after the edge (one
-    multiplexer from registers), so that the EU's answer reaches only a flip-flop here,
-    and stage P's candidate lists start from registers: the order relations, not a
-    walk decoded into positions and compared (decision 27). Without ``rotate``, the
-    lists' own order, from the configuration registers."""
+    ``entries``, ``count``) and the EU of a request in its first clock (``asked[t]``,
+    ``eu``: stage R's registers), for both cases (asked or not), each into registers,
+    and ``asked`` itself is registered and chooses between them after the edge (one
+    multiplexer from registers), so that stage P's candidate lists start from
+    registers: the order relations, not a walk decoded into positions and compared
+    (decision 27). Without ``rotate``, the lists' own order, from the configuration
+    registers."""
 
     def __init__(self, *, n_eus, rotate):
         self.n_eus, self.rotate = n_eus, rotate
@@ -1064,7 +1066,7 @@ class Rotation(wiring.Component):
         super().__init__({
             "lists": In(data.ArrayLayout(EU_W, n_eus)).array(4), "counts": In(5).array(4),
             "written": In(4), "entries": In(data.ArrayLayout(EU_W, n_eus)), "count": In(5),
-            "accepted": In(4), "eu": In(EU_W),
+            "asked": In(4), "eu": In(EU_W),
         } | order)
 
     def elaborate(self, platform):
@@ -1077,20 +1079,20 @@ class Rotation(wiring.Component):
             return m
         for t in range(4):
             last_eu, last_ok = Signal(EU_W, name=f"last_eu{t}"), Signal(name=f"last_ok{t}")
-            # the order after an accept of this type and without one, both registers,
-            # and which of them is the order (``took``: the accept, registered): the
-            # accept reaches only a flip-flop, no logic (at 8 EUs ABC had merged the
-            # accept's final multiplexer into the walk's wide LUTs, a routed critical
-            # path)
+            # the order after a request of this type and without one, both registers,
+            # and which of them is the order (``took``: the request, registered): the
+            # request reaches only a flip-flop, no logic (at 8 EUs, when it was the
+            # accept, ABC had merged its final multiplexer into the walk's wide LUTs, a
+            # routed critical path)
             took = Signal(name=f"took{t}")
-            with m.If(self.accepted[t]):
+            with m.If(self.asked[t]):
                 m.d.sync += [last_eu.eq(self.eu), last_ok.eq(1)]
-            m.d.sync += took.eq(self.accepted[t])
+            m.d.sync += took.eq(self.asked[t])
             wr = self.written[t]
             lst = [Mux(wr, self.entries[k], self.lists[t][k]) for k in range(N)]
             cnt = Mux(wr, self.count, self.counts[t])
             # the next walk for both outcomes (each from registers and the cfg word),
-            # chosen by the accept: the answer is the last multiplexer before the order
+            # chosen by the request: the last multiplexer before the order
             regs = {}
             for name, last, ok in (("acc", self.eu, 1), ("keep", last_eu, last_ok)):
                 start = Signal(5, name=f"start{t}_{name}")
@@ -1604,8 +1606,8 @@ class Spreader(wiring.Component):
     fifo_depth : int
         Depth of the ``move``, ``log``, ``release`` and ``err`` FIFOs, 1..64. Default 4.
     rotate : bool
-        Load balance: walk each type's priority list from the EU after the one that
-        took the type's last allocation (True, default), or from its first entry.
+        Load balance: walk each type's priority list from the EU after the one the
+        type's last request went to (True, default), or from its first entry.
     debit_held : bool
         Stage P's first-request scan counts stage R's request out of its EU's status in
         the request's first clock only (False, default; EUs such as the QCC show an
@@ -2118,8 +2120,8 @@ class Spreader(wiring.Component):
                      s.held_pix_eq.eq(Mux(acc, nxt[1][1], nxt[0][1]))]
 
     def _commit(self, m, s, fifos, ptab, rot):
-        """The end of R's pass: the log entry, the move command, the rotation, an end
-        marker's close; an accepted packet enters stage C."""
+        """The end of R's pass: the log entry, the move command, an end marker's close;
+        an accepted packet enters stage C. And the rotation's EU."""
         ent, eu, stream_ = s.ent_in, s.q_eu, s.r_stream
         pkt_v, pkt_t, pkt_p, pkt_a = s.held
         mv, lg, loc, rec = s.push_move, s.push_log, s.r_loc, s.r_ev.rec
@@ -2132,7 +2134,9 @@ class Spreader(wiring.Component):
                     loc[0].eu == eu)
         ref = Mux((stream_ == TRI) | (stream_ == PIX), Mux(local, Ref.LOCAL, Ref.GLOBAL),
                   Ref.NONE)
-        m.d.comb += [rot.accepted.eq(Mux(s.accepted, _onehot(stream_, 4), 0)), rot.eu.eq(eu)]
+        # the rotation moves at a request's first clock (decision 9), from registers
+        m.d.comb += [rot.asked.eq(Mux(s.q_v.any() & s.q_first, _onehot(stream_, 4), 0)),
+                     rot.eu.eq(eu)]
         # The log entry and the move command are made without the accept (decision 21):
         # they are pushed only when the pass ends (``consumed``, ``accepted``), and an
         # entry pushed with neither an error nor a close is the accept's (Kind.ALLOC is

@@ -34,11 +34,11 @@ HARDWARE = [
     ("spreader", "spreader.spreader_qcc", {"n_eus": 4, "records": 16, "entities": 16,
                                            "lines": 32, "vdt_records": 32, "pt_records": 32},
      "tb.bench_spreader", ["bench_scene_qcc"]),
-    # the QCC scene with locality against load (README block 3: pixel patience, the
-    # triangles' locality threshold)
+    # the QCC scene with locality against load (README block 3: the triangles'
+    # locality threshold, about a third of a QCC's records)
     ("spreader", "spreader.spreader_qcc", {"n_eus": 4, "records": 16, "entities": 16,
                                            "lines": 32, "vdt_records": 32, "pt_records": 32,
-                                           "patience": 1, "local_records": 5},
+                                           "local_records": 5},
      "tb.bench_spreader", ["bench_scene_qcc"]),
     # the same scenes without the load-balancing rotation (the lists' fixed order)
     ("spreader", "spreader.spreader", {"n_eus": 4, "vdt_records": 32, "pt_records": 128,

@@ -271,18 +271,26 @@ Decisions (where spec and issue are silent)
 8. Completions come on one shared stream (an external merge of the EUs'), one per clock;
    ``done.ready`` and ``cfg.ready`` are constant 1.
 9. **Load balance** (the spec's "rotating start", parameter ``rotate``, default on): a
-   type's priority list is walked from the entry after the EU that took that type's
-   last allocation (from its first entry before any allocation, or when that EU is not
+   type's priority list is walked from the entry after the EU that type's last
+   request went to (from its first entry before any request, or when that EU is not
    in the list). Locality still comes first: the EUs holding a triangle's vertices (a
    pixel packet's triangle) head the candidate list, the rotation orders only the
    rest (and breaks locality ties). A pass keeps the list it was prepared with; the EU
-   is remembered at the accept's edge, so a pass of that type prepared later walks from
-   the next EU. A packet prepared in the very clock its predecessor of the same type is
-   accepted (back to back) walks from the EU after the allocation before that one, so
-   a stream that every EU accepts goes round the EUs two packets at a time. Without it (``rotate=False``) every type starts at its list's first entry and,
-   with the reset lists, the first EUs take most of the work (the ``mesh`` scene on 4
-   QCCs left one EU idle); vertex packets, which have no locality, now go round the EUs
-   and the triangles and pixels follow their data.
+   is remembered at the edge of a request's first clock (stage R's request register,
+   whatever the answer: a refused request's EU counts too, and the next request of
+   the pass replaces it), so a pass of that type prepared later walks from the next
+   EU. The request, not the accept, moves the walk because an EU's answer comes
+   clocks after its request (the QCC's two): remembered at the accept, the next
+   packet, prepared in the clock its predecessor is accepted, walked from the EU
+   before, and on 4 QCCs the ``mesh`` scene's four vertex groups went to EUs 0, 0, 1,
+   2, leaving EU 3 without data to draw its triangles (smallest share 0.13). A packet
+   prepared in the very clock its predecessor of the same type presents its first
+   request (EUs that answer at once, back to back) still walks from the EU before
+   that one, so such a stream goes round the EUs two packets at a time. Without it
+   (``rotate=False``) every type starts at its list's first entry and, with the reset
+   lists, the first EUs take most of the work (the ``mesh`` scene on 4 QCCs left one EU
+   idle); vertex packets, which have no locality, now go round the EUs and the
+   triangles and pixels follow their data.
 10. **Locality against load** (issue 12, item 6; parameters, default off):
    ``patience`` -- in its first ``patience`` passes (:meth:`Spreader.pass_number`: 1
    for the input's head, 1 + the passes it took for a parked packet) a pixel packet's

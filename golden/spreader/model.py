@@ -86,7 +86,7 @@ class Spreader(Codec):
         Depth of the ``move``, ``log``, ``release`` and ``err`` FIFOs, 1..64. Default 4.
     rotate : bool
         Load balance (decision 9 of the module docstring): walk each type's priority
-        list from the EU after the one that took that type's last allocation (True,
+        list from the EU after the one that type's last request went to (True,
         default), or always from its first entry (False).
     debit_held : bool
         Stage P's scan counts stage R's request out of its EU's status (rule 3) in the
@@ -154,7 +154,7 @@ class Spreader(Codec):
         self._list = [tuple(range(n)) for _ in range(4)]
         self._min = [(1, 1) for _ in range(4)]
         self._limit = self.starve_limit
-        self._last_eu = [None] * 4          # per type: the EU of its last allocation
+        self._last_eu = [None] * 4          # per type: the EU of its last request
         self.v_valid = np.zeros(V, bool)
         self.v_tag = np.zeros(V, np.int64)
         self.v_eu = np.zeros(V, np.int64)
@@ -325,7 +325,7 @@ class Spreader(Codec):
 
     def walk(self, etype):
         """The type's priority list in the order it is walked: from its first entry, or
-        (``rotate``) from the entry after the EU of the type's last allocation."""
+        (``rotate``) from the entry after the EU of the type's last request."""
         return rotated(self._list[etype], self._last_eu[etype] if self.rotate else None)
 
     def candidates(self, etype, local=()):
@@ -621,6 +621,8 @@ class Spreader(Codec):
                 request = (e, req)
                 if p.fresh or self.debit_held:
                     debit = request
+                if p.fresh:             # the request's first clock: the rotation's EU
+                    writes.append(lambda s=p.stream, e=e: self._remember(s, e))
                 ans = respond(e, req) if callable(respond) else respond
                 if ans is None:
                     writes.append(lambda p=p: setattr(p, "fresh", False))
@@ -769,11 +771,15 @@ class Spreader(Codec):
         return key in self._ift or (self._cstage is not None
                                     and self._cstage[1:] == key)
 
-    def _accept(self, p, e, ent):
-        """Edge of the accept: the move command, the log entry, the rotation; the
-        tables follow at the next edge (the commit stage)."""
-        pkt, s = p.packet, p.stream
+    def _remember(self, s, e):
+        """Edge of a request's first clock: the type walks from the EU after ``e``
+        (decision 9)."""
         self._last_eu[s] = e
+
+    def _accept(self, p, e, ent):
+        """Edge of the accept: the move command, the log entry; the tables follow at
+        the next edge (the commit stage)."""
+        pkt, s = p.packet, p.stream
         ref, index, count, src, xy = Ref.NONE, 0, 0, NO_SRC, (0, 0, 0)
         if s in (EType.VERTEX, EType.PATCH):
             index = pkt.base

@@ -1,6 +1,6 @@
 """The invariant checker :class:`Scoreboard` and its figures :class:`Stats`."""
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -69,7 +69,9 @@ class Scoreboard:
       request that does not start in the clock after the previous answer, starts a new
       pass), so locality is honoured
       whenever the preferred EU had room; the list is rebuilt from the configuration
-      words and the log's own vertex and triangle allocations; with ``patience``, a
+      words and the log's own vertex and triangle allocations, walked (``rotate``)
+      from the EU after the one the type's last request (begun before the clock the
+      pass was prepared) went to; with ``patience``, a
       pixel packet allocated in one of its first ``patience`` passes went to its
       triangle's EU (when that EU is in the pixel list);
     * a move command per allocation with the right fields (the vertex / triangle
@@ -103,9 +105,11 @@ class Scoreboard:
         sp, wl = self.sp, self.workload
         n = sp.n_eus
         st = Stats(cycles=result.cycles, per_eu=[0] * n)
-        # rotation: per type, the EU of its last allocation, that allocation's clock and
-        # the EU of the allocation before it
-        last_eu = [(None, -2, None)] * 4
+        # rotation (decision 9): per type, the first clocks of its requests and their EUs
+        asked = [([], []) for _ in range(4)]
+        for rq in sorted(result.requests, key=lambda rq: rq.start):
+            asked[rq.req.etype][0].append(rq.start)
+            asked[rq.req.etype][1].append(rq.eu)
         reqs = {}
         for rq in result.requests:
             reqs.setdefault((rq.req.etype, rq.req.seq), []).append(rq)
@@ -202,9 +206,11 @@ class Scoreboard:
             def candidates():
                 """The preferred (local) EUs and the candidate list under the
                 configuration now in force."""
-                # the pass was prepared in the clock before its first request, from the
-                # allocations accepted before that clock
-                last = last_eu[s][0] if last_eu[s][1] < r.start - 1 else last_eu[s][2]
+                # the pass was prepared in the clock before its first request, walking
+                # from the EU of the type's last request whose first clock came before
+                starts, eus = asked[s]
+                k = bisect_right(starts, r.start - 2)
+                last = eus[k - 1] if k else None
                 lst = rotated(lists[s], last if sp.rotate else None)
                 if s == EType.TRIANGLE:
                     # a vertex-holding EU with fewer than ``local_records`` free
@@ -254,7 +260,6 @@ class Scoreboard:
                     (f"log at {t}: pixel packet placed on EU {e.eu} in pass {e.passes}, "
                      f"not its triangle's EU {locs[0].eu} (patience {sp.patience})")
             st.alloc_cycles += rq[-1].end - rq[k].start + 1
-            last_eu[s] = (e.eu, t, last_eu[s][0])
             refused_mask = sum(1 << x for x in refused)
             assert e.refused == refused_mask, \
                 f"log at {t}: refused mask {e.refused:#x}, requests say {refused_mask:#x}"

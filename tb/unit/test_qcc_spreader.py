@@ -95,22 +95,24 @@ def test_scattered_free_lines_deadlock_is_gone():
     clock before (rule 3) and the QCC's completion pushes and ALLOC's pushes offered a
     clock later (golden decisions 16 and 17), the release chosen into a register a
     clock before it leaves (rule 6), a triangle's references dropped a clock after its
-    completion's other effects (rule 5, stage E) and the adapter's answer registered,
-    two clocks after the ALLOC (issue 15; seeds 1 and 7 did before those changes, 18
+    completion's other effects (rule 5, stage E), the adapter's answer registered,
+    two clocks after the ALLOC (issue 15), and the rotation moved at a request's first
+    clock (decision 9; seeds 1 and 7 did before those changes, 18
     before the registered scan, 34 before the reaper and the commit stage, 5 before
     decision 13, 1 before decision 14, 12 before the registered status, 0 before
     decisions 16 and 17, 25 before the release's choice register, stage E and the
-    registered answer; with these hand-picked minima many seeds deadlock with
-    ``free_run`` too, which the rule of ``test_mixed_sizes_with_held_room_minima``
-    avoids: of seeds 0-39, 18 deadlock with the count, 10 of them on scattered lines as
-    below, and only 10, 14, 18 and 23 of those 10 complete with ``free_run``)."""
+    registered answer, 10 before the rotation moved at the request; with these
+    hand-picked minima many seeds deadlock with ``free_run`` too, which the rule of
+    ``test_mixed_sizes_with_held_room_minima`` avoids: of seeds 0-39, 12 deadlock with
+    the count, 6 of them on scattered lines as below, and 1, 4, 19, 31 and 33 of those
+    6 complete with ``free_run``)."""
     eus = []
     with pytest.raises(RuntimeError, match="deadlock"):
-        run(10, CountingQCCEU, **SMALL, made=eus)
+        run(1, CountingQCCEU, **SMALL, made=eus)
     refused = [(eu.qcc.status(), c.lines) for eu in eus for _, c, r in eu.responses
                if r.code == Code.NO_LINES]
     assert len(refused) > 100 and any(st.free_lines >= n > st.free_run for st, n in refused)
-    stats, eus = run(10, QCCEU, **SMALL)
+    stats, eus = run(1, QCCEU, **SMALL)
     assert stats.refusals == 0 and stats.allocations > 90
 
 

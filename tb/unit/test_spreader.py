@@ -1085,6 +1085,14 @@ def test_rotation_spreads_a_type_over_its_list():
     assert [e.eu for e in _vertex_run(0).entries()] == [0] * 8
 
 
+def test_rotation_moves_at_the_request_not_the_accept():
+    """With EUs that answer 2 clocks after the request (as the QCC behind its adapter),
+    the next packet is prepared after its predecessor's request: it walks from the EU
+    after that one, so the EUs take one packet each in turn (remembered at the accept,
+    the walk moved after the next packet was prepared, and they took two each)."""
+    assert [e.eu for e in _vertex_run(2, rotate=True).entries()] == [0, 1, 2, 3, 0, 1, 2, 3]
+
+
 def test_rotation_walks_the_configured_list_after_the_last_eu():
     sp = small(rotate=True)
     assert sp.walk(V) == (0, 1, 2, 3)
