@@ -69,8 +69,10 @@ How it is built, and why
   written in the map. The reaper picks the lowest entity in ``to_reap`` and reads its
   map word (a third read port; the address from a tree that gives the lowest index
   itself, :func:`_lowest_index`, not the one-hot and an encoder), walks its mapped
-  frames one a clock (a priority encoder over 16 slots; whether the walk is the
-  entity's last, at most one slot left, is a tree of its own beside it), and in the
+  frames one a clock (a priority encoder over 16 slots; the walked record from a
+  tree of its own beside it, :func:`_lowest_entry`, whose nodes choose their lower
+  half's record by its "any", not picked by the encoder's one-hot; whether the walk is
+  the entity's last, at most one slot left, is a third tree), and in the
   clock after a walk frees that record (a decoder
   of its index), its lines (its buffer's base and length from the ART, decoded to a
   range) and, with the last, the entity number. The number stays taken until then,
@@ -125,8 +127,10 @@ How it is built, and why
   worst path of the small build (52.7 MHz).
 * **Search results are read one clock later.** The map word for a search is read
   once for both ports (a read port of its own, addressed by the entity of the
-  request that takes the shared reads, below, with its frame registered), so in the
-  clock after the search its record is one slot pick from one word. Then the
+  request that takes the shared reads, below, with its frame registered as a
+  one-hot), so in the clock after the search its record is one slot pick from one
+  word, an AND-OR of the slots with that one-hot (a LUT4 level fewer than a
+  multiplexer by the frame's 4 bits). Then the
   response is read from the RAMs by that record (comb read ports) and
   ``busy`` from a per-record copy one clock old (``busy_d``); its type and ``hold``
   come from ``ent_meta``, per entity number, read with the map word; ``stage`` is
@@ -241,8 +245,9 @@ How it is built, and why
   command asks for (runs of free lines, then the lowest start). The lowest free record and the RAMs
   are written every clock with what ALLOC or MAP would put there (it is free, so
   nothing reads it); only the ``valid`` bits and the first fit's start
-  wait for the accept decision. The first fit's one-hot start (0 without an accept)
-  and the command's length (a thermometer) end in registers (``take_start``,
+  wait for the accept decision. The first fit's one-hot start and the command's
+  length (a thermometer, 0 without an accept: the accept masks the length, not the
+  start, so that it is no level of the loop below) end in registers (``take_start``,
   ``take_need``), and its lines are taken a clock later: ``line_free`` holds the free
   lines less those of the buffer placed in the clock before, and the lines free now
   (``lines_free_now``, what the first fit, the ``free_run`` tree and the next
@@ -697,6 +702,28 @@ def _lowest_index(m, vector, name):
             joined.append((_sig(m, a0 | a1, f"{name}{level}_{j // 2}_any"),
                            _sig(m, Mux(a0, Cat(i0, Const(0, 1)), Cat(i1, Const(1, 1))),
                                 f"{name}{level}_{j // 2}_index", level)))
+        nodes = joined
+    return nodes[0][1]
+
+
+def _lowest_entry(m, vector, values, name):
+    """The entry of ``values`` at the lowest set bit of ``vector`` (any entry if none),
+    from a binary tree whose nodes choose between their halves' entries by the lower
+    half's "any": a LUT4 level per level of the tree, not the lowest bit's one-hot and
+    then an AND-OR of the entries after it."""
+    nodes = [(vector[i], values[i]) for i in range(len(vector))]
+    level = 0
+    while len(nodes) > 1:
+        level += 1
+        joined = []
+        for j in range(0, len(nodes), 2):
+            if j + 1 == len(nodes):
+                joined.append(nodes[j])
+                continue
+            (a0, v0), (a1, v1) = nodes[j], nodes[j + 1]
+            joined.append((_sig(m, a0 | a1, f"{name}{level}_{j // 2}_any"),
+                           _sig(m, Mux(a0, v0, v1), f"{name}{level}_{j // 2}_entry",
+                                len(v0))))
         nodes = joined
     return nodes[0][1]
 
@@ -1225,8 +1252,8 @@ class QCC(wiring.Component):
         ev.cmd_map = self._map_read(m, s, ev, c.entity, "cmd")
         ev.search_map = self._map_read(m, s, ev, COMMAND(request).entity, "search",
                                        search=True)
-        ev.search_frame = Signal(4, name="search_frame")
-        m.d.sync += ev.search_frame.eq(COMMAND(request).frame)
+        ev.search_frame = Signal(self.frames, name="search_frame")
+        m.d.sync += ev.search_frame.eq(_decode(COMMAND(request).frame, self.frames))
         ev.looked = Signal()          # the command offered now was offered last clock
         m.d.sync += ev.looked.eq(self.cmd.valid & ~self.cmd.ready)
         # The frame-0 record and the record of (entity, frame) from the word read last
@@ -1268,8 +1295,11 @@ class QCC(wiring.Component):
         records = Cat(port.data[f].record for f in range(F))
         valids = Cat(port.data[f].valid for f in range(F))
 
-        def slot(frame, slot_name):
-            if isinstance(frame, Const):
+        def slot(frame, slot_name, onehot=False):
+            if onehot:
+                record = _read(frame, [port.data[f].record for f in range(F)])
+                valid = (frame & valids).any()
+            elif isinstance(frame, Const):
                 record, valid = port.data[frame.value].record, port.data[frame.value].valid
             else:
                 record = records.word_select(frame, self.index_width)
@@ -1474,7 +1504,7 @@ class QCC(wiring.Component):
         # compares a register with the command's 4 bits, with no carry chain.
         # The lines free now (``S_t``): ``line_free`` less the buffer placed in the clock
         # before, whose lines are taken from the registers of its start (``take_start``,
-        # a one-hot, 0 if none) and length a clock late (below).
+        # a one-hot) and length (0 if none) a clock late (below).
         ev.take_start = Signal(L, name="take_start")
         ev.take_need = Signal(MAX_BUF_LINES, name="take_need")     # (bit j: length > j)
         taking = _sig(m, Cat(_any(ev.take_start[i - j] & ev.take_need[j]
@@ -1518,8 +1548,9 @@ class QCC(wiring.Component):
         slots = _sig(m, Mux(loaded, Cat(word.data[f].valid for f in range(F)), left),
                      "reap_slots")
         frame, _ = _lowest(m, slots, "reap_frame")
-        record = _sig(m, _read(frame, [word.data[f].record for f in range(F)]),
-                      "reap_record")
+        # (the record from a tree of its own beside the one-hot's, not picked by it)
+        record = _sig(m, _lowest_entry(m, slots, [word.data[f].record for f in range(F)],
+                                       "reap_record"), "reap_record")
         # (at most one slot left: a tree of its own, beside the lowest frame's, not after it)
         last = _sig(m, ~_two_or_more(m, slots, "reap_two"), "reap_last_frame")
         can_pick = _sig(m, ~walking | last, "reap_can_pick")
@@ -1961,11 +1992,13 @@ class QCC(wiring.Component):
     def _update_lines(self, m, s, ev):
         """Lines taken by ALLOC/MAP, lines of a reaped record freed (never the same)."""
         ok = ev.alloc_ok | ev.map_ok
-        # The lines placed now are taken a clock later, from the registered start (the
-        # accept is one more input of the lowest-start tree's last level) and length.
+        # The lines placed now are taken a clock later, from the registered start and
+        # length. The accept masks the length, not the start, so that it is not one
+        # more level of the first fit's loop (the free lines → the runs → the lowest
+        # start → ``take_start`` → the lines it takes → the free lines).
         m.d.sync += [s.line_free.eq(ev.free_now | ev.reap_lines),
-                     ev.take_start.eq(Mux(ok, ev.fit_start, 0)),
-                     ev.take_need.eq(ev.fit_need)]
+                     ev.take_start.eq(ev.fit_start),
+                     ev.take_need.eq(Mux(ok, ev.fit_need, 0))]
         # Their count, so that ``status`` needs no population count of the bitmap (only
         # a multiplexer waits for the accept decision).
         count = s.free_line_count
@@ -2048,7 +2081,7 @@ class QCC(wiring.Component):
         # record its map word gives (one slot pick); a TRANSLATE's by its buffer, a
         # register, through an ART read of its own, so that its ``addr`` adder is not
         # after the search's map word and read (a routed worst path, 15.07 ns).
-        found = ev.search_map.slot(ev.search_frame, "search")
+        found = ev.search_map.slot(ev.search_frame, "search", onehot=True)
         art = s.art.read_port(domain="comb")
         m.d.comb += art.addr.eq(found.record)
         q_reads = _sig(m, pendings[1].valid & (pendings[1].kind != _Pending.DIRECT),
