@@ -166,14 +166,14 @@ How it is built, and why
   offer, not its ``ready`` (the response queue's count). Two sets of those LUT-RAM
   reads and record-wide picks cost about 700 LUT4 more at 256 records.
 * **A TRANSLATE is checked in two clocks.** In the clock it is taken, its buffer's
-  ``valid`` bit, its entity (``meta``) and whether the offset is past the length
-  (``art_len``) are read into registers; in the next, the entity's ``ent_live`` bit
-  is picked and the code formed, with the response. An entity live in the take's
-  clock is live in the next unless it was killed then (a valid record's entity
-  number is not free, so ALLOC cannot take it), so the pick is ORed with a
-  comparison against that clock's kills (up to three, registered by number). The
-  request's choice, the ``meta`` read and the ``ent_live`` pick were one path (the
-  routed worst path at 15.8-16.5 ns).
+  ``valid`` bit, whether its entity (``meta``) is live (the ``ent_live`` pick, as a
+  search's ``in_use``) and whether the offset is past the length (``art_len``) are
+  read into registers; in the next the code is formed from them, with the response.
+  The request's choice, the ``meta`` read, the ``ent_live`` pick, the code and the
+  response were one path (the routed worst path at 15.8-16.5 ns); with the pick a
+  clock later, from the registered entity (corrected by that clock's kills), the pick
+  (which Yosys mapped as a ripple of 7 LUT4 at 32 entities), the code and the
+  response were (14.73 ns, session 19).
 * **The sticky error from registers.** A request's bad code (>= 8) is known in the
   clock it is taken and goes into the pending response register anyway (a
   TRANSLATE's is formed in the next clock, from registers); the error flag is set
@@ -1244,7 +1244,7 @@ class QCC(wiring.Component):
                               "query_reads")
         # TRANSLATE's reads, for whichever port takes one now; its code a clock later.
         request = Mux(ev.query_reads, self.query.payload.as_value(), c.as_value())
-        ev.translate = self._translate_reads(m, s, COMMAND(request))
+        ev.translate = self._translate_reads(m, s, ev, COMMAND(request))
         # The map word of ``cmd``'s entity, read every clock (out one clock later) for
         # the look-up; and one for the searches, of the request that takes the shared
         # reads (``query``'s if it offers one), with its frame registered: a search's
@@ -1760,33 +1760,31 @@ class QCC(wiring.Component):
             m.d.sync += s.in_flight[t].eq(_any(queued_next) | pushing_next | busy_next
                                           | went.any())
 
-    def _translate_reads(self, m, s, request):
+    def _translate_reads(self, m, s, ev, request):
         """What TRANSLATE ``request`` is checked by, read in the clock it is taken into
-        registers: whether its buffer is allocated (and not reaped), the buffer's
-        entity (``meta``) and whether the offset is past the buffer's length. Whether
-        that entity was live then is picked a clock later (:meth:`_translate_code`), so
-        that the choice of the request, the RAM read and the pick are not one path."""
+        registers: whether its buffer is allocated (and not reaped), whether the
+        buffer's entity (``meta``) is live (its ``ent_live`` bit, corrected for the
+        completions' registered kills, as a search's) and whether the offset is past
+        the buffer's length. The code is formed a clock later from these registers
+        (:meth:`_translate_code`), so that the pick and the code are not one path."""
         buf, offset = request.buf, request.offset
         length = s.art_len.read_port(domain="comb")
         owner = s.meta.read_port(domain="comb")
         m.d.comb += [length.addr.eq(self._index(buf)), owner.addr.eq(self._index(buf))]
         t = SimpleNamespace(valid=Signal(name="translate_valid"),
-                            owner=Signal(8, name="translate_owner"),
+                            live=Signal(name="translate_live"),
                             over=Signal(name="translate_over"))
         m.d.sync += [t.valid.eq((buf < self.records)
                                 & self._pick(s.valid, self._index(buf))),
-                     t.owner.eq(owner.data.entity), t.over.eq(offset >= length.data)]
+                     t.live.eq(self._live_now(s, ev, owner.data.entity)),
+                     t.over.eq(offset >= length.data)]
         return t
 
     def _translate_code(self, m, s, ev):
         """Response code of the TRANSLATE taken in the last clock, from its registered
-        reads: in use if its buffer was allocated and its entity live in that clock.
-        An entity live then is live now unless it was killed then (a valid record's
-        entity number is not free, so ALLOC did not take it), so the pick of
-        ``ent_live`` now is corrected by that clock's kills (registered numbers)."""
+        reads: in use if its buffer was allocated and its entity live in that clock."""
         t = ev.translate
-        killed_then = _any(flag & (entity == t.owner) for flag, entity in ev.kills)
-        known = t.valid & (self._live(s, t.owner) | killed_then)
+        known = t.valid & t.live
         return _sig(m, _first((~known, Code.UNKNOWN), (t.over, Code.RANGE)),
                     "translate_code", 4)
 
@@ -1967,11 +1965,6 @@ class QCC(wiring.Component):
         for term in terms[1:]:
             killed = killed | term
         killed = _sig(m, killed, "killed")
-        # This clock's kills, registered by number for the TRANSLATE check a clock later
-        # (the completions' kills are registered already).
-        kill = (Signal(name="kill_cmd_then"), Signal(8, name="kill_cmd_then_entity"))
-        m.d.sync += [kill[0].eq(ev.kill_cmd), kill[1].eq(c.entity)]
-        ev.kills = [kill] + [(d.killed, d.killed_entity) for d in ev.done]
         taken = Mux(ev.alloc_ok, ev.free_ent, 0)
         # The number the reaper frees now cools in the next clock (golden decision 18):
         # registered for the count and the next lowest free number.
