@@ -431,8 +431,9 @@ How it is built, and why
   own, the first fit's accept on its length and a TRANSLATE's liveness picked in its
   take clock, 256 records take 24692 LUT4 and only the first fit's and the lowest
   free entity number's loops are 12 LUT4 or more by Yosys's count; the small build
-  routes at 66.36 / (seed 2 waiting for a slot) MHz at seeds 1 / 2, its worst path ALLOC's first fit loop
-  (``take_start`` → the spread and runs → the lowest-start tree, 15.07 ns at seed 1).
+  routes at 66.36 / 70.79 MHz at seeds 1 / 2, its worst path ALLOC's first fit loop
+  (``take_start`` → the spread and runs → the lowest-start tree, 15.07 ns at seed 1)
+  and a TRANSLATE's ``ent_live`` pick after its ``meta`` read (14.13 ns at seed 2).
   README, block 2; ``docs/qcc.md``.
 
 Decisions beyond the golden model
