@@ -69,8 +69,10 @@ How it is built, and why
   written in the map. The reaper picks the lowest entity in ``to_reap`` and reads its
   map word (a third read port; the address from a tree that gives the lowest index
   itself, :func:`_lowest_index`, not the one-hot and an encoder), walks its mapped
-  frames one a clock (a priority encoder over 16 slots; whether the walk is the
-  entity's last, at most one slot left, is a tree of its own beside it), and in the
+  frames one a clock (a priority encoder over 16 slots; the walked record from a
+  tree of its own beside it, :func:`_lowest_entry`, whose nodes choose their lower
+  half's record by its "any", not picked by the encoder's one-hot; whether the walk is
+  the entity's last, at most one slot left, is a third tree), and in the
   clock after a walk frees that record (a decoder
   of its index), its lines (its buffer's base and length from the ART, decoded to a
   range) and, with the last, the entity number. The number stays taken until then,
@@ -125,8 +127,10 @@ How it is built, and why
   worst path of the small build (52.7 MHz).
 * **Search results are read one clock later.** The map word for a search is read
   once for both ports (a read port of its own, addressed by the entity of the
-  request that takes the shared reads, below, with its frame registered), so in the
-  clock after the search its record is one slot pick from one word. Then the
+  request that takes the shared reads, below, with its frame registered as a
+  one-hot), so in the clock after the search its record is one slot pick from one
+  word, an AND-OR of the slots with that one-hot (a LUT4 level fewer than a
+  multiplexer by the frame's 4 bits). Then the
   response is read from the RAMs by that record (comb read ports) and
   ``busy`` from a per-record copy one clock old (``busy_d``); its type and ``hold``
   come from ``ent_meta``, per entity number, read with the map word; ``stage`` is
@@ -162,14 +166,14 @@ How it is built, and why
   offer, not its ``ready`` (the response queue's count). Two sets of those LUT-RAM
   reads and record-wide picks cost about 700 LUT4 more at 256 records.
 * **A TRANSLATE is checked in two clocks.** In the clock it is taken, its buffer's
-  ``valid`` bit, its entity (``meta``) and whether the offset is past the length
-  (``art_len``) are read into registers; in the next, the entity's ``ent_live`` bit
-  is picked and the code formed, with the response. An entity live in the take's
-  clock is live in the next unless it was killed then (a valid record's entity
-  number is not free, so ALLOC cannot take it), so the pick is ORed with a
-  comparison against that clock's kills (up to three, registered by number). The
-  request's choice, the ``meta`` read and the ``ent_live`` pick were one path (the
-  routed worst path at 15.8-16.5 ns).
+  ``valid`` bit, whether its entity (``meta``) is live (the ``ent_live`` pick, as a
+  search's ``in_use``) and whether the offset is past the length (``art_len``) are
+  read into registers; in the next the code is formed from them, with the response.
+  The request's choice, the ``meta`` read, the ``ent_live`` pick, the code and the
+  response were one path (the routed worst path at 15.8-16.5 ns); with the pick a
+  clock later, from the registered entity (corrected by that clock's kills), the pick
+  (which Yosys mapped as a ripple of 7 LUT4 at 32 entities), the code and the
+  response were (14.73 ns, session 19).
 * **The sticky error from registers.** A request's bad code (>= 8) is known in the
   clock it is taken and goes into the pending response register anyway (a
   TRANSLATE's is formed in the next clock, from registers); the error flag is set
@@ -241,8 +245,9 @@ How it is built, and why
   command asks for (runs of free lines, then the lowest start). The lowest free record and the RAMs
   are written every clock with what ALLOC or MAP would put there (it is free, so
   nothing reads it); only the ``valid`` bits and the first fit's start
-  wait for the accept decision. The first fit's one-hot start (0 without an accept)
-  and the command's length (a thermometer) end in registers (``take_start``,
+  wait for the accept decision. The first fit's one-hot start and the command's
+  length (a thermometer, 0 without an accept: the accept masks the length, not the
+  start, so that it is no level of the loop below) end in registers (``take_start``,
   ``take_need``), and its lines are taken a clock later: ``line_free`` holds the free
   lines less those of the buffer placed in the clock before, and the lines free now
   (``lines_free_now``, what the first fit, the ``free_run`` tree and the next
@@ -422,6 +427,13 @@ How it is built, and why
   as registers, 256 records take 24808 LUT4 and the small build routes at 71.11 /
   69.43 MHz at seeds 1 / 2, its worst paths a search's slot pick → the stage table's
   read → the response (seed 1, 14.06 ns) and ALLOC's first fit (seed 2, 14.40 ns).
+  With a search's frame as a one-hot, the reaper's walked record from a tree of its
+  own, the first fit's accept on its length and a TRANSLATE's liveness picked in its
+  take clock, 256 records take 24692 LUT4 and only the first fit's and the lowest
+  free entity number's loops are 12 LUT4 or more by Yosys's count; the small build
+  routes at 66.36 / 70.79 MHz at seeds 1 / 2, its worst path ALLOC's first fit loop
+  (``take_start`` → the spread and runs → the lowest-start tree, 15.07 ns at seed 1)
+  and a TRANSLATE's ``ent_live`` pick after its ``meta`` read (14.13 ns at seed 2).
   README, block 2; ``docs/qcc.md``.
 
 Decisions beyond the golden model
@@ -697,6 +709,28 @@ def _lowest_index(m, vector, name):
             joined.append((_sig(m, a0 | a1, f"{name}{level}_{j // 2}_any"),
                            _sig(m, Mux(a0, Cat(i0, Const(0, 1)), Cat(i1, Const(1, 1))),
                                 f"{name}{level}_{j // 2}_index", level)))
+        nodes = joined
+    return nodes[0][1]
+
+
+def _lowest_entry(m, vector, values, name):
+    """The entry of ``values`` at the lowest set bit of ``vector`` (any entry if none),
+    from a binary tree whose nodes choose between their halves' entries by the lower
+    half's "any": a LUT4 level per level of the tree, not the lowest bit's one-hot and
+    then an AND-OR of the entries after it."""
+    nodes = [(vector[i], values[i]) for i in range(len(vector))]
+    level = 0
+    while len(nodes) > 1:
+        level += 1
+        joined = []
+        for j in range(0, len(nodes), 2):
+            if j + 1 == len(nodes):
+                joined.append(nodes[j])
+                continue
+            (a0, v0), (a1, v1) = nodes[j], nodes[j + 1]
+            joined.append((_sig(m, a0 | a1, f"{name}{level}_{j // 2}_any"),
+                           _sig(m, Mux(a0, v0, v1), f"{name}{level}_{j // 2}_entry",
+                                len(v0))))
         nodes = joined
     return nodes[0][1]
 
@@ -1217,7 +1251,7 @@ class QCC(wiring.Component):
                               "query_reads")
         # TRANSLATE's reads, for whichever port takes one now; its code a clock later.
         request = Mux(ev.query_reads, self.query.payload.as_value(), c.as_value())
-        ev.translate = self._translate_reads(m, s, COMMAND(request))
+        ev.translate = self._translate_reads(m, s, ev, COMMAND(request))
         # The map word of ``cmd``'s entity, read every clock (out one clock later) for
         # the look-up; and one for the searches, of the request that takes the shared
         # reads (``query``'s if it offers one), with its frame registered: a search's
@@ -1225,8 +1259,8 @@ class QCC(wiring.Component):
         ev.cmd_map = self._map_read(m, s, ev, c.entity, "cmd")
         ev.search_map = self._map_read(m, s, ev, COMMAND(request).entity, "search",
                                        search=True)
-        ev.search_frame = Signal(4, name="search_frame")
-        m.d.sync += ev.search_frame.eq(COMMAND(request).frame)
+        ev.search_frame = Signal(self.frames, name="search_frame")
+        m.d.sync += ev.search_frame.eq(_decode(COMMAND(request).frame, self.frames))
         ev.looked = Signal()          # the command offered now was offered last clock
         m.d.sync += ev.looked.eq(self.cmd.valid & ~self.cmd.ready)
         # The frame-0 record and the record of (entity, frame) from the word read last
@@ -1268,8 +1302,11 @@ class QCC(wiring.Component):
         records = Cat(port.data[f].record for f in range(F))
         valids = Cat(port.data[f].valid for f in range(F))
 
-        def slot(frame, slot_name):
-            if isinstance(frame, Const):
+        def slot(frame, slot_name, onehot=False):
+            if onehot:
+                record = _read(frame, [port.data[f].record for f in range(F)])
+                valid = (frame & valids).any()
+            elif isinstance(frame, Const):
                 record, valid = port.data[frame.value].record, port.data[frame.value].valid
             else:
                 record = records.word_select(frame, self.index_width)
@@ -1474,7 +1511,7 @@ class QCC(wiring.Component):
         # compares a register with the command's 4 bits, with no carry chain.
         # The lines free now (``S_t``): ``line_free`` less the buffer placed in the clock
         # before, whose lines are taken from the registers of its start (``take_start``,
-        # a one-hot, 0 if none) and length a clock late (below).
+        # a one-hot) and length (0 if none) a clock late (below).
         ev.take_start = Signal(L, name="take_start")
         ev.take_need = Signal(MAX_BUF_LINES, name="take_need")     # (bit j: length > j)
         taking = _sig(m, Cat(_any(ev.take_start[i - j] & ev.take_need[j]
@@ -1518,8 +1555,9 @@ class QCC(wiring.Component):
         slots = _sig(m, Mux(loaded, Cat(word.data[f].valid for f in range(F)), left),
                      "reap_slots")
         frame, _ = _lowest(m, slots, "reap_frame")
-        record = _sig(m, _read(frame, [word.data[f].record for f in range(F)]),
-                      "reap_record")
+        # (the record from a tree of its own beside the one-hot's, not picked by it)
+        record = _sig(m, _lowest_entry(m, slots, [word.data[f].record for f in range(F)],
+                                       "reap_record"), "reap_record")
         # (at most one slot left: a tree of its own, beside the lowest frame's, not after it)
         last = _sig(m, ~_two_or_more(m, slots, "reap_two"), "reap_last_frame")
         can_pick = _sig(m, ~walking | last, "reap_can_pick")
@@ -1729,33 +1767,31 @@ class QCC(wiring.Component):
             m.d.sync += s.in_flight[t].eq(_any(queued_next) | pushing_next | busy_next
                                           | went.any())
 
-    def _translate_reads(self, m, s, request):
+    def _translate_reads(self, m, s, ev, request):
         """What TRANSLATE ``request`` is checked by, read in the clock it is taken into
-        registers: whether its buffer is allocated (and not reaped), the buffer's
-        entity (``meta``) and whether the offset is past the buffer's length. Whether
-        that entity was live then is picked a clock later (:meth:`_translate_code`), so
-        that the choice of the request, the RAM read and the pick are not one path."""
+        registers: whether its buffer is allocated (and not reaped), whether the
+        buffer's entity (``meta``) is live (its ``ent_live`` bit, corrected for the
+        completions' registered kills, as a search's) and whether the offset is past
+        the buffer's length. The code is formed a clock later from these registers
+        (:meth:`_translate_code`), so that the pick and the code are not one path."""
         buf, offset = request.buf, request.offset
         length = s.art_len.read_port(domain="comb")
         owner = s.meta.read_port(domain="comb")
         m.d.comb += [length.addr.eq(self._index(buf)), owner.addr.eq(self._index(buf))]
         t = SimpleNamespace(valid=Signal(name="translate_valid"),
-                            owner=Signal(8, name="translate_owner"),
+                            live=Signal(name="translate_live"),
                             over=Signal(name="translate_over"))
         m.d.sync += [t.valid.eq((buf < self.records)
                                 & self._pick(s.valid, self._index(buf))),
-                     t.owner.eq(owner.data.entity), t.over.eq(offset >= length.data)]
+                     t.live.eq(self._live_now(s, ev, owner.data.entity)),
+                     t.over.eq(offset >= length.data)]
         return t
 
     def _translate_code(self, m, s, ev):
         """Response code of the TRANSLATE taken in the last clock, from its registered
-        reads: in use if its buffer was allocated and its entity live in that clock.
-        An entity live then is live now unless it was killed then (a valid record's
-        entity number is not free, so ALLOC did not take it), so the pick of
-        ``ent_live`` now is corrected by that clock's kills (registered numbers)."""
+        reads: in use if its buffer was allocated and its entity live in that clock."""
         t = ev.translate
-        killed_then = _any(flag & (entity == t.owner) for flag, entity in ev.kills)
-        known = t.valid & (self._live(s, t.owner) | killed_then)
+        known = t.valid & t.live
         return _sig(m, _first((~known, Code.UNKNOWN), (t.over, Code.RANGE)),
                     "translate_code", 4)
 
@@ -1936,11 +1972,6 @@ class QCC(wiring.Component):
         for term in terms[1:]:
             killed = killed | term
         killed = _sig(m, killed, "killed")
-        # This clock's kills, registered by number for the TRANSLATE check a clock later
-        # (the completions' kills are registered already).
-        kill = (Signal(name="kill_cmd_then"), Signal(8, name="kill_cmd_then_entity"))
-        m.d.sync += [kill[0].eq(ev.kill_cmd), kill[1].eq(c.entity)]
-        ev.kills = [kill] + [(d.killed, d.killed_entity) for d in ev.done]
         taken = Mux(ev.alloc_ok, ev.free_ent, 0)
         # The number the reaper frees now cools in the next clock (golden decision 18):
         # registered for the count and the next lowest free number.
@@ -1961,11 +1992,13 @@ class QCC(wiring.Component):
     def _update_lines(self, m, s, ev):
         """Lines taken by ALLOC/MAP, lines of a reaped record freed (never the same)."""
         ok = ev.alloc_ok | ev.map_ok
-        # The lines placed now are taken a clock later, from the registered start (the
-        # accept is one more input of the lowest-start tree's last level) and length.
+        # The lines placed now are taken a clock later, from the registered start and
+        # length. The accept masks the length, not the start, so that it is not one
+        # more level of the first fit's loop (the free lines → the runs → the lowest
+        # start → ``take_start`` → the lines it takes → the free lines).
         m.d.sync += [s.line_free.eq(ev.free_now | ev.reap_lines),
-                     ev.take_start.eq(Mux(ok, ev.fit_start, 0)),
-                     ev.take_need.eq(ev.fit_need)]
+                     ev.take_start.eq(ev.fit_start),
+                     ev.take_need.eq(Mux(ok, ev.fit_need, 0))]
         # Their count, so that ``status`` needs no population count of the bitmap (only
         # a multiplexer waits for the accept decision).
         count = s.free_line_count
@@ -2048,7 +2081,7 @@ class QCC(wiring.Component):
         # record its map word gives (one slot pick); a TRANSLATE's by its buffer, a
         # register, through an ART read of its own, so that its ``addr`` adder is not
         # after the search's map word and read (a routed worst path, 15.07 ns).
-        found = ev.search_map.slot(ev.search_frame, "search")
+        found = ev.search_map.slot(ev.search_frame, "search", onehot=True)
         art = s.art.read_port(domain="comb")
         m.d.comb += art.addr.eq(found.record)
         q_reads = _sig(m, pendings[1].valid & (pendings[1].kind != _Pending.DIRECT),
