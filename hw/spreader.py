@@ -423,6 +423,35 @@ Decisions
    38,164 LUT4), the worst path then stage R's accept (an in-flight bit -> the
    bad-answer check -> the held packets' enables); 32/32 49.75 MHz (54.22 before),
    its worst path the input head triangle's provider compares (from the port).
+28. Stage L (issue 12; parameter ``input_stage``, default off; contract changed, the
+   golden model's decision 11 first): a register per input stream (``_Head``:
+   ``l_<stream>``, its valid bit, ``l_new``: loaded at the last edge) takes the
+   input's head when it is empty or stage P takes its packet in this clock (the
+   port's ``ready`` is ``~valid | taken``), and stage P reads it where it read the
+   port. The tables' lookups of the heads are made on the way in and kept while the
+   packet waits (the same after-the-edge forwarding as decision 26, not a new
+   look-up): per lookup two registers, ``port`` (the live lookup at the input port's
+   record -- the VDT's three vertex words and open bits for a triangle, a vertex or
+   patch packet's valid bits, the PT's valid bit for a triangle and word and open bit
+   for a pixel packet -- with this edge's allocation, closes and release applied) and
+   ``keep`` (this clock's value at stage L's record with the same edge's writes
+   applied), ``l_new`` choosing: after the edge that loaded stage L the first is its
+   packet's lookup, after any other edge the second, so either equals the live
+   lookup of stage L's packet in every clock (the tables change only through those
+   writes; ``keep`` needs no read port, the word changes only by an allocation it
+   forwards). No accept reaches these registers. Stage L does not take a triangle
+   whose vertex group a vertex or patch packet held, in C or in stage L provides
+   (the patch's second group a register, ``l_pat_g1``), nor a pixel packet whose
+   triangle is held, in C or in stage L (the model's decision 11: compares of the
+   port with registers, ``_port_provided``), so a triangle taken has its vertices
+   written, as without stage L. Stage L's triangle and pixel packet's provider
+   compares with the held and C's packets are registers (``l_tri_eq``, ``l_pix_eq``,
+   as ``held_tri_eq``; 0 in the clock after stage L took the packet, which it took
+   with no provider). 4 EUs, yosys: 32/32 16,870 LUT4 / 3,385 FF (15,663 / 2,953
+   without), deepest chain 18 levels (17 without): ``l_new`` -> the lookup choice ->
+   the triangle's candidate order -> ``q_v``; out of context the heads' chains were
+   port paths, untimed, and are timed now. 256/256: 39,493 LUT4 / 7,659 FF (38,225 /
+   7,251), 19 levels (16). docs/spreader.md has the routed figure.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -582,9 +611,18 @@ class VertexTable(wiring.Component):
     ``refs`` (reference count increments and decrements), ``done`` (a vertex or patch
     entity completed) and ``release`` (the record of the choice register, decision
     23; taking it frees the record).
+
+    With ``input_stage`` (decision 28) ``busy_addr``/``look_addr`` are the records of
+    the input ports' heads and ``busy``/``look`` are registers for stage L's packets:
+    each lookup is made on the way into stage L (the record's state after this edge,
+    as the held lookups) and kept up to date while the packet waits there (this edge's
+    allocation, closes and release applied by compares of its record,
+    ``head_busy_addr``/``head_addr``); ``head_new`` (per stream: stage L loaded its
+    packet at the last edge) chooses between the two registers.
     """
 
-    def __init__(self, *, records, index_bits):
+    def __init__(self, *, records, index_bits, input_stage=False):
+        self.input_stage = input_stage
         self.records = records
         self.rbits = records.bit_length() - 1
         self.tag_bits = max(1, index_bits - 3 - self.rbits)
@@ -601,6 +639,8 @@ class VertexTable(wiring.Component):
             "look_addr": In(R).array(3), "look": Out(self.entry).array(3),
             "held_busy_addr": In(R).array(3), "held_busy": Out(1).array(3),
             "held_addr": In(R).array(3), "held_look": Out(self.entry).array(3),
+            "head_new": In(4), "head_busy_addr": In(R).array(3),
+            "head_addr": In(R).array(3),
             "alloc": In(data.StructLayout({"en": 1, "patch": 1, "rec": R, "tag": T,
                                            "tag1": T, "eu": EU_W, "entity": ENTITY_W,
                                            "count": 4, "noref": 1})),
@@ -633,12 +673,14 @@ class VertexTable(wiring.Component):
             m.d.comb += word.eq(Mux(addr[0], ports[1].data, ports[0].data))
             return word
 
+        live_busy = [Signal(name=f"live_busy{i}") for i in range(3)]
+        live_look = [Signal(self.entry, name=f"live_look{i}") for i in range(3)]
         for i in range(3):
-            m.d.comb += self.busy[i].eq(valid.bit_select(self.busy_addr[i], 1))
+            m.d.comb += live_busy[i].eq(valid.bit_select(self.busy_addr[i], 1))
         open_ = Signal(V)          # valid and not closed: one bit per lookup to select
         m.d.comb += open_.eq(valid & ~closed)
         for i in range(3):
-            a, lk = self.look_addr[i], self.look[i]
+            a, lk = self.look_addr[i], live_look[i]
             m.d.comb += [lk.open.eq(open_.bit_select(a, 1)), lk.as_value()[1:].eq(read(a, i))]
 
         # allocation: record rec (half 0) and, for a patch, rec + 1 (half 1)
@@ -691,8 +733,9 @@ class VertexTable(wiring.Component):
             patch.eq(((patch & ~written) | Mux(al.patch, written, 0)) & ~freed),
             half.eq((half & ~written) | second),
         ]
-        self._held_lookups(m, read, (valid, open_), rec1,
-                           (rl.ready & chosen, sel, first_of_patch.any()))
+        release = (rl.ready & chosen, sel, first_of_patch.any())
+        self._held_lookups(m, read, (valid, open_), rec1, release)
+        self._head_lookups(m, live_busy, live_look, rec1, release)
         inc, dec = Signal(V), Signal(V)
         m.d.comb += [inc.eq(_decode(self.refs.inc, self.refs.inc_rec, V)),
                      dec.eq(_decode(self.refs.dec, self.refs.dec_rec, V))]
@@ -704,6 +747,58 @@ class VertexTable(wiring.Component):
                 m.d.sync += [refs[r].eq(refs[r] + Cat(1, dec[r].replicate(8))),
                              refs_zero[r].eq(Mux(dec[r], refs[r] == 1, refs[r].all()))]
         return m
+
+    def _after(self, m, a, v, o, w, rec1, release, name):
+        """Record ``a``'s valid and open bits and word after this edge, from ``v``,
+        ``o``, ``w`` before it: this edge's allocation (a patch writes ``rec`` and
+        ``rec + 1``), closes and release applied by compares of the record."""
+        al, cl = self.alloc, self.close
+        rel_v, rel_rec, rel_patch = release
+        first, second = Signal(name=f"{name}_first"), Signal(name=f"{name}_second")
+        m.d.comb += [first.eq(al.en & (al.rec == a)),
+                     second.eq(al.en & al.patch & (rec1 == a))]
+        written = first | second
+        freed = rel_v & ((rel_rec == a) | (rel_patch & ((rel_rec + 1)[:len(a)] == a)))
+        closing = Cat(cl.mask[i] & (cl.rec[i] == a) for i in range(3)).any()
+        new = Signal(self.word, name=f"{name}_new")
+        m.d.comb += [new.tag.eq(Mux(first, al.tag, al.tag1)), new.eu.eq(al.eu),
+                     new.entity.eq(al.entity),
+                     new.count.eq(Mux(al.patch, GROUP, al.count)), new.half.eq(~first)]
+        return ((v | written) & ~freed,
+                ((o & ~written) | (written & ~al.noref)) & ~closing & ~freed,
+                Mux(written, new, w))
+
+    def _head_lookups(self, m, live_busy, live_look, rec1, release):
+        """``busy``/``look``: the live lookups at the input heads' records, or with
+        ``input_stage`` stage L's lookups (decision 28): a register per lookup made on
+        the way into stage L (``port``: the live lookup at the input head's record,
+        this edge's writes applied) and one kept while the packet waits in stage L
+        (``keep``: the lookup of this clock, this edge's writes applied at stage L's
+        record), ``head_new`` choosing."""
+        if not self.input_stage:
+            m.d.comb += [self.busy[i].eq(live_busy[i]) for i in range(3)]
+            m.d.comb += [self.look[i].eq(live_look[i]) for i in range(3)]
+            return
+        for i in range(3):
+            new = self.head_new[VTX if i == 0 else PAT]
+            port, keep = Signal(name=f"port_busy{i}"), Signal(name=f"keep_busy{i}")
+            m.d.comb += self.busy[i].eq(Mux(new, port, keep))
+            m.d.sync += [
+                port.eq(self._after(m, self.busy_addr[i], live_busy[i], 0, 0, rec1,
+                                    release, f"port_busy{i}")[0]),
+                keep.eq(self._after(m, self.head_busy_addr[i], self.busy[i], 0, 0, rec1,
+                                    release, f"keep_busy{i}")[0])]
+        for i in range(3):
+            port = Signal(self.entry, name=f"port_look{i}")
+            keep = Signal(self.entry, name=f"keep_look{i}")
+            m.d.comb += self.look[i].eq(Mux(self.head_new[TRI], port, keep))
+            for reg, a, lk, name in ((port, self.look_addr[i], live_look[i], "port"),
+                                     (keep, self.head_addr[i], self.look[i], "keep")):
+                w = Signal(self.word, name=f"{name}_word{i}")
+                m.d.comb += w.eq(lk.as_value()[1:])
+                _, o, w_after = self._after(m, a, 0, lk.open, w, rec1, release,
+                                            f"{name}_look{i}")
+                m.d.sync += [reg.open.eq(o), reg.as_value()[1:].eq(w_after)]
 
     def _held_lookups(self, m, read, bits, rec1, release):
         """The held packets' lookups as registers (decision 26): each record's state
@@ -762,10 +857,13 @@ class PrimitiveTable(wiring.Component):
     triangle), ``alloc`` (a triangle accepted), ``close`` (an end marker or a last
     pixel packet), ``pixels`` (a pixel packet accepted / completed), ``done`` (a
     triangle completed) and ``release`` (the record of the choice register, decision
-    23).
+    23). With ``input_stage``, ``busy``/``look`` are stage L's lookups, registers, as
+    in :class:`VertexTable` (decision 28; ``head_new``, ``head_busy_addr``,
+    ``head_addr``).
     """
 
-    def __init__(self, *, records, prid_bits, vdt_records):
+    def __init__(self, *, records, prid_bits, vdt_records, input_stage=False):
+        self.input_stage = input_stage
         self.records = records
         self.rbits = records.bit_length() - 1
         R, VR = max(1, self.rbits), vdt_records.bit_length() - 1
@@ -783,6 +881,7 @@ class PrimitiveTable(wiring.Component):
             "look_addr": In(R), "look": Out(self.entry),
             "held_busy_addr": In(R), "held_busy": Out(1),
             "held_addr": In(R), "held_look": Out(self.entry),
+            "head_new": In(4), "head_busy_addr": In(R), "head_addr": In(R),
             "refs_addr": In(R), "refs": Out(self.word),
             "alloc": In(data.StructLayout({"en": 1, "rec": R, "word": self.word})),
             "close": In(rec).array(2), "pix_inc": In(rec), "pix_dec": In(rec),
@@ -817,12 +916,13 @@ class PrimitiveTable(wiring.Component):
                      wp.data.tag.eq(al.word.tag), wp.data.eu.eq(al.word.eu),
                      wp.data.entity.eq(al.word.entity),
                      wp_vr.data.vrn.eq(al.word.vrn), wp_vr.data.vr.eq(al.word.vr)]
-        m.d.comb += self.busy.eq(bit(valid, self.busy_addr))
+        live_busy, live_look = Signal(), Signal(self.entry)
+        m.d.comb += live_busy.eq(bit(valid, self.busy_addr))
         w_in, open_ = read(self.look_addr), Signal(P)
         m.d.comb += [open_.eq(valid & ~closed),
-                     self.look.open.eq(bit(open_, self.look_addr)),
-                     self.look.tag.eq(w_in.tag), self.look.eu.eq(w_in.eu),
-                     self.look.entity.eq(w_in.entity)]
+                     live_look.open.eq(bit(open_, self.look_addr)),
+                     live_look.tag.eq(w_in.tag), live_look.eu.eq(w_in.eu),
+                     live_look.entity.eq(w_in.entity)]
         w_vr = read(self.refs_addr, mem_vr)
         m.d.comb += [self.refs.vrn.eq(w_vr.vrn), self.refs.vr.eq(w_vr.vr)]
 
@@ -855,20 +955,43 @@ class PrimitiveTable(wiring.Component):
         def at(rec, en, addr):
             return en & (rec[:self.rbits] == addr[:self.rbits])
 
-        def after(addr):
+        def after(addr, v=None, o=None):
+            """Record ``addr``'s valid and open bits after this edge (from ``v``, ``o``
+            before it; default the flip-flops') and whether this edge writes it."""
+            v = bit(valid, addr) if v is None else v
+            o = bit(open_, addr) if o is None else o
             written, freed = at(al.rec, al.en, addr), at(sel, rl.ready & chosen, addr)
             closing = at(self.close[0].rec, self.close[0].en, addr) \
                 | at(self.close[1].rec, self.close[1].en, addr)
-            return ((bit(valid, addr) | written) & ~freed,
-                    (bit(open_, addr) | written) & ~closing & ~freed, written)
+            return (v | written) & ~freed, (o | written) & ~closing & ~freed, written
 
         ha, w_held = self.held_addr, read(self.held_addr)
         _, o, fwd = after(ha)
         m.d.sync += [self.held_busy.eq(after(self.held_busy_addr)[0]),
                      self.held_look.open.eq(o),
                      self.held_look.as_value()[1:].eq(Mux(fwd, wp.data, w_held))]
+        self._head_lookups(m, live_busy, live_look, after, wp.data)
         self._pixels(m, pix_zero, inc, dec, read)
         return m
+
+    def _head_lookups(self, m, live_busy, live_look, after, written_word):
+        """``busy``/``look``: the live lookups at the input heads' records, or with
+        ``input_stage`` stage L's registers (decision 28; :class:`VertexTable`'s
+        ``_head_lookups``)."""
+        if not self.input_stage:
+            m.d.comb += [self.busy.eq(live_busy), self.look.eq(live_look)]
+            return
+        port, keep = Signal(name="port_busy"), Signal(name="keep_busy")
+        m.d.comb += self.busy.eq(Mux(self.head_new[TRI], port, keep))
+        m.d.sync += [port.eq(after(self.busy_addr, v=live_busy, o=0)[0]),
+                     keep.eq(after(self.head_busy_addr, v=self.busy, o=0)[0])]
+        port = Signal(self.entry, name="port_look")
+        keep = Signal(self.entry, name="keep_look")
+        m.d.comb += self.look.eq(Mux(self.head_new[PIX], port, keep))
+        for reg, a, lk in ((port, self.look_addr, live_look), (keep, self.head_addr, self.look)):
+            _, o, fwd = after(a, v=0, o=lk.open)
+            m.d.sync += [reg.open.eq(o),
+                         reg.as_value()[1:].eq(Mux(fwd, written_word, lk.as_value()[1:]))]
 
     def _pixels(self, m, pix_zero, inc, dec, read):
         """The pixel packets in flight per record (decision 25): the packets accepted
@@ -1358,7 +1481,8 @@ class PacketChecks(wiring.Component):
     """
 
     def __init__(self, *, layouts, vdt_entry, pt_entry, vdt_records, pt_records,
-                 index_bits, max_lines, detail_bits):
+                 index_bits, max_lines, detail_bits, input_stage=False):
+        self.input_stage = input_stage
         self.vb = vdt_records.bit_length() - 1
         self.pb = pt_records.bit_length() - 1
         self.index_bits, self.max_lines = index_bits, max_lines
@@ -1373,6 +1497,7 @@ class PacketChecks(wiring.Component):
             "parked": In(4), "in_vtx": In(layouts["i_vtx"]), "in_tri": In(layouts["i_tri"]),
             "in_pix": In(layouts["i_pix"]), "in_pat": In(layouts["i_pat"]),
             "held_tri_eq": In(data.ArrayLayout(6, 3)), "held_pix_eq": In(2),
+            "in_tri_eq": In(data.ArrayLayout(6, 3)), "in_pix_eq": In(2),
             "c_vtx": In(layouts["i_vtx"]), "c_tri": In(layouts["i_tri"]),
             "c_pix": In(layouts["i_pix"]), "c_pat": In(layouts["i_pat"]),
             "c_pat_g1": In(index_bits - 2), "c_is": In(4),
@@ -1498,7 +1623,10 @@ class PacketChecks(wiring.Component):
             # from the VDT's registers (decision 26), ``parked`` choosing
             lk = Signal(self.vdt_look[i].shape(), name=f"t_look{i}")
             m.d.comb += lk.eq(Mux(parked, self.vdt_held_look[i], self.vdt_look[i]))
-            prov_in = Cat(v & (g == gr) for v, gr in zip(there, groups)).any()
+            if self.input_stage:    # stage L's registers (decision 28)
+                prov_in = Cat(v & self.in_tri_eq[i][n] for n, v in enumerate(there)).any()
+            else:
+                prov_in = Cat(v & (g == gr) for v, gr in zip(there, groups)).any()
             prov_held = Cat(v & self.held_tri_eq[i][n] for n, v in enumerate(there)).any()
             m.d.comb += [
                 self.vdt_look_addr[i].eq(in_rec), self.tri_recs[i].eq(recs[i]),
@@ -1535,6 +1663,10 @@ class PacketChecks(wiring.Component):
         pp, res, look, held = self.pix, self.result[PIX], self.pt_look, self.pt_held_look
         rec = self.prec(pp.prid)
         hit, prov, hazard = Signal(), Signal(), Signal()
+        # the input head's prid against the held and C's triangles': from the port, or
+        # stage L's registers (decision 28)
+        in_eq = self.in_pix_eq if self.input_stage else Cat(
+            self.held_tri.prid == self.in_pix.prid, self.c_tri.prid == self.in_pix.prid)
         # the lookup for both sources, ``parked`` choosing last: the input head's from
         # the port, the parked packet's from the PT's register (``pt_held_look``, read a
         # clock ahead; decision 17), so that no source select and no LUT-RAM read lies
@@ -1550,8 +1682,7 @@ class PacketChecks(wiring.Component):
             prov.eq(Mux(self.parked[PIX],
                         (self.held_valid[TRI] & self.held_pix_eq[0])
                         | (stages[1].is_[TRI] & self.held_pix_eq[1]),
-                        (self.held_valid[TRI] & (self.held_tri.prid == self.in_pix.prid))
-                        | (stages[1].is_[TRI] & (self.c_tri.prid == self.in_pix.prid)))),
+                        (self.held_valid[TRI] & in_eq[0]) | (stages[1].is_[TRI] & in_eq[1]))),
             # R's and C's pixel packets only for the input's head (decision 26)
             hazard.eq(~parked & Cat(st.is_[PIX] & st.pix.last
                                     & (self.prec(st.pix.prid) == self.prec(self.in_pix.prid))
@@ -1632,6 +1763,11 @@ class Spreader(wiring.Component):
         clock's table changes forwarded: the check's outcome is the same, clock for
         clock; or not (False, default: the check reads ``entity[e]``). An RTL option
         only: the golden model has no such parameter.
+    input_stage : bool
+        Stage L (decision 28; the golden model's decision 11): each input's packet is
+        taken into a register of its stream, its table lookups made on the way in, a
+        clock before stage P can prepare it (True), or stage P prepares the input's
+        head from the port (False, default).
 
     Raises
     ------
@@ -1642,7 +1778,7 @@ class Spreader(wiring.Component):
     def __init__(self, *, n_eus=4, vdt_records=256, pt_records=256, index_bits=16,
                  prid_bits=16, coord_bits=12, max_lines=8, eu_records=256, eu_lines=256,
                  starve_limit=8, fifo_depth=4, rotate=True, debit_held=False, patience=0,
-                 local_records=0, answer_ahead=False):
+                 local_records=0, answer_ahead=False, input_stage=False):
         self.n_eus = check_int("n_eus", n_eus, 1, MAX_EUS)
         self.vdt_records = check_pow2("vdt_records", vdt_records, 2, 256)
         self.pt_records = check_pow2("pt_records", pt_records, 1, 256)
@@ -1667,6 +1803,9 @@ class Spreader(wiring.Component):
         if not isinstance(answer_ahead, bool):
             raise TypeError(f"answer_ahead must be a bool, not {answer_ahead!r}")
         self.answer_ahead = answer_ahead
+        if not isinstance(input_stage, bool):
+            raise TypeError(f"input_stage must be a bool, not {input_stage!r}")
+        self.input_stage = input_stage
         I, R, C = index_bits, prid_bits, coord_bits
         SR, SL = eu_records.bit_length(), eu_lines.bit_length()
         D = max(I, R, 12)
@@ -1736,13 +1875,14 @@ class Spreader(wiring.Component):
             m.submodules[f"candidates_{name[2:]}"] = c
             cands.append(c)
         m.submodules.scan = scan = StatusScan(n_eus=N, status_layout=L["status"])
-        m.submodules.vdt = vdt = VertexTable(records=V, index_bits=self.index_bits)
+        m.submodules.vdt = vdt = VertexTable(records=V, index_bits=self.index_bits,
+                                             input_stage=self.input_stage)
         m.submodules.pt = ptab = PrimitiveTable(records=P, prid_bits=self.prid_bits,
-                                                vdt_records=V)
+                                                vdt_records=V, input_stage=self.input_stage)
         m.submodules.checks = chk = PacketChecks(
             layouts=L, vdt_entry=vdt.entry, pt_entry=ptab.entry, vdt_records=V,
             pt_records=P, index_bits=self.index_bits, max_lines=self.max_lines,
-            detail_bits=D)
+            detail_bits=D, input_stage=self.input_stage)
         m.submodules.in_flight = ift = InFlightTable(n_eus=N)
         m.submodules.errors = errs = ErrorReporter(n_sources=4, err_layout=L["err"],
                                                    detail_bits=D)
@@ -1753,14 +1893,11 @@ class Spreader(wiring.Component):
         m.d.comb += [rot.written.eq(cfg.written), rot.count.eq(self.cfg.payload.count),
                      arb.limit.eq(cfg.limit)]
         m.d.comb += [rot.entries[k].eq(e) for k, e in enumerate(cfg.entries()[:N])]
-        m.d.comb += [vdt.busy_addr[i].eq(chk.vdt_busy_addr[i]) for i in range(3)]
-        m.d.comb += [vdt.look_addr[i].eq(chk.vdt_look_addr[i]) for i in range(3)]
         m.d.comb += [chk.vdt_busy[i].eq(vdt.busy[i]) for i in range(3)]
         m.d.comb += [chk.vdt_look[i].eq(vdt.look[i]) for i in range(3)]
         m.d.comb += [chk.vdt_held_busy[i].eq(vdt.held_busy[i]) for i in range(3)]
         m.d.comb += [chk.vdt_held_look[i].eq(vdt.held_look[i]) for i in range(3)]
-        m.d.comb += [ptab.busy_addr.eq(chk.pt_busy_addr), chk.pt_busy.eq(ptab.busy),
-                     ptab.look_addr.eq(chk.pt_look_addr), chk.pt_look.eq(ptab.look),
+        m.d.comb += [chk.pt_busy.eq(ptab.busy), chk.pt_look.eq(ptab.look),
                      chk.pt_held_look.eq(ptab.held_look), chk.pt_held_busy.eq(ptab.held_busy)]
         f = fifos["err"]
         m.d.comb += [f.w_data.eq(errs.err.payload), f.w_en.eq(errs.err.valid),
@@ -1768,6 +1905,7 @@ class Spreader(wiring.Component):
         m.d.comb += [self.error.eq(errs.error), self.lost.eq(errs.lost)]
 
         s = _State(self, m)
+        self._stage_l(m, s, chk, vdt, ptab)
         self._held_lookups(m, s, vdt, ptab)
         self._scan_status(m, s)
         m.d.comb += [scan.status[e].eq(s.st[e]) for e in range(N)]
@@ -1795,6 +1933,70 @@ class Spreader(wiring.Component):
             m.d.comb += [port.valid.eq(f.r_rdy), port.payload.eq(f.r_data),
                          f.r_en.eq(port.ready)]
         return fifos
+
+    def _stage_l(self, m, s, chk, vdt, ptab):
+        """The input heads' lookups: at the heads' records (the packet checks' lookup
+        addresses), or with ``input_stage`` stage L (decision 28): each stream's
+        register (``s.ins``: valid, payload) takes its input's head when it is empty or
+        stage P takes its packet in this clock (``ready``), and the tables' lookups of
+        the input's head go into registers on the way (``head_new``: loaded at the last
+        edge)."""
+        addrs = ((vdt.busy_addr, chk.vdt_busy_addr, vdt.head_busy_addr),
+                 (vdt.look_addr, chk.vdt_look_addr, vdt.head_addr))
+        if not self.input_stage:
+            for port, head, _ in addrs:
+                m.d.comb += [port[i].eq(head[i]) for i in range(3)]
+            m.d.comb += [ptab.busy_addr.eq(chk.pt_busy_addr),
+                         ptab.look_addr.eq(chk.pt_look_addr)]
+            return
+        VR, PR = max(1, self.vbits), max(1, self.pbits)
+        provided = self._port_provided(m, s)
+        for k in range(4):
+            port, head = s.ports[k], s.ins[k]
+            m.d.comb += port.ready.eq((~head.valid | head.ready) & ~provided[k])
+            m.d.sync += s.l_new[k].eq(port.valid & port.ready)
+            with m.If(port.valid & port.ready):
+                m.d.sync += [head.valid.eq(1), head.payload.eq(port.payload)]
+                if k == PAT:
+                    m.d.sync += s.l_pat_g1.eq(port.payload.base[3:] + 1)
+            with m.Elif(head.ready):
+                m.d.sync += head.valid.eq(0)
+        vtx, tri, pix, pat = (p.payload for p in s.ports)
+
+        def vrec(index):
+            return Cat(index[3:], Const(0, VR))[:VR]
+        m.d.comb += [vdt.busy_addr[0].eq(vrec(vtx.base)), vdt.busy_addr[1].eq(vrec(pat.base)),
+                     vdt.busy_addr[2].eq(vrec(pat.base) + 1),
+                     ptab.busy_addr.eq(Cat(tri.prid, Const(0, PR))[:PR]),
+                     ptab.look_addr.eq(Cat(pix.prid, Const(0, PR))[:PR]),
+                     vdt.head_new.eq(s.l_new), ptab.head_new.eq(s.l_new),
+                     ptab.head_busy_addr.eq(chk.pt_busy_addr),
+                     ptab.head_addr.eq(chk.pt_look_addr)]
+        m.d.comb += [vdt.look_addr[i].eq(vrec(tri[f"i{i}"])) for i in range(3)]
+        for _, head, reg in addrs:
+            m.d.comb += [reg[i].eq(head[i]) for i in range(3)]
+
+    def _port_provided(self, m, s):
+        """Per stream, its input's head has a provider (decision 28): a triangle names a
+        group that a vertex or patch packet inside the spreader, in stage C or in stage
+        L provides, a pixel packet's ``prid`` is such a triangle's; stage L does not
+        take it (so a triangle taken has its vertices written, as without stage L).
+        Compares of the port with registers."""
+        provided = Signal(4)
+        L = [h.payload for h in s.ins]
+        groups = _provider_groups(s.held[VTX], s.held[PAT], s.held_pat_g1,
+                                  s.c_held[VTX], s.c_held[PAT], s.c_pat_g1) \
+            + [L[VTX].base[3:], L[PAT].base[3:], s.l_pat_g1]
+        there = [s.held_v[VTX], s.held_v[PAT], s.held_v[PAT], s.c_is[VTX], s.c_is[PAT],
+                 s.c_is[PAT], s.ins[VTX].valid, s.ins[PAT].valid, s.ins[PAT].valid]
+        tri, prid = s.ports[TRI].payload, s.ports[PIX].payload.prid
+        m.d.comb += [
+            provided[TRI].eq(Cat(v & (tri[f"i{i}"][3:] == g) for i in range(3)
+                                 for v, g in zip(there, groups)).any()),
+            provided[PIX].eq((s.held_v[TRI] & (s.held[TRI].prid == prid))
+                             | (s.c_is[TRI] & (s.c_held[TRI].prid == prid))
+                             | (s.ins[TRI].valid & (L[TRI].prid == prid)))]
+        return provided
 
     def _held_lookups(self, m, s, vdt, ptab):
         """The table records the held packets name (decision 26): the tables keep each
@@ -1828,6 +2030,9 @@ class Spreader(wiring.Component):
                      chk.in_vtx.eq(s.ins[VTX].payload), chk.in_tri.eq(s.ins[TRI].payload),
                      chk.in_pix.eq(s.ins[PIX].payload), chk.in_pat.eq(s.ins[PAT].payload),
                      chk.held_tri_eq.eq(s.held_tri_eq), chk.held_pix_eq.eq(s.held_pix_eq),
+                     # stage L's: 0 in the clock after it took its packet (decision 28)
+                     chk.in_tri_eq.eq(Mux(s.l_new[TRI], 0, s.l_tri_eq)),
+                     chk.in_pix_eq.eq(Mux(s.l_new[PIX], 0, s.l_pix_eq)),
                      chk.empty.eq(Cat(cfg.counts[t] == 0 for t in range(4)))]
         m.d.comb += [s.offer.eq(s.src_v & ~chk.provider), arb.offer.eq(s.offer)]
         # the arbiter's winner for each value of the two provider bits (``s.prov_of``:
@@ -2113,11 +2318,16 @@ class Spreader(wiring.Component):
             groups = _provider_groups(held[VTX], held[PAT], g1,
                                       s.held[VTX], s.held[PAT], s.held_pat_g1)
             tri = held[TRI]
-            eq_tri = Cat(Cat(tri[f"i{i}"][3:] == gr for gr in groups) for i in range(3))
-            eq_pix = Cat(held[PIX].prid == tri.prid, held[PIX].prid == s.held[TRI].prid)
-            nxt[outcome] = eq_tri, eq_pix
-        m.d.sync += [s.held_tri_eq.eq(Mux(acc, nxt[1][0], nxt[0][0])),
-                     s.held_pix_eq.eq(Mux(acc, nxt[1][1], nxt[0][1]))]
+            # the held packets', and stage L's (when they stay there: decision 28)
+            nxt[outcome] = [
+                Cat(Cat(t[f"i{i}"][3:] == gr for gr in groups) for i in range(3))
+                for t in (tri, s.ins[TRI].payload)] + [
+                Cat(p.prid == tri.prid, p.prid == s.held[TRI].prid)
+                for p in (held[PIX], s.ins[PIX].payload)]
+        regs = [s.held_tri_eq, s.l_tri_eq, s.held_pix_eq, s.l_pix_eq]
+        for n, reg in enumerate(regs if self.input_stage else regs[::2]):
+            n = n if self.input_stage else 2 * n
+            m.d.sync += reg.eq(Mux(acc, nxt[1][n], nxt[0][n]))
 
     def _commit(self, m, s, fifos, ptab, rot):
         """The end of R's pass: the log entry, the move command, an end marker's close;
@@ -2265,6 +2475,16 @@ class Spreader(wiring.Component):
                                      ptab.release.payload))]
 
 
+class _Head:
+    """Stage L's register of one stream (decision 28): ``valid``, ``payload`` and
+    ``ready`` (stage P takes its packet), as the input stream it stands for."""
+
+    def __init__(self, layout, name):
+        self.valid = Signal(name=f"l_{name}_valid")
+        self.payload = Signal(layout, name=f"l_{name}")
+        self.ready = Signal(name=f"l_{name}_ready")
+
+
 class _State:
     """The spreader's own registers and the signals its elaboration steps share."""
 
@@ -2282,7 +2502,14 @@ class _State:
         VR = max(1, sp.vbits)
         # per stream: the packet taken from its input and not yet consumed (in stage R,
         # or parked after a pass that placed it nowhere), its sequence number and passes
-        self.ins = [sp.i_vtx, sp.i_tri, sp.i_pix, sp.i_pat]
+        self.ports = [sp.i_vtx, sp.i_tri, sp.i_pix, sp.i_pat]
+        # the heads stage P prepares: the input ports, or stage L's registers
+        # (``input_stage``, decision 28; ``l_new``: loaded at the last edge)
+        self.ins = self.ports
+        self.l_new = Signal(4)
+        self.l_pat_g1 = Signal(sp.index_bits - 2)       # stage L's patch's group + 1
+        if sp.input_stage:
+            self.ins = [_Head(L[n], n) for n in STREAMS]
         self.held_v = Signal(4)
         self.held = [Signal(L[n], name=f"held_{n}") for n in STREAMS]
         self.held_pat_g1 = Signal(sp.index_bits - 2)    # the held patch's group + 1
@@ -2291,6 +2518,10 @@ class _State:
         # triangles': registers equal to those compares of the registers (decision 15)
         self.held_tri_eq = Signal(data.ArrayLayout(6, 3))
         self.held_pix_eq = Signal(2)
+        # the same of stage L's triangle and pixel packet while they wait there
+        # (decision 28; ``input_stage``)
+        self.l_tri_eq = Signal(data.ArrayLayout(6, 3))
+        self.l_pix_eq = Signal(2)
         self.src_pat_g1 = Signal(sp.index_bits - 2)     # the patch source's group + 1
         self.seq = [Signal(SEQ_W, name=f"seq{k}") for k in range(4)]
         # the passes of the held packet so far: 1 + the passes that parked it

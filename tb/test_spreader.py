@@ -75,6 +75,28 @@ def test_spreader_answer_ahead(simulator):
                testcase=["random_traffic", "bad_inputs", "edge_answers"])
 
 
+@pytest.mark.parametrize("simulator", simulators())
+def test_spreader_input_stage(simulator):
+    """Stage L (``input_stage``: each input's packet taken into a register a clock
+    before stage P, its lookups made on the way in) in lock-step with the golden model:
+    several inputs taken in one clock, packets waiting in stage L while their records
+    change, stage L's packets providing for each other."""
+    run_cocotb("spreader.spreader", "tb.test_spreader", simulator,
+               {**SMALL, "input_stage": True}, testcase=TESTS)
+
+
+@pytest.mark.parametrize("simulator", split_simulators("icarus"))
+def test_spreader_input_stage_tables(simulator):
+    """Stage L at the default tables and with one EU and a one-record primitive table."""
+    run_cocotb("spreader.spreader", "tb.test_spreader", simulator,
+               {"n_eus": 4, "eu_records": 128, "eu_lines": 256, "fifo_depth": 2,
+                "input_stage": True}, testcase=["random_traffic", "full_tables", "bad_inputs"])
+    run_cocotb("spreader.spreader", "tb.test_spreader", simulator,
+               {"n_eus": 1, "vdt_records": 4, "pt_records": 1, "eu_records": 16,
+                "eu_lines": 16, "fifo_depth": 1, "starve_limit": 2, "input_stage": True},
+               testcase=["random_traffic", "bad_inputs"])
+
+
 @pytest.mark.parametrize("simulator", split_simulators("icarus"))
 def test_spreader_eight_eu(simulator):
     """Eight EUs, an aggressive anti-starvation limit, dedicated lists."""
@@ -305,14 +327,15 @@ class Run:
         return bool(int(getattr(self.dut, f"{port}__valid").value))
 
     def sample(self):
-        """ReadOnly phase: the input taken this clock (at most one) and the outputs
-        transferred (``{port: record or None}``), both recorded."""
+        """ReadOnly phase: the inputs taken this clock (a tuple of streams: at most one
+        without stage L, the model checks how many) and the outputs transferred
+        (``{port: record or None}``), both recorded."""
         dut, t = self.dut, self.t
-        taken = [s for s, p in enumerate(PORTS)
-                 if self.valid(p) and int(getattr(dut, f"{p}__ready").value)]
-        assert len(taken) <= 1, f"{self.name}: clock {t}: several inputs taken {taken}"
-        if taken:
-            s = taken[0]
+        taken = tuple(s for s, p in enumerate(PORTS)
+                      if self.valid(p) and int(getattr(dut, f"{p}__ready").value))
+        if not params().get("input_stage"):
+            assert len(taken) <= 1, f"{self.name}: clock {t}: several inputs taken {taken}"
+        for s in taken:
             self.consumed_at[(s, self.next[s])] = t
             self.next[s] += 1
             self.res.consumed.append((t, s))
@@ -323,7 +346,7 @@ class Run:
                 if moved else None
             if out[o] is not None:
                 getattr(self.res, o).append((t, out[o]))
-        return (taken[0] if taken else None), out
+        return taken, out
 
     def request(self, e, req, answer, ok):
         """A request to EU ``e`` this clock (:meth:`RequestLog.request`)."""
@@ -470,7 +493,7 @@ class TbEUs:
         got_req = (reqs[0], codec.unpack("alloc", int(self.alloc_p[reqs[0]].value))) \
             if reqs else None
         assert got_req == want.request, f"{where}: request {got_req}, model {want.request}"
-        assert taken == want.taken, f"{where}: taken {taken}, model {want.taken}"
+        assert taken == want.inputs, f"{where}: taken {taken}, model {want.inputs}"
         for o in OUTS:
             assert out[o] == getattr(want, o), \
                 f"{where}: {o} {out[o]}, model {getattr(want, o)}"
@@ -590,21 +613,31 @@ def full_tables_workload(vdt_records, pt_records, extra=8):
     """Vertex groups filling every VDT record, triangles filling every PT record, then
     ``extra`` more of each that map onto records still occupied (they must wait, not be
     refused): group ``g`` is sent only after group ``g - vdt_records`` was closed, a
-    triangle on a PT record only after the primitive before it on that record ended."""
+    triangle on a PT record only after the primitive before it on that record ended.
+
+    The first triangle also names a vertex of the last group of the full VDT, and the
+    pixel stream starts with a pixel packet of the last primitive of the full PT: a
+    triangle (pixel packet) is prepared only once its vertex groups (its triangle) are
+    in the table, so nothing is released before both tables were full, even where a
+    packet is taken a clock before it is prepared and another stream's may go first
+    (stage L: ``input_stage``)."""
     n_groups = n_tris = max(vdt_records, pt_records) + extra
     verts, tris, pix = [], [], []
     for g in range(n_groups):
         dep = ((EType.TRIANGLE, g - vdt_records),) if g >= vdt_records else ()
         verts.append(Item(VertexPacket(8 * g, 8, 1), after=dep))
+    # the pixel stream: a pixel packet of primitive pt_records - 1, then end markers
+    pix.append(Item(PixelPacket(pt_records - 1, mask=1, last=False),
+                    after=((EType.TRIANGLE, pt_records - 1),)))
     for k in range(n_tris):
         g = k      # every group's only user closes it (all three vertices in the group)
-        after = [(EType.VERTEX, g)]
+        after, idx, last = [(EType.VERTEX, g)], (8 * g, 8 * g + 1, 8 * g + 2), 0b111
         if k == 0:
             after.append((EType.VERTEX, vdt_records - 1))     # the VDT is full first
+            idx, last = (0, 1, 8 * (vdt_records - 1)), 0b011
         if k >= pt_records:
-            after.append((EType.PIXEL, k - pt_records))
-        tris.append(Item(TrianglePacket(k, (8 * g, 8 * g + 1, 8 * g + 2), 1,
-                                        0b111), after=tuple(after)))
+            after.append((EType.PIXEL, 1 + k - pt_records))  # its end marker
+        tris.append(Item(TrianglePacket(k, idx, 1, last), after=tuple(after)))
         # end markers only once the PT is full, so that every record is in use at once
         wait = (EType.TRIANGLE, pt_records - 1 if k < pt_records else k)
         pix.append(Item(PixelPacket(k, mask=0, last=True), after=(wait,)))

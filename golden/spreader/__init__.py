@@ -308,6 +308,27 @@ Decisions (where spec and issue are silent)
    showed no free record); patience trades clocks for that locality, and
    ``local_records`` keeps the shares even, since with patience the pixel work follows
    the triangles, which follow their vertex groups.
+11. **Stage L** (issue 12; parameter ``input_stage``, default off): a register per
+   input stream in front of stage P. A stream's input is taken (``ready`` high) when
+   its register is empty or stage P takes the register's packet in this clock, except
+   a triangle naming a vertex group that a vertex or patch packet inside the
+   spreader, in C or in stage L provides, and a pixel packet (or end marker) whose
+   ``prid`` is such a triangle's (rule 2's offers, moved to the input and extended to
+   stage L): so a triangle is taken only once its vertex groups are written, as
+   without stage L, and a producer that reuses a record once the packet closing it
+   was taken (producer contract) still finds that packet's data written. (With the
+   offers alone, a triangle taken into stage L ahead of its parked patch let the
+   producer send a vertex packet that took the patch's record first: a deadlock.)
+   Several inputs may be taken in one clock (:attr:`CycleResult.inputs`). Stage P's
+   "input's head" in rules 1-4 is the register's packet (the arbiter offers it, P
+   prepares it, it leaves the register at the edge it enters R:
+   :attr:`CycleResult.taken`), never the port's. A packet is inside one clock longer
+   (taken in clock t, prepared in t+1 at the earliest, requested in t+2), and a
+   stream still gives one packet per clock back to back (the register reloads at the
+   edge its packet leaves). Stage P reads the tables as before (the RTL makes stage
+   L's lookups on the way into the register and keeps them up to date while the
+   packet waits, so that stage P starts from flip-flops for the heads as for parked
+   packets; hw/spreader.py, decision 28).
 
 Producer contract (not checked beyond the errors above): a triangle is presented only
 after the vertex packets it names were taken (their ``ready``); pixel packets after their

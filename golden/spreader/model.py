@@ -105,6 +105,10 @@ class Spreader(Codec):
         triangle's candidate list only while it has at least ``local_records`` free
         records in the status the pass's first scan reads (:meth:`debited`); one with
         fewer keeps its place in the walk. 0 .. ``eu_records``, default 0 (off).
+    input_stage : bool
+        Stage L (decision 11 of the module docstring): each input's packet is taken
+        into a register of its stream a clock before stage P can prepare it (True), or
+        stage P prepares the input's head itself (False, default).
 
     Notes
     -----
@@ -121,7 +125,7 @@ class Spreader(Codec):
     def __init__(self, n_eus=4, vdt_records=256, pt_records=256, index_bits=16,
                  prid_bits=16, coord_bits=12, max_lines=8, eu_records=256, eu_lines=256,
                  starve_limit=8, fifo_depth=4, rotate=True, debit_held=False, patience=0,
-                 local_records=0):
+                 local_records=0, input_stage=False):
         self.n_eus = check_int("n_eus", n_eus, 1, MAX_EUS)
         self.vdt_records = check_pow2("vdt_records", vdt_records, 2, 256)
         self.pt_records = check_pow2("pt_records", pt_records, 1, 256)
@@ -143,6 +147,9 @@ class Spreader(Codec):
         self.debit_held = bool(debit_held)
         self.patience = check_int("patience", patience, 0, SAT)
         self.local_records = check_int("local_records", local_records, 0, self.eu_records)
+        if not isinstance(input_stage, (bool, np.bool_)):
+            raise TypeError(f"input_stage must be a bool, not {input_stage!r}")
+        self.input_stage = bool(input_stage)
         self.status_widths = (self.eu_records.bit_length(), 9, self.eu_lines.bit_length())
         self.detail_bits = max(self.index_bits, self.prid_bits, 12)
         self.reset()
@@ -190,6 +197,8 @@ class Spreader(Codec):
         self._rel = {"v": None, "p": None}
         self._held = [None] * 4             # per stream: the packet taken, not yet consumed
         self._shown = [None] * 4            # per stream: the head shown and not taken
+        self._lstage = [None] * 4           # stage L (input_stage): per stream, the
+                                            # packet taken from its input, not yet by P
         self.error = False
         self.lost = False
         self.debit_request = None           # R's request that this clock's P debited
@@ -225,13 +234,14 @@ class Spreader(Codec):
     def idle(self):
         """No record held, nothing in flight, no packet inside, all FIFOs empty."""
         return (not self.v_valid.any() and not self.p_valid.any() and not self._ift
-                and self._pass is None and not any(self._held) and self._cstage is None
+                and self._pass is None and not any(self._held) and not any(self._lstage)
+                and self._cstage is None
                 and self._dstage is None and not self._estage
                 and not any(f.q for f in self._fifo.values()))
 
     def idle_allocator(self):
-        """No packet inside the spreader (taken and not yet consumed)."""
-        return self._pass is None and not any(self._held)
+        """No packet inside the spreader (taken and not yet consumed; stage L's too)."""
+        return self._pass is None and not any(self._held) and not any(self._lstage)
 
     def pending(self, port):
         """Entries waiting in an output FIFO (``move``, ``log``, ``release``, ``err``)."""
@@ -500,12 +510,36 @@ class Spreader(Codec):
         the arbiter takes another stream instead)."""
         offer = [x is not None for x in src]
         tri, pix = src[EType.TRIANGLE], src[EType.PIXEL]
-        if tri is not None and any(self._covers(EType.VERTEX, i) or self._covers(EType.PATCH, i)
-                                   for i in tri.indices):
+        if tri is not None and self._provided(tri):
             offer[EType.TRIANGLE] = False
         if pix is not None and self._provides_prid(pix.prid):
             offer[EType.PIXEL] = False
         return offer
+
+    def _provided(self, tri, stage_l=False):
+        """A vertex or patch packet inside or in the commit stage (and with
+        ``stage_l``, in stage L) provides a group ``tri`` names."""
+        lv, lp = self._lstage[EType.VERTEX], self._lstage[EType.PATCH]
+
+        def in_l(g):
+            return stage_l and ((lv is not None and g == lv.base >> 3) or (
+                lp is not None and g in (lp.base >> 3, (lp.base >> 3) + 1)))
+        return any(self._covers(EType.VERTEX, i) or self._covers(EType.PATCH, i)
+                   or in_l(i >> 3) for i in tri.indices)
+
+    def _enters_l(self, s, pkt, taken):
+        """Stage L takes ``pkt`` from input ``s`` (decision 11): its register is empty
+        or stage P takes its packet, and for a triangle (pixel packet) no vertex or
+        patch packet (triangle) inside, in the commit stage or in stage L provides its
+        data."""
+        if pkt is None or not (self._lstage[s] is None or taken == s):
+            return False
+        if s == EType.TRIANGLE:
+            return not self._provided(pkt, stage_l=True)
+        if s == EType.PIXEL:
+            lt = self._lstage[EType.TRIANGLE]
+            return not (self._provides_prid(pkt.prid) or (lt is not None and lt.prid == pkt.prid))
+        return True
 
     @staticmethod
     def _bad(p, code, detail):
@@ -556,6 +590,7 @@ class Spreader(Codec):
         heads = tuple(heads)
         if len(heads) != 4:
             raise ValueError(f"heads must hold 4 entries, not {len(heads)}")
+        ports = heads
         for s, h in enumerate(heads):
             if h is not None:
                 self._check_packet(s, h)
@@ -577,6 +612,8 @@ class Spreader(Codec):
         for s, h in enumerate(self._shown):
             if h is not None and heads[s] != h:
                 raise ValueError(f"stream {s} changed its head while not taken")
+        if self.input_stage:
+            heads = tuple(self._lstage)     # stage P's heads: stage L's packets
 
         # -- outputs: FIFO heads transferred this clock (popped at the edge)
         out = {k: (f.q[0] if f.q and ready.get(k, True) else None)
@@ -692,13 +729,21 @@ class Spreader(Codec):
                     errors.append(ErrorReport(Err.NO_EU, Src.CONFIG, 0, 0, cfg.etype))
                 writes.append(lambda cfg=cfg: self._apply_config(cfg))
 
+        # -- stage L (decision 11): a stream's input is taken when its register is empty
+        #    or stage P takes the register's packet in this clock
+        if self.input_stage:
+            inputs = tuple(s for s in range(4) if self._enters_l(s, ports[s], taken))
+            writes.append(lambda: self._load_l(ports, taken, inputs))
+        else:
+            inputs = () if taken is None else (taken,)
+
         # -- the edge
-        self._shown = [None if s == taken else heads[s] for s in range(4)]
+        self._shown = [None if s in inputs else ports[s] for s in range(4)]
         self.debit_request = debit
         self.scanned = tuple(scanned)
         self.scan_status = self.debited(status, debit)
         res = CycleResult(taken, consumed, request, answer, started, out["move"], out["log"],
-                          out["release"], out["err"], self.error, self.lost)
+                          out["release"], out["err"], self.error, self.lost, inputs)
         err_room = self._fifo["err"].room()         # a free entry in S_t (rule 8)
         for k, f in self._fifo.items():
             if out[k] is not None:
@@ -714,6 +759,14 @@ class Spreader(Codec):
                 self.lost = True
         self.t += 1
         return res
+
+    def _load_l(self, ports, taken, inputs):
+        """Edge: stage L (decision 11) gives its packet to stage P's pass and takes the
+        inputs' heads."""
+        if taken is not None:
+            self._lstage[taken] = None
+        for s in inputs:
+            self._lstage[s] = ports[s]
 
     def _load(self, s, p, starve):
         """Edge: the prepared pass enters the request stage."""
@@ -960,12 +1013,12 @@ class Spreader(Codec):
                     r.requests.append(ReqRecord(req_open[0], t, e, q, req_open[3],
                                                 res.answer.accept, res.answer.entity))
                     req_open = None
-            if res.taken is not None:
-                feeder.ack(res.taken, t)
-                r.consumed.append((t, res.taken))
+            for s in res.inputs:
+                feeder.ack(s, t)
+                r.consumed.append((t, s))
             if res.consumed is not None:
                 last_progress = t
-            if not feeder.waiting() and not any(self._held):
+            if not feeder.waiting() and self.idle_allocator():
                 last_progress = t
             if done is not None:
                 r.completions.append((t, done.eu, done.entity))

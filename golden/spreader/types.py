@@ -356,7 +356,11 @@ class CycleResult(NamedTuple):
     refusal). ``started``: a pass was prepared and enters the request stage at this
     clock's edge. ``move``, ``log``, ``release``, ``err``:
     the payload transferred on that output this clock, else None. ``error``/``lost``:
-    the sticky flags in this clock (``S_t``).
+    the sticky flags in this clock (``S_t``). ``inputs``: the streams whose input
+    transferred this clock (``valid`` and ``ready``), in stream order: ``(taken,)`` or
+    ``()`` without stage L; with it (``input_stage``, decision 11) every stream whose
+    packet entered stage L, while ``taken`` is the stream whose packet stage P took
+    from stage L.
     """
     taken: int | None
     consumed: int | None
@@ -369,6 +373,7 @@ class CycleResult(NamedTuple):
     err: ErrorReport | None
     error: bool
     lost: bool
+    inputs: tuple = ()
 
 
 class ReqRecord(NamedTuple):

@@ -1118,6 +1118,80 @@ def test_rotation_keeps_locality_first():
     assert drain(sp, 2)["log"][-1].eu == 3
 
 
+# ---------------------------------------------------------------- stage L (decision 11)
+
+@pytest.mark.parametrize("stage", [True, False])
+def test_input_stage_takes_inputs_a_clock_before_stage_p(stage):
+    """Stage L takes every stream's head whose register is free, several in one clock,
+    and stage P prepares a packet a clock after it was taken; its request follows a
+    clock later. (The case ``stage=False`` is the contract without stage L, for
+    contrast: one input a clock, prepared in the clock it is taken.)"""
+    sp = small(input_stage=stage)
+    h = heads(v=VertexPacket(0, 8, 1), pa=PatchPacket(16, 1))
+    shown(sp, empty(sp))
+    r = sp.cycle(h)
+    if not stage:
+        assert r.inputs == (V,) and r.taken == V and r.started
+        return
+    assert r.inputs == (V, PA) and r.taken is None and not r.started
+    r = sp.cycle(respond=accept(3))
+    assert r.inputs == () and r.taken == V and r.started and r.request is None
+    r = sp.cycle(respond=accept(4))
+    assert r.request[0] == 0 and r.consumed == V and r.taken == PA
+    r = sp.cycle(respond=accept(5))
+    assert r.consumed == PA
+    assert [e.entity for e in drain(sp, 4)["log"]] == [4, 5]
+
+
+def test_input_stage_keeps_one_allocation_per_clock():
+    """Back to back through stage L: a vertex stream that every first candidate
+    accepts is consumed one packet per clock from the third clock on (the first packet
+    taken in clock 0, prepared in 1, requested and accepted in 2)."""
+    sp = small(input_stage=True, vdt_records=32)
+    packets = [VertexPacket(8 * g, 8, 1) for g in range(12)]
+    shown(sp, empty(sp))
+    consumed, entity = [], iter(range(100))
+    for t in range(20):
+        r = sp.cycle(heads(v=packets[0] if packets else None),
+                     respond=lambda e, q: Answer(True, next(entity)))
+        if r.inputs:
+            packets.pop(0)
+        if r.consumed is not None:
+            consumed.append(t)
+    assert consumed == list(range(2, 14))
+
+
+def test_input_stage_takes_a_triangle_once_its_vertices_are_written():
+    """Stage L takes a triangle only when no vertex or patch packet inside, in stage C
+    or in stage L provides its groups (so a producer that reuses a record once the
+    triangle closing it was taken still finds the triangle's vertices written): the
+    triangle presented while its vertex packet waits in stage L is taken in the clock
+    after the vertex packet's tables are written, and is allocated with no
+    UNKNOWN_VERTEX."""
+    sp = small(input_stage=True)
+    shown(sp, empty(sp))
+    bad_pixel = PixelPacket(5, mask=0, last=False)          # MALFORMED, prepared first
+    r = sp.cycle(heads(v=VertexPacket(0, 8, 1), p=bad_pixel))
+    assert r.inputs == (V, P)
+    tri = TrianglePacket(1, (0, 1, 2), size=1)
+    taken_at = {}
+    for t in range(1, 12):
+        r = sp.cycle(heads(t=tri) if T not in taken_at else heads(),
+                     respond=lambda e, q: Answer(True, 8 + q.etype))
+        if r.consumed is not None:
+            taken_at.setdefault(("consumed", r.consumed), t)
+        if r.inputs:
+            assert r.inputs == (T,)
+            taken_at[T] = t
+    # clock 1: the pixel packet prepared (the vertex packet waits in stage L); 2: the
+    # vertex packet prepared; 3: accepted (then in C, written at the edge ending 4)
+    assert taken_at[("consumed", V)] == 3 and taken_at[T] == 5
+    assert taken_at[("consumed", T)] == 7
+    log = drain(sp, 4)["log"]
+    assert [(e.kind, e.etype) for e in log] == [(Kind.ERROR, P), (Kind.ALLOC, V),
+                                                (Kind.ALLOC, T)]
+
+
 # ---------------------------------------------------------------- RTL constants
 
 def test_hw_codes_and_layouts_match_the_golden_model():
