@@ -416,12 +416,9 @@ class Framebuffer(wiring.Component):
 
     Requests (``req[e]``, one per pixel engine) are taken one at a time, round robin.
     A request's four span rows are read-modified-written one a clock: the row is read
-    (a synchronous read port) and in the next clock each covered sample becomes
-    ``max(old, prid)`` and is written back. A read never meets a write of its word: a
-    request's rows are four different words, and the next request's first read comes
-    a clock after the last write of the one before. So the read port is not
-    transparent (issue 15: its bypass logic sat between the block RAM's read and the
-    ``max`` compare, on the routed critical path). The acknowledgement ``ack[e]`` goes out with
+    (a synchronous read port, transparent to the write port, so a row written in the
+    same clock is read new) and in the next clock each covered sample becomes
+    ``max(old, prid)`` and is written back. The acknowledgement ``ack[e]`` goes out with
     the last row's write. ``clear`` (a strobe) zeroes every word, one a clock, before
     the next request is taken (a per-word frame tag would save those clocks, but a
     word that no frame wrote for a tag period would then come back). ``fb_addr`` reads
@@ -452,7 +449,7 @@ class Framebuffer(wiring.Component):
         mem = Memory(shape=B, depth=self.words, init=[])
         m.submodules.mem = mem
         wp = mem.write_port()
-        rp = mem.read_port()
+        rp = mem.read_port(transparent_for=(wp,))
         current = rp.data
         clearing = Signal()
         clr_addr = Signal(aw)
