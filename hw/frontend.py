@@ -836,7 +836,11 @@ class Frontend(wiring.Component):
         # ---- drained and errors
         full = Cat((st.free_records == self.records) & (st.free_entities == self.entities)
                    & (st.free_lines == self.lines) for st in sq.status_tap)
-        m.d.comb += drained.eq(feeder_idle & ~pending.r_rdy & ~pix.valid & ~side.r_rdy
+        # a register (issue 15): its inputs come from all over the die (the QCCs' status
+        # through the adapters, the engines, the framebuffer), the frame's state and
+        # enables stay near the parser; ``done`` rises a clock later. Nothing starts
+        # while the frame drains, so the value of the clock before still holds.
+        m.d.sync += drained.eq(feeder_idle & ~pending.r_rdy & ~pix.valid & ~side.r_rdy
                                & ~vtx.valid & ~tri.valid
                                & ~mv.valid & ~raster.o.valid & ~raster_out.o.valid
                                & full.all()

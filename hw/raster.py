@@ -2041,8 +2041,10 @@ class BlockTraversal(_Format, wiring.Component):
         reach = [Signal(wide, name=f"reach{e}") for e in range(self.edges)]
         bx, by, bx_first, bx_last, by_last = (Signal(bw, name=n) for n in
                                               ("bx", "by", "bx_first", "bx_last", "by_last"))
-        row_end = bx == bx_last
-        last = row_end & (by == by_last)
+        # registers (issue 15): the block at (bx, by) ends its row / the walk, kept a
+        # clock ahead, so that the walk's enables (``go``, ``take``: every register of
+        # the unit) and ``i.ready`` start at flip-flops, not at the block compares
+        row_end, last = Signal(), Signal()
         go = _wire(m, busy & (~self.o.valid | self.o.ready), "go")
         take = _wire(m, self.i.valid & self.i.ready, "take")
         m.d.comb += self.i.ready.eq(~busy | (go & last))
@@ -2060,11 +2062,13 @@ class BlockTraversal(_Format, wiring.Component):
                              out.edge[e].B.eq(edge.B), out.edge[e].bias.eq(edge.bias)]
             with m.If(row_end):
                 m.d.sync += [bx.eq(bx_first), by.eq(by + 1)]
+                self._ends(m, row_end, last, bx_first, (by + 1)[:bw], bx_last, by_last)
                 for e in range(self.edges):
                     down = row[e] + (prim.edge[e].B << (s + 4))
                     m.d.sync += [row[e].eq(down), cur[e].eq(down)]
             with m.Else():
                 m.d.sync += bx.eq(bx + 1)
+                self._ends(m, row_end, last, (bx + 1)[:bw], by, bx_last, by_last)
                 m.d.sync += [cur[e].eq(cur[e] + (prim.edge[e].A << (s + 4)))
                              for e in range(self.edges)]
             with m.If(last):
@@ -2077,12 +2081,18 @@ class BlockTraversal(_Format, wiring.Component):
             box = new.bbox
             m.d.sync += [busy.eq(1), prim.eq(new), bx.eq(box.x0[4:]), bx_first.eq(box.x0[4:]),
                          by.eq(box.y0[4:]), bx_last.eq(box.x1[4:]), by_last.eq(box.y1[4:])]
+            self._ends(m, row_end, last, box.x0[4:], box.y0[4:], box.x1[4:], box.y1[4:])
             for e in range(self.edges):
                 edge = new.edge[e]
                 mag = Mux(edge.A < 0, -edge.A, edge.A) + Mux(edge.B < 0, -edge.B, edge.B)
                 m.d.sync += [cur[e].eq(edge.lo16), row[e].eq(edge.lo16),
                              reach[e].eq((mag << (s + 3)) - edge.bias)]
         return m
+
+    @staticmethod
+    def _ends(m, row_end, last, bx, by, bx_last, by_last):
+        """Load ``row_end`` and ``last`` for the block ``(bx, by)`` the walk goes to."""
+        m.d.sync += [row_end.eq(bx == bx_last), last.eq((bx == bx_last) & (by == by_last))]
 
 
 class PixelPacker(_Format, wiring.Component):

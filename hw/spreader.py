@@ -2664,7 +2664,15 @@ class SpreaderQCC(wiring.Component):
       completion of that EU waits in its queues. (The ``done`` register needs no such
       wait: an ALLOC is offered once the completion has left its queue, so it is taken
       while the register holds the completion at the earliest, and answered in the
-      clock after the spreader took it.)
+      clock after the spreader took it.) The wait is a register per EU, loaded with the
+      queues' state after each edge (issue 15: the queues' level compares no longer
+      start the QCC's command path); the rule is unchanged.
+    * Entity numbers cross the adapter in ``log2(entities)`` bits (the QCC names none
+      above), zero-extended on the spreader's ports: the spreader's tables keyed by
+      entity (the in-flight table's 256 words per EU) then keep only the words a QCC
+      can name after synthesis, and its look-ups (a completion's, the bad-answer
+      check) are that much shallower (issue 15). An ALLOC answered with a number not
+      below ``entities`` sets ``adapter_error``.
 
     The processors (thread controller, data move machine) are the testbench's: each QCC's
     ``n_issue``/``m_issue`` and ``n_done``/``m_done`` are ports of this design, as are
@@ -2696,8 +2704,9 @@ class SpreaderQCC(wiring.Component):
     qcc_error : out
         Per EU, the QCC's sticky ``error``.
     adapter_error : out
-        Sticky: a RELEASE not answered OK, an answer without a request, or an ALLOC not
-        taken in the clock it was offered (none can happen when the rules above hold).
+        Sticky: a RELEASE not answered OK, an answer without a request, an ALLOC not
+        taken in the clock it was offered, or an ALLOC answered with an entity number
+        not below ``entities`` (none can happen when the rules above hold).
     """
 
     def __init__(self, *, n_eus=2, records=8, entities=8, lines=16, vdt_records=8,
@@ -2713,6 +2722,11 @@ class SpreaderQCC(wiring.Component):
             "fifo_depth": fifo_depth, "starve_limit": starve_limit, "rotate": rotate,
             "patience": patience, "local_records": local_records}
         self._qccs = [QCC(**self.qcc_params) for _ in range(n_eus)]   # validates them
+        # the bits of the QCC's entity numbers (all below ``entities``): the adapter
+        # carries no more, so that the spreader's tables keyed by entity (its in-flight
+        # table: 256 per EU) keep only the words a QCC can name once Yosys has
+        # propagated the constant upper bits (issue 15)
+        self.entity_bits = max(1, (entities - 1).bit_length())
         self._spreader = Spreader(**self.spreader_params, answer_ahead=True)
         L = self._spreader.lay
         self.lay = L
@@ -2752,13 +2766,13 @@ class SpreaderQCC(wiring.Component):
         # release: one register per EU, loaded from the spreader's single stream
         rel = sp.release
         rel_v = [Signal(name=f"rel_v{e}") for e in range(N)]
-        rel_ent = [Signal(ENTITY_W, name=f"rel_ent{e}") for e in range(N)]
+        rel_ent = [Signal(self.entity_bits, name=f"rel_ent{e}") for e in range(N)]
         m.d.comb += rel.ready.eq(~Array(rel_v)[rel.payload.eu])
         m.d.comb += [self.release_tap.valid.eq(rel.valid & rel.ready),
                      self.release_tap.payload.eq(rel.payload)]
 
         queues = []
-        done_v, done_eu, done_ent = Signal(), Signal(EU_W), Signal(ENTITY_W)
+        done_v, done_eu, done_ent = Signal(), Signal(EU_W), Signal(self.entity_bits)
         for e in range(N):
             m.submodules[f"qcc{e}"] = q = self._qccs[e]
             for k in ("n_issue", "m_issue"):
@@ -2768,9 +2782,13 @@ class SpreaderQCC(wiring.Component):
             m.d.comb += [q.query.valid.eq(0), q.qresp.ready.eq(1), q.resp.ready.eq(1)]
             with m.If(rel.valid & rel.ready & (rel.payload.eu == e)):
                 m.d.sync += [rel_v[e].eq(1), rel_ent[e].eq(rel.payload.entity)]
-            eq = [self._completions(m, q, e, kind) for kind in ("n", "m")]
+            eq, holds = zip(*(self._completions(m, q, e, kind) for kind in ("n", "m")))
             queues += eq
-            blocked = eq[0].r_rdy | eq[1].r_rdy
+            # a completion of this EU waits in its queues: a register of the queues'
+            # next state (equal to their ``r_rdy``), so that the levels' compares do not
+            # start the QCC's command path (the board build's route at seed 2, issue 15)
+            blocked = Signal(name=f"blocked{e}")
+            m.d.sync += blocked.eq(holds[0] | holds[1])
             sent, errs = self._commands(m, q, sp.alloc[e], sp, e, rel_v[e], rel_ent[e],
                                         blocked, Op, Code)
             bad += errs
@@ -2824,18 +2842,23 @@ class SpreaderQCC(wiring.Component):
         records = self.qcc_params["records"]
         iss, done = getattr(q, f"{kind}_issue"), getattr(q, f"{kind}_done")
         last = Array(Signal(name=f"{kind}last{e}_{r}") for r in range(records))
-        ent = Array(Signal(ENTITY_W, name=f"{kind}ent{e}_{r}") for r in range(records))
+        ent = Array(Signal(self.entity_bits, name=f"{kind}ent{e}_{r}")
+                    for r in range(records))
         # the last stage of each type's program (etype 5..7 is never issued)
         final = Array([Const(len(p) - 1, 4) for p in q.programs] + [Const(15, 4)] * 3)
         with m.If(iss.valid & iss.ready):
             m.d.sync += [last[iss.payload.record].eq(iss.payload.stage
                                                      == final[iss.payload.etype]),
                          ent[iss.payload.record].eq(iss.payload.entity)]
-        f = SyncFIFO(width=ENTITY_W, depth=records)
+        f = SyncFIFO(width=self.entity_bits, depth=records)
         m.submodules[f"done_{kind}{e}"] = f
         m.d.comb += [f.w_en.eq(done.valid & last[done.payload.record]),
                      f.w_data.eq(ent[done.payload.record])]
-        return f
+        # the queue is not empty after this clock's edge (its ``r_rdy`` of the next clock)
+        holds = Signal(name=f"{kind}holds{e}")
+        m.d.comb += holds.eq((f.w_en & f.w_rdy) | (f.r_level > 1)
+                             | ((f.r_level == 1) & ~f.r_en))
+        return f, holds
 
     def _commands(self, m, q, a, sp, e, rel_v, rel_ent, blocked, Op, Code):
         """EU ``e``'s command port: RELEASE first, else the spreader's ALLOC, and the
@@ -2869,18 +2892,21 @@ class SpreaderQCC(wiring.Component):
         # QCC's response queue and the route from the far QCC (issue 15)
         answer = Signal(name=f"answer{e}")
         accept = Signal(name=f"accept{e}")
-        entity = Signal(ENTITY_W, name=f"entity{e}")
+        entity = Signal(self.entity_bits, name=f"entity{e}")
+        named = r.payload.entity[:self.entity_bits]
         m.d.sync += [answer.eq(r.valid & (r.payload.op == Op.ALLOC)),
-                     accept.eq(r.payload.code == Code.OK), entity.eq(r.payload.entity)]
+                     accept.eq(r.payload.code == Code.OK), entity.eq(named)]
         m.d.comb += [a.ready.eq(answer), sp.accept[e].eq(accept), sp.entity[e].eq(entity),
-                     sp.entity_ahead[e].eq(r.payload.entity)]
+                     sp.entity_ahead[e].eq(named)]
         t = self.alloc_tap[e]
         m.d.comb += [t.valid.eq(a.valid), t.ready.eq(a.ready), t.accept.eq(sp.accept[e]),
                      t.entity.eq(sp.entity[e]), t.payload.eq(a.payload)]
         return sent, [answer & ~a.valid,
                 r.valid & (r.payload.op == Op.RELEASE) & (r.payload.code != Code.OK),
                 r.valid & r.payload.code[3],
-                c.valid & ~c.ready & (c.payload.op == Op.ALLOC)]
+                c.valid & ~c.ready & (c.payload.op == Op.ALLOC),
+                r.valid & (r.payload.op == Op.ALLOC) & (r.payload.code == Code.OK)
+                & (r.payload.entity >= self.qcc_params["entities"])]
 
 
 DESIGNS = {
