@@ -692,25 +692,11 @@ def _lowest_bits(m, bits, name, keep=False):
 
 
 def _lowest_index(m, vector, name):
-    """Index of the lowest set bit of ``vector`` (any index if none), from a binary
-    tree whose nodes choose between their halves' indices by the lower half's "any":
-    one LUT4 level per level of the tree, not a one-hot and then an encoder after it."""
-    nodes = [(vector[i], Const(0, 0)) for i in range(len(vector))]
-    level = 0
-    while len(nodes) > 1:
-        level += 1
-        joined = []
-        for j in range(0, len(nodes), 2):
-            if j + 1 == len(nodes):
-                any_, index = nodes[j]
-                joined.append((any_, Cat(index, Const(0, 1))))
-                continue
-            (a0, i0), (a1, i1) = nodes[j], nodes[j + 1]
-            joined.append((_sig(m, a0 | a1, f"{name}{level}_{j // 2}_any"),
-                           _sig(m, Mux(a0, Cat(i0, Const(0, 1)), Cat(i1, Const(1, 1))),
-                                f"{name}{level}_{j // 2}_index", level)))
-        nodes = joined
-    return nodes[0][1]
+    """Index of the lowest set bit of ``vector`` (any index if none): :func:`_lowest_entry`
+    of the indices, one LUT4 level per level of the tree, not a one-hot and then an
+    encoder after it."""
+    width = (len(vector) - 1).bit_length()
+    return _lowest_entry(m, vector, [Const(i, width) for i in range(len(vector))], name)
 
 
 def _lowest_entry(m, vector, values, name):
