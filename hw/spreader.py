@@ -809,34 +809,17 @@ class VertexTable(wiring.Component):
         patch writes ``rec`` and ``rec + 1``). ``bits``: the valid and the open (valid,
         not closed) vectors; ``release``: the record freed at this edge (valid,
         record, and whether it frees ``record + 1`` too: a patch)."""
-        al, cl = self.alloc, self.close
         valid, open_ = bits
-        rel_v, rel_rec, rel_patch = release
-
-        def after(a, name):
-            """``(valid, open, first, second)`` of record ``a`` after this edge."""
-            first = Signal(name=f"{name}_first")
-            second = Signal(name=f"{name}_second")
-            m.d.comb += [first.eq(al.en & (al.rec == a)),
-                         second.eq(al.en & al.patch & (rec1 == a))]
-            written = first | second
-            freed = rel_v & ((rel_rec == a) | (rel_patch & ((rel_rec + 1)[:len(a)] == a)))
-            closing = Cat(cl.mask[i] & (cl.rec[i] == a) for i in range(3)).any()
-            v = (valid.bit_select(a, 1) | written) & ~freed
-            o = (((open_.bit_select(a, 1) & ~written) | (written & ~al.noref)) & ~closing
-                 & ~freed)
-            return v, o, first, second
-
         for i in range(3):
-            m.d.sync += self.held_busy[i].eq(after(self.held_busy_addr[i], f"held_busy{i}")[0])
+            a = self.held_busy_addr[i]
+            v, _, _ = self._after(m, a, valid.bit_select(a, 1), 0, 0, rec1, release,
+                                  f"held_busy{i}")
+            m.d.sync += self.held_busy[i].eq(v)
         for i in range(3):
             a, lk = self.held_addr[i], self.held_look[i]
-            _, o, first, second = after(a, f"held{i}")
-            w, new = read(a, 4 + i), Signal(self.word, name=f"held_new{i}")
-            m.d.comb += [new.tag.eq(Mux(first, al.tag, al.tag1)), new.eu.eq(al.eu),
-                         new.entity.eq(al.entity),
-                         new.count.eq(Mux(al.patch, GROUP, al.count)), new.half.eq(~first)]
-            m.d.sync += [lk.open.eq(o), lk.as_value()[1:].eq(Mux(first | second, new, w))]
+            _, o, w = self._after(m, a, valid.bit_select(a, 1), open_.bit_select(a, 1),
+                                  read(a, 4 + i), rec1, release, f"held{i}")
+            m.d.sync += [lk.open.eq(o), lk.as_value()[1:].eq(w)]
 
 
 class PrimitiveTable(wiring.Component):
