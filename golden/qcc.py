@@ -19,15 +19,14 @@ Structure
 * **Entity numbers** ``0 .. entities-1`` (default 256); a number is in use from its
   ALLOC until the entity is deleted.
 * **Address rename table (ART)** over ``lines`` cache lines (default 256): a buffer is
-  1..8 contiguous lines, first-fit (lowest start address) in the free-line bitmap.
+  1..8 contiguous lines, first-fit (lowest start address) in the free-line bitmap
 * **Stage parser**: a stage program per entity type, a logical FIFO of record indices
   per (type, stage), two issue ports (NUMERIC, MOVE), two completion ports.
 
 Decisions
 ---------
-1. **Lowest free** everything: ALLOC and MAP take the lowest free record index; ALLOC
-   takes the lowest free entity number (simple priority encoders; numbers are reused
-   as soon as they are free).
+1. **Lowest free** records: ALLOC and MAP take the lowest free record index (a simple
+   priority encoder). ALLOC takes the entity number free the longest (decision 19).
 2. **Physical buffer number = the record index** of the frame's record (one buffer per
    record; the ART is indexed by record). Records and buffers are allocated and freed
    together, so a separate lowest-free buffer pool would give the same numbers.
@@ -196,8 +195,9 @@ Decisions
     t+1 as before, but free for ALLOC and MAP, and counted in ``free_records`` and
     ``free_entities``, only from t+2 (they *cool* for a cycle: in ``S_{t+1}`` they are
     neither in use nor free). Which record and number an ALLOC or MAP takes is still
-    the lowest free one (decision 1). So the RTL keeps the lowest free record and the
-    lowest free entity number in registers, computed a clock ahead from the state at
+    the lowest free one (decision 1; the number: decision 19 since). So the RTL keeps
+    the lowest free record and the lowest free entity number in registers, computed a
+    clock ahead from the state at
     the start of the clock (every record not in use, less the one taken in this
     clock), and the counts from the registered frees: before, the lowest-free trees
     ran from the records' bits into every table written by the accept (the stage
@@ -205,6 +205,18 @@ Decisions
     14.57 ns), and a port's drop of a tombstone ran through its record's picks into
     the count's adder (the worst at the other, 14.95 ns). The cost: a freed record or
     number waits a cycle more before it is taken again (lines are freed as before).
+
+19. **ALLOC takes the entity number free the longest.** The free entity numbers are
+    a FIFO: from reset ``0, 1, .., entities-1`` in order, and the reaper appends each
+    number it frees (decision 12), which is free from two cycles later (decision 18;
+    it is the only one of the list that can cool, the last one). ALLOC takes the
+    head, unless it cools (then NO_ENTITY: no other number is free). So the RTL
+    keeps the head in a register, the numbers not taken since reset in a counter and
+    the reaper's in a LUT-RAM ring, and the next head is the counter or a RAM read
+    from a register: before, the lowest free number (decision 1) was a
+    register computed a clock ahead by a decoder of the register and a priority tree
+    over every number (a 13-LUT4 loop by Yosys's count, with the first fit the
+    deepest left). Numbers are reused as late as they can be instead of as early.
 
 Response codes (:class:`Code`), with the checks of each request in precedence order:
 
@@ -671,6 +683,8 @@ class QCCModel:
         self._len = np.zeros(r, np.int32)       # ART: lines of buffer (0 = unused)
         self._line_free = np.ones(self.lines, bool)
         self._ent_free = np.ones(self.entities, bool)
+        # The free entity numbers, longest free first (decision 19).
+        self._ent_list = deque(range(self.entities))
         self._queues = [[deque() for _ in range(MAX_STAGES)] for _ in range(N_TYPES)]
         self._tomb = np.zeros(r, bool)          # frame-0 record of a deleted queued entity
         # Completions' pushes (type, stage, record), into their FIFOs a cycle later (16).
@@ -963,7 +977,7 @@ class QCCModel:
         reaper = (tuple(sorted(self._to_reap)), tuple(sorted(self._killed)),
                   None if self._reaping is None else (self._reaping[0], tuple(self._reaping[1])),
                   self._walked)
-        return (arrays, queues, tuple(self._pushing), tuple(self._settled),
+        return (arrays, tuple(self._ent_list), queues, tuple(self._pushing), tuple(self._settled),
                 tuple(self._prog), tuple(self._rr), tuple(self._decision), reaper)
 
     def check(self):
@@ -982,6 +996,8 @@ class QCCModel:
         for r in np.flatnonzero(self._dead):
             assert self._ent_dead[self._entity[r]], f"record {r}: dead, its entity not"
         assert not (self._ent_dead & self._ent_free).any(), "entity both dead and free"
+        assert sorted(self._ent_list) == list(np.flatnonzero(self._ent_free)), \
+            "free-number list out of step"
         assert not (self._cooling & ~self._unused()).any(), "cooling record in use"
         assert not (self._ent_cooling & ~self._ent_free).any(), "cooling entity in use"
         live = np.flatnonzero(~self._ent_free & ~self._ent_dead)
@@ -1104,6 +1120,7 @@ class QCCModel:
                 a[r] = 0
             if last:
                 self._ent_dead[entity], self._ent_free[entity] = False, True
+                self._ent_list.append(entity)
             self._walked = None
         if self._reaping is not None:                # walk the next record
             entity, left = self._reaping
@@ -1206,14 +1223,15 @@ class QCCModel:
         r = self._free_record()
         if r is None:
             return Response(cmd.op, Code.NO_RECORD)
-        free_e = np.flatnonzero(self._ent_free & ~self._ent_cooling)
-        if free_e.size == 0:
+        # decision 19: the number free the longest, unless that one still cools (then
+        # it is the only one in the list: the reaper frees one number a cycle at most)
+        if not self._ent_list or self._ent_cooling[self._ent_list[0]]:
             return Response(cmd.op, Code.NO_ENTITY)
         if self._reported_run() < n:             # decision 14
             return Response(cmd.op, Code.NO_LINES)
         base = self._first_fit(n)
         assert base is not None, "free_run above the longest free run (decision 13)"
-        e = int(free_e[0])
+        e = self._ent_list.popleft()
         self._ent_free[e] = False
         self._new_record(r, e, 0, t, bool(cmd.hold), base, n)
         self._queues[t][0].append(r)

@@ -165,7 +165,9 @@ def test_refusal_precedence():
     assert m.allocate(V, 9).code == Code.BAD_ARG     # bad input before resources
 
 
-def test_lowest_free_record_and_entity_reused():
+def test_lowest_free_record_and_oldest_free_entity_reused():
+    """Decision 1: the lowest free record; decision 19: the entity number free the
+    longest (4 .. 7 from reset, then 1 and 2 in the order the reaper freed them)."""
     m = small()
     for _ in range(4):
         m.allocate(PA, 2, hold=True)
@@ -173,11 +175,12 @@ def test_lowest_free_record_and_entity_reused():
     assert m.delete(1).ok and m.delete(2).ok
     reap(m)
     r = m.allocate(V, 1)
-    assert (r.entity, r.record, r.addr) == (1, 1, 2)
+    assert (r.entity, r.record, r.addr) == (4, 1, 2)
     r = m.allocate(V, 4)     # free: lines 3..5 and 8.. -> first fit of 4 is at 8
-    assert (r.entity, r.record, r.addr) == (2, 2, 8)
+    assert (r.entity, r.record, r.addr) == (5, 2, 8)
     r = m.allocate(V, 3)
-    assert (r.entity, r.record, r.addr) == (4, 4, 3)
+    assert (r.entity, r.record, r.addr) == (6, 4, 3)
+    assert [m.allocate(V, 1).entity for _ in range(3)] == [7, 1, 2]
 
 
 def test_map_frames_and_search():
@@ -350,8 +353,10 @@ def test_reaper_takes_the_lowest_dead_entity_first():
     m.step(n_ready=False, m_ready=False)             # t+4: 0 freed, 1 walked
     assert m.status()[:3] == (6, 6, 31)
     m.step(n_ready=False, m_ready=False)             # t+5: 1 freed
-    assert m.status()[:3] == (7, 7, 32) and m.allocate(S, 1).entity == 0   # (1 cools)
+    assert m.status()[:3] == (7, 7, 32) and m.allocate(S, 1).entity == 3   # (1 cools)
     assert reap(m) == 0 and m.status()[:3] == (7, 7, 31)    # 1 free by that clock
+    # numbers are taken in the order they were freed (decision 19): the reaper's 2, 0, 1
+    assert [m.allocate(S, 1).entity for _ in range(7)] == [4, 5, 6, 7, 2, 0, 1]
 
 
 def test_delete_queued_entity_keeps_fifo_order():
@@ -773,7 +778,25 @@ def test_freed_record_and_number_cool_for_a_cycle():
     assert m.command(Command.alloc(S, 1)).code == Code.NO_RECORD
     assert m.status()[0] == 1                        # t+2: free
     r = m.allocate(S, 1)
-    assert (r.code, r.record, r.entity) == (Code.OK, 0, 0)
+    assert (r.code, r.record, r.entity) == (Code.OK, 0, 2)   # 0 is last in the list (19)
+    m.check()
+
+
+def test_entity_numbers_taken_in_the_order_freed():
+    """Decision 19: ALLOC takes the entity number free the longest (from reset 0, 1,
+    ...; the reaper appends what it frees), not the lowest; a number the reaper frees in
+    cycle t is not taken in t+1 (decision 18) even when it is the only one. (Before
+    decision 19 the ALLOCs below took 0, then 1.)"""
+    m = small(entities=3)
+    a, b, c = (m.allocate(S, 1, hold=True).entity for _ in range(3))
+    assert (a, b, c) == (0, 1, 2)
+    m.run([DRAIN])
+    assert m.release(b).ok
+    while m.status().free_entities == 0:             # 1 freed in t-1, cools in t
+        assert m.command(Command.alloc(S, 1)).code == Code.NO_ENTITY
+    assert m.release(a).ok
+    reap(m)
+    assert [m.allocate(S, 1).entity for _ in range(2)] == [1, 0]
     m.check()
 
 
@@ -1000,6 +1023,7 @@ class Scoreboard:
         self.walked = None                               # (record, entity, last)
         self.cooling = set()                             # freed last clock (decision 18)
         self.ent_cooling = set()
+        self.number_queue = deque(range(self.entities))  # free numbers, in order (19)
         self.seen = set()
         # ``free_run`` (decision 13): the runs of the last RUN_DELAY cycles, the lines
         # taken in each
@@ -1156,6 +1180,7 @@ class Scoreboard:
             self.owner[rec] = None
             if last:
                 del self.dead[entity]
+                self.number_queue.append(entity)
             self.walked = None
         if self.reaping is not None:
             entity, left = self.reaping
@@ -1217,7 +1242,8 @@ class Scoreboard:
         assert resp.op == c.op
         free_rec = min(self.unused() - self.cooling, default=None)
         if c.op == Op.ALLOC:
-            free_ent = min(self.unused_numbers() - self.ent_cooling, default=None)
+            free_ent = next((e for e in self.number_queue if e not in self.ent_cooling),
+                            None)
             base = self.first_fit(c.lines) if 1 <= c.lines <= 8 else None
             if c.etype >= N_TYPES or not 1 <= c.lines <= 8:
                 exp = Code.BAD_ARG
@@ -1235,6 +1261,7 @@ class Scoreboard:
                 inc = Inc(self.n_inc, free_ent, c.etype, bool(c.hold), free_rec,
                           len(self.prog[c.etype]))
                 self.n_inc += 1
+                self.number_queue.remove(free_ent)
                 self.live[free_ent] = inc
                 self.new_record(free_rec, inc, 0, base, c.lines)
                 self.fifo[c.etype, 0].append(inc)
