@@ -228,8 +228,12 @@ How it is built, and why
   effect on the records (busy, the pop) are a clock apart, the issue path starts from
   the record register (no multiplexer of FIFO heads on it), and a decided FIFO cannot
   run empty nor change its head before its pop (only that pop takes from it).
-* **Allocation.** The lowest free record and entity number are registers
-  (``free_record``, ``free_entity``, with "one exists" and the counts), computed a
+* **Allocation.** The lowest free record and the entity number to give are registers
+  (``free_record``, ``free_entity``, with "one exists" and the counts). The number is
+  the head of a FIFO of free numbers (golden decision 19: the number free the
+  longest; the never-used ones from a counter, the reaper's in a LUT-RAM ring), the
+  next head a RAM read from a register (:meth:`QCC._free_list`). The record is
+  computed a
   clock ahead (golden decision 18: a record or number freed in a clock is free from
   the clock after the next, so the next clock's lowest free one is this clock's
   unless it is taken now or a lower one cools now, and otherwise the lowest of the
@@ -1146,7 +1150,6 @@ class QCC(wiring.Component):
             m.submodules[f"issued_{k.name.lower()}"] = s.issued[k]
         # Entity numbers: free (for ALLOC), live (for look-ups), dead and not yet picked
         # by the reaper; and the free lines.
-        s.ent_free = Signal(self.entities, init=(1 << self.entities) - 1)
         s.ent_live = Signal(self.entities)
         s.to_reap = Signal(self.entities)
         s.free_ent_count = Signal(range(self.entities + 1), init=self.entities)
@@ -1572,7 +1575,6 @@ class QCC(wiring.Component):
                                                          self.lines, "reap_range"), 0),
                              "reap_lines")
         ev.reap_length = _sig(m, Mux(freeing, art.data.length, 0), "reap_length")
-        ev.reap_entity = _sig(m, Mux(freed_last, _decode(freed_entity, E), 0), "reap_number")
         ev.reap_last, ev.reap_freed_entity = freed_last, freed_entity
         ev.reap_freeing, ev.reap_freed = freeing, freed
 
@@ -1960,7 +1962,7 @@ class QCC(wiring.Component):
         killed = _sig(m, killed, "killed")
         taken = Mux(ev.alloc_ok, ev.free_ent, 0)
         # The number the reaper frees now cools in the next clock (golden decision 18):
-        # registered for the count and the next lowest free number.
+        # registered for the count and the list of free numbers.
         cooled = (Signal(name="cooled_entity"), Signal(len(s.free_entity),
                                                         name="cooled_entity_index"))
         m.d.sync += [cooled[0].eq(ev.reap_last), cooled[1].eq(ev.reap_freed_entity)]
@@ -1968,12 +1970,47 @@ class QCC(wiring.Component):
                      len(s.free_ent_count))
         m.d.sync += [s.ent_live.eq((s.ent_live & ~killed) | taken),
                      s.to_reap.eq((s.to_reap & ~ev.reap_picked) | killed),
-                     s.ent_free.eq((s.ent_free & ~taken) | ev.reap_entity),
                      s.free_ent_count.eq(Mux(ev.alloc_ok, freed - 1, freed)),
                      s.any_free_entity.eq(Mux(ev.alloc_ok, freed[1:] != 0, freed != 0)),
-                     s.free_entity.eq(self._lowest_free_next(
-                         m, s.ent_free, ev.free_ent, s.free_entity, ev.alloc_ok, [cooled],
-                         ev.any_ent, "free_entity"))]
+                     s.free_entity.eq(self._free_list(m, s, cooled, ev.alloc_ok))]
+
+    def _free_list(self, m, s, pushed, taken):
+        """The next clock's first free entity number (golden decision 19), the
+        register ``free_entity``. The free numbers are, in order, those never taken
+        since reset (a counter, ``fresh``: the RAM keeps its contents over a reset)
+        and those the reaper freed, in a FIFO: a LUT-RAM ring of ``entities`` words.
+        The reaper's number (``pushed``, registered: it cools a clock, decision 18)
+        joins the ring; ALLOC (``taken``) takes the head, and the next head is the
+        next fresh number, else the ring's oldest word (read at a registered address),
+        else the number pushed now. So a RAM read from a register and a few
+        multiplexers lie between the registers (before: the lowest free number's
+        decoder and index tree over every number, a 13-LUT4 loop by Yosys's count)."""
+        E, W = self.entities, len(s.free_entity)
+
+        def step(pointer):
+            return Mux(pointer == E - 1, 0, pointer + 1)
+
+        ring = Memory(shape=W, depth=E, init=[])
+        m.submodules.free_numbers = ring
+        fresh = Signal(range(E + 1), init=min(1, E), name="free_numbers_fresh")
+        first = Signal(range(E), name="free_numbers_first")     # the ring's oldest
+        tail = Signal(range(E), name="free_numbers_tail")
+        write, read = ring.write_port(), ring.read_port(domain="comb")
+        flag, number = pushed
+        m.d.comb += [write.addr.eq(tail), write.data.eq(number), write.en.eq(flag),
+                     read.addr.eq(first)]
+        count = s.free_ent_count
+        fresh_left = _sig(m, fresh != E, "free_numbers_fresh_left")
+        # The head comes from the ring (its oldest word, or the pushed one if the ring
+        # is empty) when ALLOC takes it and no fresh number is left, or when there is
+        # none; the ring's oldest word is consumed if there is one.
+        from_ring = _sig(m, Mux(taken, ~fresh_left, count == 0), "free_numbers_from_ring")
+        ring_empty = _sig(m, Mux(taken, count == 1, count == 0), "free_numbers_ring_empty")
+        m.d.sync += [tail.eq(Mux(flag, step(tail), tail)),
+                     first.eq(Mux(from_ring & (flag | ~ring_empty), step(first), first)),
+                     fresh.eq(Mux(taken & fresh_left, fresh + 1, fresh))]
+        return Mux(taken & fresh_left, fresh,
+                   Mux(from_ring, Mux(ring_empty, number, read.data), s.free_entity))
 
     def _update_lines(self, m, s, ev):
         """Lines taken by ALLOC/MAP, lines of a reaped record freed (never the same)."""
