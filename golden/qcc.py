@@ -217,6 +217,17 @@ Decisions
     register computed a clock ahead by a decoder of the register and a priority tree
     over every number (a 13-LUT4 loop by Yosys's count, with the first fit the
     deepest left). Numbers are reused as late as they can be instead of as early.
+20. **CONFIG's check reads the FIFOs of** ``S_t``. A type is in flight for CONFIG
+    (decision 6) if a FIFO of it held an entry (a tombstone too) at the start of the
+    cycle, a completion's push into it is pending (decision 16) or an entity of it is
+    busy; a tombstone a port drops in the same cycle still counts (before, the check
+    read the FIFOs after this cycle's pops, as the order *issues, command* says, so a
+    CONFIG in the clock of the drop of its type's last tombstone was accepted). The
+    RTL's check is a register per type computed a clock ahead from the FIFOs' flags
+    after that clock's pops, which cannot see the drop of the clock it is read in;
+    an issue's pop makes its entity busy, so only a drop differs. Found when decision
+    19's order of entity numbers made a random test reach that corner
+    (``tb/test_qcc.py`` at ``SEED=611703378``).
 
 Response codes (:class:`Code`), with the checks of each request in precedence order:
 
@@ -685,6 +696,7 @@ class QCCModel:
         self._ent_free = np.ones(self.entities, bool)
         # The free entity numbers, longest free first (decision 19).
         self._ent_list = deque(range(self.entities))
+        self._queued_start = [False] * N_TYPES
         self._queues = [[deque() for _ in range(MAX_STAGES)] for _ in range(N_TYPES)]
         self._tomb = np.zeros(r, bool)          # frame-0 record of a deleted queued entity
         # Completions' pushes (type, stage, record), into their FIFOs a cycle later (16).
@@ -745,6 +757,8 @@ class QCCModel:
         early = None
         if cmd is not None and cmd.op in (Op.SEARCH, Op.TRANSLATE):
             early = self._query(cmd, port="cmd")
+        # (CONFIG's check reads the FIFOs of S_t: decision 20)
+        self._queued_start = [any(qs) for qs in self._queues]
         # 2. Issues: carry out the decisions, then decide (S_t less this cycle's pops).
         n_issue, n_dropped = self._carry_out(Kind.NUMERIC, n_ready)
         m_issue, m_dropped = self._carry_out(Kind.MOVE, m_ready)
@@ -1210,7 +1224,7 @@ class QCCModel:
         t, n = cmd.etype, cmd.nstages
         if t >= N_TYPES or not 1 <= n <= MAX_STAGES:
             return Response(cmd.op, Code.BAD_ARG)
-        if (any(self._queues[t]) or any(p[0] == t for p in self._pushing)
+        if (self._queued_start[t] or any(p[0] == t for p in self._pushing)
                 or (self._busy & self._valid & (self._etype == t)).any()):
             return Response(cmd.op, Code.BUSY)
         self._prog[t] = cmd.program[:n]

@@ -782,6 +782,23 @@ def test_freed_record_and_number_cool_for_a_cycle():
     m.check()
 
 
+def test_config_counts_a_tombstone_dropped_in_its_clock():
+    """Decision 20: CONFIG's check reads the FIFOs of S_t, so a tombstone the port drops
+    in CONFIG's own clock still makes the type busy (before: OK)."""
+    m = small()
+    e = m.allocate(S, 1).entity
+    for _ in range(3):                               # decided on, the port stalled
+        m.step(n_ready=False, m_ready=False)
+    assert m.decision(M) == (S, 0)
+    assert m.cycle(cmd=Command.delete(e), n_ready=False, m_ready=False).resp.ok
+    assert m.tombstones() == [0]
+    res = m.cycle(cmd=Command.config(S, [(M, 1)]), n_ready=False, m_ready=True)
+    assert res.issues == [] and m.tombstones() == []  # dropped in this clock
+    assert res.resp.code == Code.BUSY
+    assert m.configure(S, [(M, 1)]).ok               # the clock after: not in flight
+    m.check()
+
+
 def test_entity_numbers_taken_in_the_order_freed():
     """Decision 19: ALLOC takes the entity number free the longest (from reset 0, 1,
     ...; the reaper appends what it frees), not the lowest; a number the reaper frees in
@@ -1121,6 +1138,8 @@ class Scoreboard:
         self.min_free = tuple(map(min, self.min_free, self.status()))
         run_now = self.longest()
         unused, unused_numbers = self.unused(), self.unused_numbers()
+        # decision 20: CONFIG's check reads the FIFOs at the start of the clock
+        self.queued_start = {t for (t, _), q in self.fifo.items() if q}
         if query is not None:
             assert res.qresp == self.expect_query(query)
         early = cmd is not None and cmd.op in (Op.SEARCH, Op.TRANSLATE)
@@ -1314,7 +1333,7 @@ class Scoreboard:
             if c.etype >= N_TYPES or not 1 <= c.nstages <= 8:
                 exp = Code.BAD_ARG
             elif any(i.etype == c.etype and i.stage != DONE_STAGE for i in self.live.values()) \
-                    or any(self.fifo[c.etype, s] for s in range(8)):
+                    or c.etype in self.queued_start:
                 exp = Code.BUSY
             else:
                 exp = Code.OK
