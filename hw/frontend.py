@@ -125,6 +125,13 @@ raster_latency, raster_lanes : int
     extra stages for the FPGA) and ``lanes`` per edge (16, or 4 or 8 with an MSAA mode;
     ``hw.raster.BlockRasterizer``), passed through ``hw.raster.RasterPipeline``. They
     change the rasterizer's timing and area, never its packets. Defaults 7 and 16.
+input_stage : bool
+    The spreader's stage L (``hw.spreader.Spreader``'s ``input_stage``, decision 28),
+    passed through ``hw.spreader.SpreaderQCC``. Default True: the front end uses it,
+    since the board build's routed worst path at seed 2 (``92aac52``, 71.16 MHz) ran
+    from the triangle input's ``prid`` through the VDT lookups, the path stage L
+    registers (issue 15). It changes the spreader's timing (a packet is inside one
+    clock longer; several inputs may be taken in one clock), never the frame.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -554,13 +561,15 @@ class Frontend(wiring.Component):
     cfg_tap, move_tap, alloc_tap, status_tap, release_tap, done_tap, in_tap : out -- what crosses
         the spreader's ports (``hw.spreader.SpreaderQCC``), for the scoreboard;
         ``in_tap`` bit s: input stream s (vertex, triangle, pixel) took a packet
+        (with ``input_stage`` several may in one clock)
     """
 
     ERRORS = ("csp", "command", "placement", "raster", "spreader", "qcc", "adapter")
 
     def __init__(self, *, n_eus=4, width=128, height=128, modes=(1, 2, 4, 8, 16),
                  prid_bits=8, records=8, entities=8, lines=16, vdt_records=8, pt_records=4,
-                 fifo_depth=2, latency=2, raster_latency=7, raster_lanes=16):
+                 fifo_depth=2, latency=2, raster_latency=7, raster_lanes=16,
+                 input_stage=True):
         self.n_eus = check_int("n_eus", n_eus, 1, 16)
         self.width = check_pow2("width", width, 16, 2048)
         self.height = check_pow2("height", height, 16, 2048)
@@ -590,7 +599,7 @@ class Frontend(wiring.Component):
                                                   lanes=self.raster_lanes)
         self.sq = SpreaderQCC(n_eus=n_eus, records=records, entities=entities, lines=lines,
                               vdt_records=vdt_records, pt_records=pt_records,
-                              fifo_depth=fifo_depth)
+                              fifo_depth=fifo_depth, input_stage=input_stage)
         self.records, self.entities, self.lines = records, entities, lines
         self.engines = [PixelEngine(records=records, entities=entities, prid_bits=prid_bits,
                                     max_samples=self.max_samples) for _ in range(n_eus)]
@@ -858,11 +867,13 @@ class Frontend(wiring.Component):
 
 
 #: The board build's parameters (``make synth``, ``make bitstream``): two EUs, a 64x64
-#: frame at 4x MSAA, the small tables of the tests, and the block rasterizer's FPGA
-#: build (latency 9, 8 lanes per edge: issue 16's faster and smaller setting).
+#: frame at 4x MSAA, the small tables of the tests, the block rasterizer's FPGA
+#: build (latency 9, 8 lanes per edge: issue 16's faster and smaller setting) and the
+#: spreader's stage L (issue 15).
 BOARD_PARAMS = {"n_eus": 2, "width": 64, "height": 64, "modes": (4,), "prid_bits": 8,
                 "records": 8, "entities": 8, "lines": 16, "vdt_records": 8, "pt_records": 4,
-                "fifo_depth": 2, "latency": 2, "raster_latency": 9, "raster_lanes": 8}
+                "fifo_depth": 2, "latency": 2, "raster_latency": 9, "raster_lanes": 8,
+                "input_stage": True}
 
 # ====================================================================== the board top
 
