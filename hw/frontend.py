@@ -433,7 +433,8 @@ class Framebuffer(wiring.Component):
     four rows from a multiple of 4), and the next request's reads come five clocks
     after the same rows' reads of the one before (its choice takes a clock), so two
     reads of one word are at least five clocks apart, and the write of the first lands
-    in the clock two after its read. The acknowledgement ``ack[e]`` goes out with the last row's write. ``clear`` (a strobe) zeroes every word, one a clock, before
+    in the clock two after its read. The acknowledgement ``ack[e]`` goes out with the
+    last row's write. ``clear`` (a strobe) zeroes every word, one a clock, before
     the next request is taken (a per-word frame tag would save those clocks, but a
     word that no frame wrote for a tag period would then come back). ``fb_addr`` reads
     a word (``fb_data`` one clock later) while ``idle``.
