@@ -125,6 +125,13 @@ raster_latency, raster_lanes : int
     extra stages for the FPGA) and ``lanes`` per edge (16, or 4 or 8 with an MSAA mode;
     ``hw.raster.BlockRasterizer``), passed through ``hw.raster.RasterPipeline``. They
     change the rasterizer's timing and area, never its packets. Defaults 7 and 16.
+input_stage : bool
+    The spreader's stage L (``hw.spreader.Spreader``'s ``input_stage``, decision 28),
+    passed through ``hw.spreader.SpreaderQCC``. Default True: the front end uses it,
+    since the board build's routed worst path at seed 2 (``92aac52``, 71.16 MHz) ran
+    from the triangle input's ``prid`` through the VDT lookups, the path stage L
+    registers (issue 15). It changes the spreader's timing (a packet is inside one
+    clock longer; several inputs may be taken in one clock), never the frame.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -415,11 +422,19 @@ class Framebuffer(wiring.Component):
     """The framebuffer: per sample the highest primitive id written (module docstring).
 
     Requests (``req[e]``, one per pixel engine) are taken one at a time, round robin.
-    A request's four span rows are read-modified-written one a clock: the row is read
-    (a synchronous read port, transparent to the write port, so a row written in the
-    same clock is read new) and in the next clock each covered sample becomes
-    ``max(old, prid)`` and is written back. The acknowledgement ``ack[e]`` goes out with
-    the last row's write. ``clear`` (a strobe) zeroes every word, one a clock, before
+    A request's four span rows are read-modified-written one a clock in three stages:
+    R reads the row (a synchronous read port, transparent to the write port, so a row
+    written in the same clock is read new), Q registers the word read in the fabric
+    (issue 15: the block RAM's read, 5.8 ns clock-to-out without its output register,
+    which Yosys does not infer, no longer starts the compare; ``87e7500``'s routed
+    critical path at both seeds), and W makes each covered sample ``max(old, prid)``
+    and writes the word back, two clocks after its read. No read misses a write in
+    flight, so no forwarding is needed: a request's four rows are four words (a span is
+    four rows from a multiple of 4), and the next request's reads come five clocks
+    after the same rows' reads of the one before (its choice takes a clock), so two
+    reads of one word are at least five clocks apart, and the write of the first lands
+    in the clock two after its read. The acknowledgement ``ack[e]`` goes out with the
+    last row's write. ``clear`` (a strobe) zeroes every word, one a clock, before
     the next request is taken (a per-word frame tag would save those clocks, but a
     word that no frame wrote for a tag period would then come back). ``fb_addr`` reads
     a word (``fb_data`` one clock later) while ``idle``.
@@ -487,40 +502,46 @@ class Framebuffer(wiring.Component):
         # --- stage R: read the row, split its sample bits per pixel and lane
         mode = Cat(self.msaa == _log2(s) for s in self.modes)
         lanes = []
-        for q in range(4):
+        for px in range(4):
             for s in range(S):
                 bit = Const(0)
                 for i, n in enumerate(self.modes):
                     if s < n:
-                        bit = bit | (mode[i] & rest[q * n + s])
+                        bit = bit | (mode[i] & rest[px * n + s])
                 lanes.append(bit)
         shifted = Const(0, 16 * S)
         for i, n in enumerate(self.modes):
             shifted = shifted | Mux(mode[i], rest >> (4 * n), 0)
-        w_valid, w_addr, w_bits, w_prid = Signal(), Signal(aw), Signal(4 * S), Signal(P)
-        w_last, w_eu, w_record = Signal(), Signal.like(eu), Signal(8)
+        q = Signal(data.StructLayout({"valid": 1, "addr": aw, "bits": 4 * S, "prid": P,
+                                      "last": 1, "eu": len(eu), "record": 8}))
         r_addr = Cat(cur.pix.x[2:xw], (cur.pix.y + row)[:_log2(self.height)])
-        m.d.sync += w_valid.eq(active)
+        m.d.sync += q.valid.eq(active)
         with m.If(active):
             m.d.comb += rp.addr.eq(r_addr)
-            m.d.sync += [w_addr.eq(r_addr), w_bits.eq(Cat(lanes)), w_prid.eq(cur.pix.prid),
-                         w_last.eq(row == 3), w_eu.eq(eu), w_record.eq(cur.record),
+            m.d.sync += [q.addr.eq(r_addr), q.bits.eq(Cat(lanes)), q.prid.eq(cur.pix.prid),
+                         q.last.eq(row == 3), q.eu.eq(eu), q.record.eq(cur.record),
                          rest.eq(shifted), row.eq(row + 1)]
             with m.If(row == 3):
                 m.d.sync += active.eq(0)
         with m.Else():
             m.d.comb += rp.addr.eq(self.fb_addr)
 
+        # --- stage Q: the word read, registered; the row's fields move along
+        w = Signal.like(q)
+        old_word = Signal(B)
+        m.d.sync += [w.eq(q), old_word.eq(current)]
+        w_valid = w.valid
+
         # --- stage W: per sample max(old, prid) where covered, written back
         new = []
         for k in range(4 * S):
-            old = current[k * P:(k + 1) * P]
-            new.append(Mux(w_bits[k] & (w_prid > old), w_prid, old))
+            old = old_word[k * P:(k + 1) * P]
+            new.append(Mux(w.bits[k] & (w.prid > old), w.prid, old))
         with m.If(w_valid):
-            m.d.comb += [wp.addr.eq(w_addr), wp.data.eq(Cat(new)), wp.en.eq(1)]
+            m.d.comb += [wp.addr.eq(w.addr), wp.data.eq(Cat(new)), wp.en.eq(1)]
             for e in range(self.n):
-                m.d.comb += [self.ack[e].valid.eq(w_last & (w_eu == e)),
-                             self.ack[e].record.eq(w_record)]
+                m.d.comb += [self.ack[e].valid.eq(w.last & (w.eu == e)),
+                             self.ack[e].record.eq(w.record)]
         with m.Elif(clearing):
             m.d.comb += [wp.addr.eq(clr_addr), wp.data.eq(0), wp.en.eq(1)]
             m.d.sync += clr_addr.eq(clr_addr + 1)
@@ -529,7 +550,7 @@ class Framebuffer(wiring.Component):
         with m.If(self.clear):
             m.d.sync += [clearing.eq(1), clr_addr.eq(0)]
         m.d.comb += [self.fb_data.eq(current),
-                     self.idle.eq(~active & ~w_valid & ~clearing & ~any_valid)]
+                     self.idle.eq(~active & ~q.valid & ~w_valid & ~clearing & ~any_valid)]
         return m
 
 
@@ -554,13 +575,15 @@ class Frontend(wiring.Component):
     cfg_tap, move_tap, alloc_tap, status_tap, release_tap, done_tap, in_tap : out -- what crosses
         the spreader's ports (``hw.spreader.SpreaderQCC``), for the scoreboard;
         ``in_tap`` bit s: input stream s (vertex, triangle, pixel) took a packet
+        (with ``input_stage`` several may in one clock)
     """
 
     ERRORS = ("csp", "command", "placement", "raster", "spreader", "qcc", "adapter")
 
     def __init__(self, *, n_eus=4, width=128, height=128, modes=(1, 2, 4, 8, 16),
                  prid_bits=8, records=8, entities=8, lines=16, vdt_records=8, pt_records=4,
-                 fifo_depth=2, latency=2, raster_latency=7, raster_lanes=16):
+                 fifo_depth=2, latency=2, raster_latency=7, raster_lanes=16,
+                 input_stage=True):
         self.n_eus = check_int("n_eus", n_eus, 1, 16)
         self.width = check_pow2("width", width, 16, 2048)
         self.height = check_pow2("height", height, 16, 2048)
@@ -590,7 +613,7 @@ class Frontend(wiring.Component):
                                                   lanes=self.raster_lanes)
         self.sq = SpreaderQCC(n_eus=n_eus, records=records, entities=entities, lines=lines,
                               vdt_records=vdt_records, pt_records=pt_records,
-                              fifo_depth=fifo_depth)
+                              fifo_depth=fifo_depth, input_stage=input_stage)
         self.records, self.entities, self.lines = records, entities, lines
         self.engines = [PixelEngine(records=records, entities=entities, prid_bits=prid_bits,
                                     max_samples=self.max_samples) for _ in range(n_eus)]
@@ -858,11 +881,13 @@ class Frontend(wiring.Component):
 
 
 #: The board build's parameters (``make synth``, ``make bitstream``): two EUs, a 64x64
-#: frame at 4x MSAA, the small tables of the tests, and the block rasterizer's FPGA
-#: build (latency 9, 8 lanes per edge: issue 16's faster and smaller setting).
+#: frame at 4x MSAA, the small tables of the tests, the block rasterizer's FPGA
+#: build (latency 9, 8 lanes per edge: issue 16's faster and smaller setting) and the
+#: spreader's stage L (issue 15).
 BOARD_PARAMS = {"n_eus": 2, "width": 64, "height": 64, "modes": (4,), "prid_bits": 8,
                 "records": 8, "entities": 8, "lines": 16, "vdt_records": 8, "pt_records": 4,
-                "fifo_depth": 2, "latency": 2, "raster_latency": 9, "raster_lanes": 8}
+                "fifo_depth": 2, "latency": 2, "raster_latency": 9, "raster_lanes": 8,
+                "input_stage": True}
 
 # ====================================================================== the board top
 

@@ -2669,9 +2669,17 @@ class SpreaderQCC(wiring.Component):
         Parameters of every QCC (its ``frames`` is 1: the spreader maps no frames).
         Defaults 8, 8, 16.
     vdt_records, pt_records, fifo_depth, starve_limit, rotate, patience, local_records
-        Parameters of the spreader (:class:`Spreader`); defaults 8, 4, 2, 8, True. The
-        spreader's ``eu_records`` and ``eu_lines`` are the QCC's ``records`` and
+        Parameters of the spreader (:class:`Spreader`); defaults 8, 4, 2, 8, True, 0, 0.
+        The spreader's ``eu_records`` and ``eu_lines`` are the QCC's ``records`` and
         ``lines``, its ``max_lines`` is ``min(8, lines)``.
+    input_stage : bool
+        The spreader's stage L (:class:`Spreader`'s ``input_stage``, decision 28: each
+        input's packet taken into a register, its table lookups made on the way in;
+        several inputs may then be taken in one clock). Default False, the spreader's
+        own default; the front end (``hw.frontend.Frontend``) builds it with True, so
+        that stage P starts from flip-flops for the input heads too (issue 15: the board
+        build's routed worst path at seed 2 ran from the triangle input's ``prid``
+        through the VDT lookups). The adapters do not depend on it.
 
     Attributes
     ----------
@@ -2694,7 +2702,7 @@ class SpreaderQCC(wiring.Component):
 
     def __init__(self, *, n_eus=2, records=8, entities=8, lines=16, vdt_records=8,
                  pt_records=4, fifo_depth=2, starve_limit=8, rotate=True, patience=0,
-                 local_records=0):
+                 local_records=0, input_stage=False):
         from hw.qcc import DONE, ISSUE, QCC     # only here: the plain spreader needs none
         self.n_eus = check_int("n_eus", n_eus, 1, MAX_EUS)
         self.qcc_params = {"records": records, "entities": entities, "lines": lines,
@@ -2703,7 +2711,8 @@ class SpreaderQCC(wiring.Component):
             "n_eus": n_eus, "vdt_records": vdt_records, "pt_records": pt_records,
             "eu_records": records, "eu_lines": lines, "max_lines": max(1, min(8, lines)),
             "fifo_depth": fifo_depth, "starve_limit": starve_limit, "rotate": rotate,
-            "patience": patience, "local_records": local_records}
+            "patience": patience, "local_records": local_records,
+            "input_stage": input_stage}
         self._qccs = [QCC(**self.qcc_params) for _ in range(n_eus)]   # validates them
         # the bits of the QCC's entity numbers (all below ``entities``): the adapter
         # carries no more, so that the spreader's tables keyed by entity (its in-flight

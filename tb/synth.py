@@ -73,7 +73,7 @@ TARGETS = [
     ("frontend.frontend", {"n_eus": 2, "width": 64, "height": 64, "modes": (4,),
                            "prid_bits": 8, "records": 8, "entities": 8, "lines": 16,
                            "vdt_records": 8, "pt_records": 4, "fifo_depth": 2, "latency": 2,
-                           "raster_latency": 9, "raster_lanes": 8}),
+                           "raster_latency": 9, "raster_lanes": 8, "input_stage": True}),
 ]
 
 

@@ -51,6 +51,16 @@ def test_spreader_qcc(simulator):
                testcase=["qcc_traffic", "qcc_sizes", "qcc_scene"], **WIDE_DESIGN)
 
 
+@pytest.mark.parametrize("simulator", split_simulators("icarus"))
+def test_spreader_qcc_input_stage(simulator):
+    """The spreader's stage L (``input_stage``, the build the front end uses, issue 15)
+    on the QCCs: several inputs may be taken in one clock, each recorded; the same
+    checks (scoreboard, no refusal after a passing check, the registered answer)."""
+    run_cocotb("spreader.spreader_qcc", "tb.test_spreader_qcc", simulator,
+               {**QCC_SMALL, "input_stage": True},
+               testcase=["qcc_traffic", "qcc_sizes", "qcc_scene"], **WIDE_DESIGN)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("simulator", simulators())
 def test_spreader_qcc_soak(simulator):
