@@ -481,8 +481,11 @@ Decisions
    after ``last`` (``after``, a select of ``ahead``'s row of ``last``): a is walked
    before b when both are on the same side of ``last`` and a is listed first, or a is
    after ``last`` and b is not. ``in_list`` is one register (it was the same in both).
-   ``runs``-style check: the new and the old component in simulation, 3,000 clocks of
-   random LIST words and requests at 1, 2, 4 and 8 EUs, equal in every clock.
+   The new and the old component were equal in every clock of a simulation (3,000
+   clocks of random LIST words and requests at 1, 2, 4 and 8 EUs);
+   ``tb/unit/test_spreader_rotation.py`` checks the order against the golden model's
+   walk. Yosys, 4 EUs, 32/32, stage L: the rotation's deepest chain 14 levels (22),
+   16,590 LUT4 (17,034 with decisions 29-30 alone).
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
