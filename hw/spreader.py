@@ -452,6 +452,42 @@ Decisions
    the triangle's candidate order -> ``q_v``; out of context the heads' chains were
    port paths, untimed, and are timed now. 256/256: 39,493 LUT4 / 7,659 FF (38,225 /
    7,251), 19 levels (16). docs/spreader.md has the routed figure.
+29. The triangle's holder counts registered (issue 12; contract unchanged): how many
+   of a triangle's three vertices each EU holds (its candidate order's first key) was
+   counted in :class:`CandidateList` from the lookups' EU fields, after the lookups'
+   choices (``parked``, and with stage L ``l_new``): a 4-bit compare per vertex and
+   EU and a sum ahead of the order. :class:`VertexTable` now keeps the counts in
+   registers beside the lookups' registers (``held_holds`` beside the held
+   triangle's, and with stage L one beside each of ``port`` and ``keep``), computed
+   from the same after-the-edge words, so they equal the counts of the lookups in
+   every clock; stage P chooses among them as among the lookups. Without stage L the
+   input head's counts are counted from the live lookups, as before.
+30. The arbiter's starvation compares registered (contract unchanged): ``ge`` (a
+   counter has reached the limit) was an 8-bit compare of two registers ahead of the
+   winner, and so of ``load`` and stage L's enables. It is now a register, the
+   compares made on the counter's next values (kept, incremented; a cleared counter
+   never reaches a limit that is on) and the limit's next value (``limit_next``:
+   this clock's STARVE word applied), chosen by ``load`` and the pass last.
+31. The rotation's next order without a walk (contract unchanged): decision 27's
+   registers were loaded from a walk built by rotating the list (the entry after
+   ``last``, then an index modulo the count per entry, a select of the entry, each
+   EU's position decoded, the positions compared pairwise): 20-22 LUT levels from the
+   configuration's list registers and ``last_eu`` to the ``before`` registers at
+   32/32, the deepest register-to-register chains of the design. ``tb.depth`` did not
+   list them, since it keeps an end point's deepest chain only, and that one started
+   at the ``cfg`` port (a list word of this clock), which nextpnr does not time out of
+   context. Now the order is made from the list's own order, an AND-OR of the
+   entries' compares (``ahead``: EU a is an entry before EU b), and the EUs listed
+   after ``last`` (``after``, a select of ``ahead``'s row of ``last``): a is walked
+   before b when both are on the same side of ``last`` and a is listed first, or a is
+   after ``last`` and b is not. ``in_list`` is one register (it was the same in both).
+   The new and the old component were equal in every clock of a simulation (3,000
+   clocks of random LIST words and requests at 1, 2, 4 and 8 EUs);
+   ``tb/unit/test_spreader_rotation.py`` checks the order against the golden model's
+   walk. Yosys, 4 EUs, 32/32, stage L: the rotation's deepest chain 14 levels (22),
+   16,590 LUT4 (17,034 with decisions 29-30 alone). Routed, 4 EUs, seed 1: 32/32 with
+   stage L 56.79 MHz (48.79 with decisions 29-30 alone), 256/256 without it 46.80 MHz
+   (43.25 after decision 27); the worst path is stage R's accept in both.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -573,6 +609,13 @@ def _lowest(m, bits, n, width, name):
     return any_, (index if width else Const(0, 1))
 
 
+def _holds(eus, n):
+    """Per EU of ``n``, how many of ``eus`` (a triangle's three vertex EUs) name it
+    (2 bits each)."""
+    return Cat(sum(((eu == e).as_unsigned() for eu in eus), Const(0, 2))[:2]
+               for e in range(n))
+
+
 def _release_choice(m, releasable, n, width, taken):
     """A table's release choice register (decision 23; the golden model's rule 6).
 
@@ -606,7 +649,10 @@ class VertexTable(wiring.Component):
     triangle packets as registers (decision 26): each is the record's state after
     this clock's edge (read now and this edge's allocation, closes and release
     forwarded), so it equals the live lookup in the next clock whenever the held
-    packet is the same then, which a parked packet always is; ``alloc`` (write a
+    packet is the same then, which a parked packet always is; ``holds`` and
+    ``held_holds`` (per EU, how many of the three lookups name it: the triangle's
+    candidate order, decision 29) likewise, registers beside the lookups' where they
+    are registers; ``alloc`` (write a
     vertex group, or both groups of a patch), ``close`` (a triangle's ``last`` bits),
     ``refs`` (reference count increments and decrements), ``done`` (a vertex or patch
     entity completed) and ``release`` (the record of the choice register, decision
@@ -621,9 +667,9 @@ class VertexTable(wiring.Component):
     packet at the last edge) chooses between the two registers.
     """
 
-    def __init__(self, *, records, index_bits, input_stage=False):
+    def __init__(self, *, records, index_bits, n_eus, input_stage=False):
         self.input_stage = input_stage
-        self.records = records
+        self.records, self.n_eus = records, n_eus
         self.rbits = records.bit_length() - 1
         self.tag_bits = max(1, index_bits - 3 - self.rbits)
         R, T = self.rbits, self.tag_bits
@@ -639,6 +685,8 @@ class VertexTable(wiring.Component):
             "look_addr": In(R).array(3), "look": Out(self.entry).array(3),
             "held_busy_addr": In(R).array(3), "held_busy": Out(1).array(3),
             "held_addr": In(R).array(3), "held_look": Out(self.entry).array(3),
+            "holds": Out(data.ArrayLayout(2, n_eus)),
+            "held_holds": Out(data.ArrayLayout(2, n_eus)),
             "head_new": In(4), "head_busy_addr": In(R).array(3),
             "head_addr": In(R).array(3),
             "alloc": In(data.StructLayout({"en": 1, "patch": 1, "rec": R, "tag": T,
@@ -778,6 +826,7 @@ class VertexTable(wiring.Component):
         if not self.input_stage:
             m.d.comb += [self.busy[i].eq(live_busy[i]) for i in range(3)]
             m.d.comb += [self.look[i].eq(live_look[i]) for i in range(3)]
+            m.d.comb += self.holds.eq(_holds([lk.eu for lk in live_look], self.n_eus))
             return
         for i in range(3):
             new = self.head_new[VTX if i == 0 else PAT]
@@ -788,6 +837,7 @@ class VertexTable(wiring.Component):
                                     release, f"port_busy{i}")[0]),
                 keep.eq(self._after(m, self.head_busy_addr[i], self.busy[i], 0, 0, rec1,
                                     release, f"keep_busy{i}")[0])]
+        eus = {"port": [], "keep": []}
         for i in range(3):
             port = Signal(self.entry, name=f"port_look{i}")
             keep = Signal(self.entry, name=f"keep_look{i}")
@@ -799,6 +849,13 @@ class VertexTable(wiring.Component):
                 _, o, w_after = self._after(m, a, 0, lk.open, w, rec1, release,
                                             f"{name}_look{i}")
                 m.d.sync += [reg.open.eq(o), reg.as_value()[1:].eq(w_after)]
+                eus[name].append(self.word(w_after).eu)
+        # the triangle's holder counts beside each pair of registers (decision 29)
+        port, keep = (Signal(data.ArrayLayout(2, self.n_eus), name=f"{n}_holds")
+                      for n in ("port", "keep"))
+        m.d.sync += [port.eq(_holds(eus["port"], self.n_eus)),
+                     keep.eq(_holds(eus["keep"], self.n_eus))]
+        m.d.comb += self.holds.eq(Mux(self.head_new[TRI], port, keep))
 
     def _held_lookups(self, m, read, bits, rec1, release):
         """The held packets' lookups as registers (decision 26): each record's state
@@ -815,11 +872,14 @@ class VertexTable(wiring.Component):
             v, _, _ = self._after(m, a, valid.bit_select(a, 1), 0, 0, rec1, release,
                                   f"held_busy{i}")
             m.d.sync += self.held_busy[i].eq(v)
+        eus = []
         for i in range(3):
             a, lk = self.held_addr[i], self.held_look[i]
             _, o, w = self._after(m, a, valid.bit_select(a, 1), open_.bit_select(a, 1),
                                   read(a, 4 + i), rec1, release, f"held{i}")
             m.d.sync += [lk.open.eq(o), lk.as_value()[1:].eq(w)]
+            eus.append(self.word(w).eu)
+        m.d.sync += self.held_holds.eq(_holds(eus, self.n_eus))
 
 
 class PrimitiveTable(wiring.Component):
@@ -1021,8 +1081,9 @@ class Configuration(wiring.Component):
 
     ``lists[t]``/``counts[t]``: type t's priority list; ``need_records[t]`` (the
     minimum records, at least 1: the check's threshold), ``min_lines[t]``: its minimum
-    (``min_lines_next[t]``: the value after this clock's edge); ``limit``: the
-    anti-starvation limit. ``written[t]``:
+    (``min_lines_next[t]``: the value after this clock's edge); ``limit_next``: the
+    anti-starvation limit after this clock's edge (the arbiter's compares are registers).
+    ``written[t]``:
     this clock's word replaces type t's list (with ``cfg.payload.eus``/``count``, at the
     edge). ``report``: a malformed word (BAD_CONFIG, ignored) or an empty list (NO_EU,
     written).
@@ -1038,7 +1099,7 @@ class Configuration(wiring.Component):
             "counts": Out(5).array(4),
             "need_records": Out(SR).array(4), "min_lines": Out(SL).array(4),
             "min_lines_next": Out(SL).array(4),
-            "limit": Out(8), "written": Out(4),
+            "limit_next": Out(8), "written": Out(4),
             "report": Out(_report_layout(detail_bits)),
         })
 
@@ -1060,7 +1121,7 @@ class Configuration(wiring.Component):
             m.d.comb += [self.lists[t][k].eq(lists[t][k]) for k in range(N)]
             m.d.comb += [self.counts[t].eq(counts[t]), self.need_records[t].eq(needr[t]),
                          self.min_lines[t].eq(minl[t]), self.min_lines_next[t].eq(minl[t])]
-        m.d.comb += [self.limit.eq(limit), self.cfg.ready.eq(1)]
+        m.d.comb += [self.limit_next.eq(limit), self.cfg.ready.eq(1)]
 
         bad, no_eu = Signal(), Signal()
         with m.Switch(cf.op):
@@ -1086,6 +1147,7 @@ class Configuration(wiring.Component):
                 m.d.sync += [needr[t].eq(Mux(cf.records == 0, 1, cf.records)),
                              minl[t].eq(cf.lines)]
         with m.If(take & (cf.op == CfgOp.STARVE)):
+            m.d.comb += self.limit_next.eq(cf.limit)
             m.d.sync += limit.eq(cf.limit)
         r = self.report
         m.d.comb += [r.en.eq(self.cfg.valid & (bad | no_eu)),
@@ -1102,21 +1164,31 @@ class Arbiter(wiring.Component):
     from registers only, so the spreader evaluates :func:`_winner` for each value of
     stage P's provider bits and chooses by them last (decision 20); it gives the
     chosen winner back as ``win``. The counters count the passes (``load``) that
-    another stream won while this one offered."""
+    another stream won while this one offered.
+
+    ``ge`` is a register (decision 30): the compares of the counter's next value with
+    the limit's next value (``limit_next``, a configuration word of this clock
+    applied), made for the counter's three next values (kept, incremented, cleared)
+    and chosen by ``load`` and the pass last, so that no 8-bit compare lies ahead of
+    the arbiter's winner (a chain from the limit register through the winner to
+    ``load`` and stage L's enables)."""
 
     def __init__(self):
-        super().__init__({"offer": In(4), "limit": In(8), "load": In(1), "win": In(2),
-                          "ge": Out(4)})
+        super().__init__({"offer": In(4), "limit_next": In(8), "load": In(1),
+                          "win": In(2), "ge": Out(4)})
 
     def elaborate(self, platform):
         m = Module()
         starve = [Signal(8, name=f"starve{s}") for s in range(4)]
-        m.d.comb += [self.ge[s].eq((self.limit != 0) & (starve[s] >= self.limit))
-                     for s in range(4)]
-        with m.If(self.load):
-            for s in range(4):
-                passed = self.offer[s] & (self.win != s)
-                m.d.sync += starve[s].eq(Mux(passed, _sat_inc(starve[s]), 0))
+        on = self.limit_next != 0       # with the limit 0 no stream starves
+        for s in range(4):
+            passed = self.offer[s] & (self.win != s)
+            inc = _sat_inc(starve[s])
+            # a cleared counter (0) reaches a limit only when the limit is 0: off
+            m.d.sync += self.ge[s].eq(on & Mux(self.load, passed & (inc >= self.limit_next),
+                                               starve[s] >= self.limit_next))
+            with m.If(self.load):
+                m.d.sync += starve[s].eq(Mux(passed, inc, 0))
         return m
 
 
@@ -1149,6 +1221,24 @@ def _walk_order(m, walk, count, n, name):
     return in_list, before
 
 
+def _list_order(m, lst, count, n, name):
+    """The order of a list (``lst``, ``count`` entries, distinct) as relations on the
+    EUs, with no positions decoded: ``in_list`` (EU e is one of the entries) and
+    ``ahead`` (``ahead[a]`` bit ``b``: EU a is an entry before EU b's), an AND-OR of
+    the entries' compares."""
+    at = [[Signal(name=f"{name}_at{e}_{k}") for k in range(n)] for e in range(n)]
+    for e in range(n):
+        m.d.comb += [at[e][k].eq((k < count) & (lst[k] == e)) for k in range(n)]
+    in_list = Signal(n, name=f"{name}_in")
+    ahead = Signal(data.ArrayLayout(n, n), name=f"{name}_ahead")
+    m.d.comb += in_list.eq(Cat(Cat(at[e]).any() for e in range(n)))
+    for a in range(n):
+        m.d.comb += ahead[a].eq(Cat(
+            Cat(at[a][i] & at[b][j] for i in range(n) for j in range(i + 1, n)).any()
+            if a != b and n > 1 else Const(0, 1) for b in range(n)))
+    return in_list, ahead
+
+
 class Rotation(wiring.Component):
     """Each type's priority list in walk order (load balance, ``rotate``): the list from
     the entry after the EU of the type's last request (from its first entry when
@@ -1162,7 +1252,12 @@ class Rotation(wiring.Component):
     and ``asked`` itself is registered and chooses between them after the edge (one
     multiplexer from registers), so that stage P's candidate lists start from
     registers: the order relations, not a walk decoded into positions and compared
-    (decision 27). Without ``rotate``, the lists' own order, from the configuration
+    (decision 27). The next relations are not built from a rotated walk either
+    (decision 31): the walk from the entry after ``last`` puts the entries after
+    ``last`` first, each part in list order, so EU a is walked before EU b when both
+    are on the same side of ``last`` and a is listed first, or a is after ``last`` and
+    b is not (with no ``last``, or ``last`` the final entry, no EU is after it: the walk
+    is the list). Without ``rotate``, the lists' own order, from the configuration
     registers."""
 
     def __init__(self, *, n_eus, rotate):
@@ -1197,28 +1292,30 @@ class Rotation(wiring.Component):
             wr = self.written[t]
             lst = [Mux(wr, self.entries[k], self.lists[t][k]) for k in range(N)]
             cnt = Mux(wr, self.count, self.counts[t])
-            # the next walk for both outcomes (each from registers and the cfg word),
-            # chosen by the request: the last multiplexer before the order
+            in_list, ahead = _list_order(m, lst, cnt, N, f"list{t}")
+            # the next walk's order for both outcomes (each from registers and the cfg
+            # word), chosen by the request: the last multiplexer before the order
             regs = {}
             for name, last, ok in (("acc", self.eu, 1), ("keep", last_eu, last_ok)):
-                start = Signal(5, name=f"start{t}_{name}")
-                for k in range(N):      # the entries are distinct: at most one matches
-                    with m.If(ok & (k + 1 < cnt) & (lst[k] == last)):
-                        m.d.comb += start.eq(k + 1)
-                walk = Signal(data.ArrayLayout(EU_W, N), name=f"walk{t}_{name}")
-                for j in range(N):
-                    at = Signal(6, name=f"walk{t}_{name}_at{j}")
-                    m.d.comb += [at.eq(start + j),
-                                 walk[j].eq(Array(lst)[Mux(at >= cnt, at - cnt, at)[:5]])]
-                in_list, before = _walk_order(m, walk, cnt, N, f"walk{t}_{name}")
+                # the EUs listed after ``last`` (``last`` listed): the walk's first part
+                after = Signal(N, name=f"after{t}_{name}")
+                m.d.comb += after.eq(Cat(
+                    ok & Cat((last == k) & ahead[k][e] for k in range(N) if k != e).any()
+                    for e in range(N)))
+                before = Signal(data.ArrayLayout(N, N), name=f"walk{t}_{name}_before")
+                m.d.comb += [before[a].eq(Cat(
+                    (ahead[a][b] | ahead[b][a])       # both listed
+                    & Mux(after[a] == after[b], ahead[a][b], after[a])
+                    if a != b else Const(0, 1) for b in range(N))) for a in range(N)]
                 # at reset every list is 0 .. N-1 in that order
-                regs[name] = (Signal(N, name=f"in{t}_{name}", init=(1 << N) - 1),
-                              Signal(data.ArrayLayout(N, N), name=f"before{t}_{name}",
-                                     init=[sum(1 << b for b in range(a + 1, N))
-                                           for a in range(N)]))
-                m.d.sync += [regs[name][0].eq(in_list), regs[name][1].eq(before)]
-            m.d.comb += [self.in_list[t].eq(Mux(took, regs["acc"][0], regs["keep"][0])),
-                         self.before[t].eq(Mux(took, regs["acc"][1], regs["keep"][1]))]
+                regs[name] = Signal(data.ArrayLayout(N, N), name=f"before{t}_{name}",
+                                    init=[sum(1 << b for b in range(a + 1, N))
+                                          for a in range(N)])
+                m.d.sync += regs[name].eq(before)
+            listed = Signal(N, name=f"in{t}", init=(1 << N) - 1)   # the same for both
+            m.d.sync += listed.eq(in_list)
+            m.d.comb += [self.in_list[t].eq(listed),
+                         self.before[t].eq(Mux(took, regs["acc"], regs["keep"]))]
         return m
 
 
@@ -1237,13 +1334,18 @@ class CandidateList(wiring.Component):
     ``meets`` is set and that no other such EU is ahead of. Stage P builds every type's
     order in parallel, each for its stream's packet, and the arbiter's winner chooses
     among the results at the end; stage R's :class:`StatusScan` continues in the same
-    order (a pass register) after a refusal."""
+    order (a pass register) after a refusal.
 
-    def __init__(self, *, n_eus, n_holders):
-        self.n_eus, self.n_holders = n_eus, n_holders
+    With ``counted`` (the triangles' list, decision 29) the counts per EU come in
+    (``counts``, from registers beside the VDT's lookups) in place of ``holders``, so
+    that no EU compare lies between the lookups and the order."""
+
+    def __init__(self, *, n_eus, n_holders, counted=False):
+        self.n_eus, self.n_holders, self.counted = n_eus, n_holders, counted
         super().__init__({
             "in_list": In(n_eus), "before": In(data.ArrayLayout(n_eus, n_eus)),
             "holders": In(data.ArrayLayout(EU_W, max(1, n_holders))),
+            "counts": In(data.ArrayLayout(2, n_eus)),
             "meets": In(n_eus), "only_held": In(1), "room": In(n_eus, init=-1),
             "ahead": Out(data.ArrayLayout(n_eus, n_eus)),
             "first": Out(n_eus), "first_eu": Out(EU_W),
@@ -1255,10 +1357,11 @@ class CandidateList(wiring.Component):
         in_list, listed = self.in_list, Signal(N)
         # how many of the packet's data each EU holds
         held = [Signal(2, name=f"held{e}") for e in range(N)]
+        counts = self.counts.as_value() if self.counted else _holds(
+            [self.holders[i] for i in range(self.n_holders)], N)
         for e in range(N):
-            m.d.comb += held[e].eq(Mux(self.room[e], sum(
-                (self.holders[i] == e).as_unsigned() for i in range(self.n_holders)), 0)
-                if self.n_holders else 0)
+            m.d.comb += held[e].eq(Mux(self.room[e], counts[2 * e:2 * e + 2], 0)
+                                   if self.n_holders else 0)
         # ``only_held`` (patience): the listed EUs holding the packet's data, if any
         holding = Cat(held[e] != 0 for e in range(N)) & in_list
         m.d.comb += listed.eq(Mux(self.only_held & holding.any(), holding, in_list))
@@ -1854,12 +1957,13 @@ class Spreader(wiring.Component):
         m.submodules.rotation = rot = Rotation(n_eus=N, rotate=self.rotate)
         cands = []      # each type's candidate list, for its stream's packet
         for t, name in enumerate(STREAMS):
-            c = CandidateList(n_eus=N, n_holders={TRI: 3, PIX: 1}.get(t, 0))
+            c = CandidateList(n_eus=N, n_holders={TRI: 3, PIX: 1}.get(t, 0),
+                              counted=t == TRI)
             m.submodules[f"candidates_{name[2:]}"] = c
             cands.append(c)
         m.submodules.scan = scan = StatusScan(n_eus=N, status_layout=L["status"])
         m.submodules.vdt = vdt = VertexTable(records=V, index_bits=self.index_bits,
-                                             input_stage=self.input_stage)
+                                             n_eus=N, input_stage=self.input_stage)
         m.submodules.pt = ptab = PrimitiveTable(records=P, prid_bits=self.prid_bits,
                                                 vdt_records=V, input_stage=self.input_stage)
         m.submodules.checks = chk = PacketChecks(
@@ -1874,7 +1978,7 @@ class Spreader(wiring.Component):
                          cands[t].in_list.eq(rot.in_list[t]),
                          cands[t].before.eq(rot.before[t])]
         m.d.comb += [rot.written.eq(cfg.written), rot.count.eq(self.cfg.payload.count),
-                     arb.limit.eq(cfg.limit)]
+                     arb.limit_next.eq(cfg.limit_next)]
         m.d.comb += [rot.entries[k].eq(e) for k, e in enumerate(cfg.entries()[:N])]
         m.d.comb += [chk.vdt_busy[i].eq(vdt.busy[i]) for i in range(3)]
         m.d.comb += [chk.vdt_look[i].eq(vdt.look[i]) for i in range(3)]
@@ -1892,7 +1996,7 @@ class Spreader(wiring.Component):
         self._held_lookups(m, s, vdt, ptab)
         self._scan_status(m, s)
         m.d.comb += [scan.status[e].eq(s.st[e]) for e in range(N)]
-        self._stage_p(m, s, cfg, chk, arb, cands)
+        self._stage_p(m, s, cfg, chk, arb, cands, vdt)
         self._stage_r(m, s, scan, ift)
         self._advance(m, s, fifos, cfg, chk, arb, scan)
         self._commit(m, s, fifos, ptab, rot)
@@ -1994,7 +2098,7 @@ class Spreader(wiring.Component):
                      vdt.held_busy_addr[2].eq(pat.base[3:3 + VR] + 1),
                      ptab.held_addr.eq(pix.prid[:PR]), ptab.held_busy_addr.eq(tri.prid[:PR])]
 
-    def _stage_p(self, m, s, cfg, chk, arb, cands):
+    def _stage_p(self, m, s, cfg, chk, arb, cands, vdt):
         """Stage P: sources (a parked packet before its input's head), checks, the
         arbiter's offers, the winner's evaluation, candidates and minimum."""
         for k in range(4):
@@ -2030,7 +2134,8 @@ class Spreader(wiring.Component):
         # every type's evaluation, candidate list and first request in parallel (the
         # EUs holding the packet's data: a triangle's vertices, a pixel packet's triangle
         # in loc 0); the arbiter's winner chooses among them last
-        m.d.comb += [cands[TRI].holders[i].eq(chk.tri_locs[i].eu) for i in range(3)]
+        # (the triangle's as counts per EU, registers beside the VDT's lookups: decision 29)
+        m.d.comb += cands[TRI].counts.eq(Mux(s.parked[TRI], vdt.held_holds, vdt.holds))
         m.d.comb += cands[PIX].holders[0].eq(chk.pix_tri.eu)
         # patience (decision 13): a pixel packet's pass number is 1 + the passes that
         # parked it (``passes``) when it is parked, else 1
