@@ -1161,8 +1161,9 @@ class QCC(wiring.Component):
         s.free_ent_count = Signal(range(self.entities + 1), init=self.entities)
         s.any_free_entity = Signal(init=1)      # (the count != 0, kept a clock ahead)
         # Some record is free (neither valid nor a tombstone, nor freed in the last
-        # clock: golden decision 18), kept a clock ahead; the lowest free record and
-        # entity number, kept a clock ahead (``_lowest_free_next``).
+        # clock: golden decision 18), kept a clock ahead; the lowest free record
+        # (``_lowest_free_next``) and the entity number to give (``_free_list``), kept
+        # a clock ahead.
         s.any_free_record = Signal(init=1)
         s.free_record = Signal(self.index_width, name="free_record")
         s.free_entity = Signal(max(1, (self.entities - 1).bit_length()), name="free_entity")
@@ -1484,10 +1485,11 @@ class QCC(wiring.Component):
         the command asks for (the accept, golden decision 14); first fit of those lines
         (runs of free lines, then the lowest start), which only places the buffer."""
         L = self.lines
-        # The lowest free record and entity number, and whether they exist, are
-        # registers (golden decision 18: what is freed in a clock is taken from the
+        # The lowest free record, the entity number to give, and whether they exist,
+        # are registers (golden decision 18: what is freed in a clock is taken from the
         # clock after the next, so they are computed a clock ahead,
-        # ``_lowest_free_next``); their one-hots decoded from the registered index.
+        # ``_lowest_free_next`` and ``_free_list``); their one-hots decoded from the
+        # registered index.
         # So the accept and every table it writes wait for no priority tree (the
         # lowest-free trees into the stage table's read and the entity map's write
         # enable were routed worst paths, 14.6-15.4 ns).

@@ -1204,38 +1204,26 @@ def _winner(offer, ge):
     return win
 
 
-def _walk_order(m, walk, count, n, name):
-    """The order of a walk (``walk``, ``count`` entries) as relations on the EUs:
-    ``in_list`` (EU e is one of the entries) and ``before`` (``before[a]`` bit ``b``:
-    EU a comes before EU b in the walk; both listed)."""
-    in_list, before = Signal(n, name=f"{name}_in"), Signal(data.ArrayLayout(n, n),
-                                                           name=f"{name}_before")
-    pos = [Signal(range(max(2, n)), name=f"{name}_pos{e}") for e in range(n)]
-    for j in range(n):
-        for e in range(n):
-            with m.If((j < count) & (walk[j] == e)):
-                m.d.comb += [in_list[e].eq(1), pos[e].eq(j)]
-    for a in range(n):
-        m.d.comb += before[a].eq(Cat(in_list[a] & in_list[b] & (pos[a] < pos[b])
-                                     if a != b else Const(0, 1) for b in range(n)))
-    return in_list, before
-
-
 def _list_order(m, lst, count, n, name):
-    """The order of a list (``lst``, ``count`` entries, distinct) as relations on the
-    EUs, with no positions decoded: ``in_list`` (EU e is one of the entries) and
-    ``ahead`` (``ahead[a]`` bit ``b``: EU a is an entry before EU b's), an AND-OR of
-    the entries' compares."""
+    """The order of a list (``lst``, ``count`` entries, distinct: the configuration
+    refuses a list naming an EU twice) as relations on the EUs, with no positions
+    decoded: ``in_list`` (EU e is one of the entries) and ``ahead`` (``ahead[a]`` bit
+    ``b``: EU a is an entry before EU b's), an AND-OR of the entries' compares."""
     at = [[Signal(name=f"{name}_at{e}_{k}") for k in range(n)] for e in range(n)]
     for e in range(n):
         m.d.comb += [at[e][k].eq((k < count) & (lst[k] == e)) for k in range(n)]
     in_list = Signal(n, name=f"{name}_in")
     ahead = Signal(data.ArrayLayout(n, n), name=f"{name}_ahead")
     m.d.comb += in_list.eq(Cat(Cat(at[e]).any() for e in range(n)))
+    # later[b][k]: EU b is an entry after entry k (one OR per EU and entry, shared by
+    # every a rather than rebuilt per pair)
+    later = [[Signal(name=f"{name}_later{b}_{k}") for k in range(n - 1)] for b in range(n)]
+    for b in range(n):
+        m.d.comb += [later[b][k].eq(Cat(at[b][k + 1:]).any()) for k in range(n - 1)]
     for a in range(n):
         m.d.comb += ahead[a].eq(Cat(
-            Cat(at[a][i] & at[b][j] for i in range(n) for j in range(i + 1, n)).any()
-            if a != b and n > 1 else Const(0, 1) for b in range(n)))
+            Cat(at[a][k] & later[b][k] for k in range(n - 1)).any()
+            if a != b else Const(0, 1) for b in range(n)))
     return in_list, ahead
 
 
@@ -1275,7 +1263,7 @@ class Rotation(wiring.Component):
         N = self.n_eus
         if not self.rotate:
             for t in range(4):
-                in_list, before = _walk_order(m, self.lists[t], self.counts[t], N, f"list{t}")
+                in_list, before = _list_order(m, self.lists[t], self.counts[t], N, f"list{t}")
                 m.d.comb += [self.in_list[t].eq(in_list), self.before[t].eq(before)]
             return m
         for t in range(4):
@@ -1323,9 +1311,10 @@ class CandidateList(wiring.Component):
     """One type's candidate list for its stream's packet, as an order on the EUs: its
     priority list in walk order (``in_list``, ``before``: :class:`Rotation`'s order
     relations), stably sorted by how many of the packet's data each EU holds
-    (``holders``: the EUs of a triangle's three vertices, or of a pixel packet's
-    triangle; ``n_holders`` of them, 0 for vertex and patch packets, whose list is the
-    walk itself).
+    (``counts``, 2 bits per EU: of a triangle's three vertices, from registers beside
+    the VDT's lookups, decision 29, so that no EU compare lies between the lookups and
+    the order; of a pixel packet's triangle, 0 or 1; left 0 for vertex and patch
+    packets, whose list is the walk itself).
 
     The list is not built as a sequence: ``ahead[a]`` bit ``b`` says that EU ``a`` is
     listed and sorted ahead of listed EU ``b`` (more of the data held, or as many and
@@ -1334,17 +1323,12 @@ class CandidateList(wiring.Component):
     ``meets`` is set and that no other such EU is ahead of. Stage P builds every type's
     order in parallel, each for its stream's packet, and the arbiter's winner chooses
     among the results at the end; stage R's :class:`StatusScan` continues in the same
-    order (a pass register) after a refusal.
+    order (a pass register) after a refusal."""
 
-    With ``counted`` (the triangles' list, decision 29) the counts per EU come in
-    (``counts``, from registers beside the VDT's lookups) in place of ``holders``, so
-    that no EU compare lies between the lookups and the order."""
-
-    def __init__(self, *, n_eus, n_holders, counted=False):
-        self.n_eus, self.n_holders, self.counted = n_eus, n_holders, counted
+    def __init__(self, *, n_eus):
+        self.n_eus = n_eus
         super().__init__({
             "in_list": In(n_eus), "before": In(data.ArrayLayout(n_eus, n_eus)),
-            "holders": In(data.ArrayLayout(EU_W, max(1, n_holders))),
             "counts": In(data.ArrayLayout(2, n_eus)),
             "meets": In(n_eus), "only_held": In(1), "room": In(n_eus, init=-1),
             "ahead": Out(data.ArrayLayout(n_eus, n_eus)),
@@ -1357,11 +1341,8 @@ class CandidateList(wiring.Component):
         in_list, listed = self.in_list, Signal(N)
         # how many of the packet's data each EU holds
         held = [Signal(2, name=f"held{e}") for e in range(N)]
-        counts = self.counts.as_value() if self.counted else _holds(
-            [self.holders[i] for i in range(self.n_holders)], N)
         for e in range(N):
-            m.d.comb += held[e].eq(Mux(self.room[e], counts[2 * e:2 * e + 2], 0)
-                                   if self.n_holders else 0)
+            m.d.comb += held[e].eq(Mux(self.room[e], self.counts[e], 0))
         # ``only_held`` (patience): the listed EUs holding the packet's data, if any
         holding = Cat(held[e] != 0 for e in range(N)) & in_list
         m.d.comb += listed.eq(Mux(self.only_held & holding.any(), holding, in_list))
@@ -1957,8 +1938,7 @@ class Spreader(wiring.Component):
         m.submodules.rotation = rot = Rotation(n_eus=N, rotate=self.rotate)
         cands = []      # each type's candidate list, for its stream's packet
         for t, name in enumerate(STREAMS):
-            c = CandidateList(n_eus=N, n_holders={TRI: 3, PIX: 1}.get(t, 0),
-                              counted=t == TRI)
+            c = CandidateList(n_eus=N)
             m.submodules[f"candidates_{name[2:]}"] = c
             cands.append(c)
         m.submodules.scan = scan = StatusScan(n_eus=N, status_layout=L["status"])
@@ -2136,7 +2116,7 @@ class Spreader(wiring.Component):
         # in loc 0); the arbiter's winner chooses among them last
         # (the triangle's as counts per EU, registers beside the VDT's lookups: decision 29)
         m.d.comb += cands[TRI].counts.eq(Mux(s.parked[TRI], vdt.held_holds, vdt.holds))
-        m.d.comb += cands[PIX].holders[0].eq(chk.pix_tri.eu)
+        m.d.comb += cands[PIX].counts.eq(_holds([chk.pix_tri.eu], self.n_eus))
         # patience (decision 13): a pixel packet's pass number is 1 + the passes that
         # parked it (``passes``) when it is parked, else 1
         if self.patience:

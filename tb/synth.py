@@ -25,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from hw.frontend import BOARD_PARAMS
 from hw.gen import generate
 from hw.raster import SAMPLE_COUNTS
 from tb.harness import venv_tools_first
@@ -69,11 +70,8 @@ TARGETS = [
     ("wave.scheduler", {"max_k": 3}),
     ("wave.scheduler", {"wave_size": 64, "max_k": 3}),
     ("warp.unit", {}),
-    # the whole front end at the board build's parameters (hw.frontend.BOARD_PARAMS)
-    ("frontend.frontend", {"n_eus": 2, "width": 64, "height": 64, "modes": (4,),
-                           "prid_bits": 8, "records": 8, "entities": 8, "lines": 16,
-                           "vdt_records": 8, "pt_records": 4, "fifo_depth": 2, "latency": 2,
-                           "raster_latency": 9, "raster_lanes": 8, "input_stage": True}),
+    # the whole front end at the board build's parameters
+    ("frontend.frontend", BOARD_PARAMS),
 ]
 
 

@@ -34,8 +34,8 @@ from golden.spreader import (Config, Done, Err, EType, EUStatus, Item, Kind, Pat
                              TrianglePacket, VertexPacket, Workload, scene_workload,
                              synthetic_workload)
 from golden.spreader.codec import Codec
-from tb.harness import (WIDE_DESIGN, StreamDriver, StreamMonitor, params, run_cocotb,
-                        simulators, split_simulators, start)
+from tb.harness import (StreamDriver, StreamMonitor, params, run_cocotb, simulators,
+                        split_simulators, start)
 
 PORTS = ("i_vtx", "i_tri", "i_pix", "i_pat")
 OUTS = ("move", "log", "release", "err")
@@ -133,11 +133,7 @@ def test_spreader_soak(simulator):
     run_cocotb("spreader.spreader", "tb.test_spreader", simulator,
                {"n_eus": 16, "vdt_records": 32, "pt_records": 16},
                testcase=["random_traffic", "refusing_stretches"],
-               extra_env={SOAK_ENV: "4"},
-               # 16 EUs: 11 MB of Verilog; with every signal public, Verilator's C++
-               # took 12 GB per compiler process (at -Os and at -O0) and two in
-               # parallel were killed on the 24 GB machine. The testbench reads ports only.
-               **WIDE_DESIGN)
+               extra_env={SOAK_ENV: "4"})
 
 
 # ---------------------------------------------------------------- payloads
